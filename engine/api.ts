@@ -1,0 +1,123 @@
+/**
+ * The types of the engine's public surface. The server, the Kafka broker, the bench and embedding
+ * programs code against TallyEngine; engine/engine.ts implements it. Wire field names stay snake_case.
+ */
+import type { ApiError } from './errors.js';
+import type { ColumnChunk, SchemaType, ScanSource } from './storage/chunk.js';
+
+export type KeyKind = 'master' | 'write' | 'read';
+
+export interface ProjectInfo {
+  readonly id: string;
+  readonly name: string;
+  readonly api_keys: { readonly master: string; readonly write: string; readonly read: string };
+}
+
+/** Where a write came from: fills the ${svc.ip} and ${svc.user_agent} placeholders. */
+export interface WriteContext {
+  readonly ip: string;
+  readonly userAgent: string;
+}
+
+export interface EventToWrite {
+  readonly collection: string;
+  /** The parsed JSON value the client sent; validated by the engine (need not be an object). */
+  readonly event: unknown;
+}
+
+/** Result of one event of an append, in submission order. A duplicate token counts as ok. */
+export type AppendResult = { readonly ok: true } | { readonly ok: false; readonly error: ApiError };
+
+export interface CollectionSchema {
+  readonly name: string;
+  readonly properties: Readonly<Record<string, SchemaType>>;
+}
+
+/** One event of a collection's log, as the outbound Kafka stream serves it. */
+export interface LogRecord {
+  /** Position in the collection's log: the Kafka offset. */
+  readonly offset: number;
+  /** svc.id, the record key. */
+  readonly id: string;
+  /** svc.created_at in ms, the record timestamp. */
+  readonly createdAtMs: number;
+  /** The stored event JSON, enriched, with its svc object. */
+  readonly json: string;
+}
+
+export interface CommittedOffset {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly metadata: string | null;
+}
+
+export interface EngineOptions {
+  /** Data root; created if absent. */
+  readonly dataDir: string;
+  /** Organization id (default "default"). */
+  readonly orgId?: string;
+  /** Organization key; when absent one is generated once and kept in the data dir. */
+  readonly orgKey?: string;
+  /** A MaxMind-format City database for svc:ip_to_geo; default: the bundled DB-IP City Lite. */
+  readonly geoipDbPath?: string;
+  /** ms since the epoch; injectable for tests. */
+  readonly clock?: () => number;
+  /** How often buffered rows are flushed to segments; default FLUSH_INTERVAL_MS. */
+  readonly flushIntervalMs?: number;
+  /** Worker threads for queries; default: cores - 1, at least 1. 0 runs queries in-process. */
+  readonly queryWorkers?: number;
+  /** Whether to fsync the WAL before acknowledging (default true). Only benchmarks turn it off. */
+  readonly fsync?: boolean;
+}
+
+export interface TallyEngine {
+  readonly orgId: string;
+  readonly orgKey: string;
+  /** True when open() found an empty data dir and created the default project. */
+  readonly created: boolean;
+
+  createProject(name: string): Promise<ProjectInfo>;
+  listProjects(): ProjectInfo[];
+  getProject(projectId: string): ProjectInfo | undefined;
+  /** Replaces the project's write or read key; the old one stops working at once. */
+  regenerateKey(projectId: string, kind: 'write' | 'read'): Promise<string>;
+  /** The kind of `key` in project `projectId`, or null when it is none of its keys. */
+  authenticate(projectId: string, key: string): KeyKind | null;
+  /** True when `key` is the master key of any project (versions endpoint). */
+  isAnyMasterKey(key: string): boolean;
+
+  /**
+   * Validates, enriches and durably appends events. Resolves once every accepted event is fsynced.
+   * Never rejects for bad events: each gets its own result. Rejects only on I/O failure.
+   */
+  appendEvents(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]>;
+
+  listCollections(projectId: string): CollectionSchema[];
+  getCollection(projectId: string, collection: string): CollectionSchema | undefined;
+
+  /** Segments and buffered rows of a collection overlapping [startMs, endMs). */
+  scanSource(projectId: string, collection: string, startMs: number, endMs: number): ScanSource;
+  /** The same rows as chunks, read in this process (embedded use). */
+  scan(projectId: string, collection: string, startMs: number, endMs: number): Iterable<ColumnChunk>;
+
+  /** Runs an analysis (spec/api.md §6); throws ApiError for bad queries and limits. */
+  query(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown>;
+
+  /** The collection's log: first offset still stored and the next offset to be written. */
+  logBounds(projectId: string, collection: string): { start: number; end: number };
+  /** Up to maxRecords records from `fromOffset` on (skipping deleted offsets), at most ~maxBytes. */
+  readLog(projectId: string, collection: string, fromOffset: number, maxRecords: number, maxBytes: number): LogRecord[];
+  /** First offset whose svc.created_at is ≥ timestampMs, or the end offset. */
+  offsetForTime(projectId: string, collection: string, timestampMs: number): number;
+  /** Calls listener after events are appended (acknowledged); returns an unsubscribe function. */
+  onAppend(listener: (projectId: string, collection: string) => void): () => void;
+
+  commitOffsets(projectId: string, groupId: string, offsets: readonly CommittedOffset[]): Promise<void>;
+  fetchOffsets(projectId: string, groupId: string): CommittedOffset[];
+
+  /** Flushes buffered rows to segments (also runs on a timer). */
+  flush(): Promise<void>;
+  /** Stops timers, flushes, closes files and workers. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,15 @@
+/**
+ * The engine's entire public surface. The server, the Kafka broker, benchmarks and embedding
+ * programs import this file and nothing deeper.
+ */
+export type {
+  AppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
+  ProjectInfo, TallyEngine, WriteContext,
+} from './api.js';
+export type { Column, ColumnChunk, SchemaType, ScanSource, SegmentFooter } from './storage/chunk.js';
+export { TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR, rawAt } from './storage/chunk.js';
+export { ApiError, ERROR_STATUS, isApiError } from './errors.js';
+export type { ErrorCode } from './errors.js';
+export { AssertionError } from './assert.js';
+export * as limits from './limits.js';
+export { openEngine } from './engine.js';

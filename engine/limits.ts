@@ -1,0 +1,92 @@
+/**
+ * Every bound in Tally, in one place, each with what it bounds, why this number, and the error it
+ * raises. Numbers from the seed's Limits section are marked "seed". Relations are asserted at load.
+ */
+import { assert } from './assert.js';
+
+/** Bytes of one event's JSON (seed); over it → 413 RequestTooLargeError / InvalidEventError in a batch. */
+export const EVENT_BYTES_MAX = 900_000;
+/** Bytes of a batch request body (seed "bulk event payload"); over it → 413 RequestTooLargeError. */
+export const BATCH_BYTES_MAX = 10_000_000;
+/** Bytes of any HTTP request body we buffer; the larger of the two write limits. */
+export const BODY_BYTES_MAX = BATCH_BYTES_MAX;
+/** Events in one batch request; the seed recommends 5,000, we accept 4x that before InvalidBatchError. */
+export const BATCH_EVENTS_MAX = 20_000;
+/** Property name length: "fewer than 256 characters" (seed) → InvalidPropertyNameError. */
+export const PROPERTY_NAME_CHARS_MAX = 255;
+/** String value length: "fewer than 10,000 characters" (seed) → InvalidPropertyValueError. */
+export const STRING_VALUE_CHARS_MAX = 9_999;
+/** Distinct property paths per collection (seed) → TooManyPropertiesError. */
+export const COLLECTION_PROPERTIES_MAX = 1_000;
+/** Collection name length (spec/api.md §4) → InvalidCollectionNameError. */
+export const COLLECTION_NAME_CHARS_MAX = 64;
+/** Collections returned by the list endpoint (seed). */
+export const COLLECTIONS_LISTED_MAX = 5_000;
+/** Uniqueness token length in characters (seed) → InvalidSvcNamespaceProperty. */
+export const UNIQUENESS_TOKEN_CHARS_MAX = 64;
+/** Duplicate window of uniqueness tokens: 31 days (seed). */
+export const UNIQUENESS_WINDOW_MS = 31 * 24 * 3600 * 1000;
+/** Nesting depth of an event; deeper objects are almost surely a bug → InvalidEventError. */
+export const EVENT_DEPTH_MAX = 32;
+/** Elements of one list property; bounds per-row work → InvalidPropertyValueError. */
+export const LIST_ITEMS_MAX = 10_000;
+/** Inclusive number range of property values (seed: -2^63 .. 2^63-1) → InvalidPropertyValueError. */
+export const NUMBER_MIN = -(2 ** 63);
+export const NUMBER_MAX = 2 ** 63 - 1;
+
+/** Rows buffered in memory per collection before a flush to a segment; bounds memory and replay. */
+export const BUFFER_ROWS_MAX = 200_000;
+/** Longest time rows stay only in the WAL and memory before a flush; bounds WAL replay time. */
+export const FLUSH_INTERVAL_MS = 5_000;
+/** Bytes of one WAL record; a batch body bounds it, plus framing. A longer length means corruption. */
+export const WAL_RECORD_BYTES_MAX = 64 * 1024 * 1024;
+/** Segments of one partition above which compaction merges them; keeps scans from many tiny files. */
+export const PARTITION_SEGMENTS_MAX = 8;
+/** Rows of a compacted segment; bounds the memory of one compaction. */
+export const SEGMENT_ROWS_MAX = 2_000_000;
+/** HyperLogLog precision: 2^14 registers, ~0.8% standard error, 16 KiB per column per segment. */
+export const HLL_PRECISION = 14;
+
+/** Distinct values counted exactly before count_unique estimates (seed) → ApproximationRequiredError. */
+export const COUNT_UNIQUE_EXACT_MAX = 1_000_000;
+/** Values kept exactly for median/percentile before a sketch estimates (seed). */
+export const PERCENTILE_EXACT_MAX = 1_000_000;
+/** Groups of a group_by (seed) → TooManyGroupsError. */
+export const GROUPS_MAX = 1_000_000;
+/** Buckets of an interval (seed) → TooManyIntervalsError. */
+export const INTERVALS_MAX = 9_000;
+/** Response bytes of a query (seed: 150 MB) → ResponseTooLargeError. */
+export const RESPONSE_BYTES_MAX = 150 * 1_000_000;
+/** Events a synchronous extraction may scan (seed) → ExtractionTooLargeError. */
+export const EXTRACTION_SCAN_MAX = 1_000_000;
+/** Events a synchronous extraction may return (seed) → ExtractionTooLargeError. */
+export const EXTRACTION_RESULT_MAX = 100_000;
+/** Unique actors of a funnel (seed) → TooManyGroupsError. */
+export const FUNNEL_ACTORS_MAX = 1_000_000;
+/** Steps of a funnel; bounds the work of one request → InvalidQueryError. */
+export const FUNNEL_STEPS_MAX = 100;
+/** Query wall time (seed: 5 minutes) → 504 QueryIncompleteError. */
+export const QUERY_TIMEOUT_MS = 300_000;
+/** Ad-hoc queries per minute per project (seed) → 429 RateLimitExceededError. */
+export const QUERIES_PER_MINUTE = 200;
+/** Extractions per minute per project (seed). */
+export const EXTRACTIONS_PER_MINUTE = 200;
+/** Deletes per minute per project (seed). */
+export const DELETES_PER_MINUTE = 10;
+/** Collection deletes per minute per project (seed). */
+export const COLLECTION_DELETES_PER_MINUTE = 100;
+/** Queries executing at once (K); more would only share the same 2 cores. */
+export const QUERIES_RUNNING_MAX = 4;
+/** Queries waiting to start (Q); past it → 429 TooManyConcurrentQueriesError. */
+export const QUERIES_WAITING_MAX = 64;
+/** How long a query may wait to start; past it → 503 ServiceUnavailableError (fast failure). */
+export const QUERY_START_DEADLINE_MS = 10_000;
+/** Regex filter pattern length (spec/api.md §6) → InvalidFilterError. */
+export const REGEX_PATTERN_CHARS_MAX = 256;
+
+/** Kafka frame size; checked before buffering a frame → connection closed. */
+export const FRAME_BYTES_MAX = 100 * 1024 * 1024;
+
+assert(BODY_BYTES_MAX >= EVENT_BYTES_MAX, 'a body must be able to hold one event');
+assert(WAL_RECORD_BYTES_MAX > BATCH_BYTES_MAX * 2, 'a WAL record must hold a whole batch');
+assert(COUNT_UNIQUE_EXACT_MAX <= GROUPS_MAX, 'exact distinct bound within group bound');

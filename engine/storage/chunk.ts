@@ -1,0 +1,104 @@
+/**
+ * The in-memory columnar shape every reader of stored events sees: a chunk of rows of one
+ * collection, from a segment file or from the in-memory write buffer. Everything here is plain
+ * data (typed arrays, arrays, maps of them) so a chunk can be posted to a worker thread.
+ * This file owns the shape only; segment/writer.ts and segment/reader.ts convert it to Arrow.
+ */
+
+/** Schema type strings of spec/api.md §4. */
+export type SchemaType = 'num' | 'bool' | 'string' | 'list' | 'null' | 'datetime' | 'geo';
+
+/** A list element or a scalar as stored. */
+export type Primitive = number | string | boolean | null;
+
+/** Per-row type tag of a column: what the row holds at this path. */
+export const TAG_MISSING = 0;
+export const TAG_NULL = 1;
+export const TAG_NUM = 2;
+export const TAG_STR = 3;
+export const TAG_BOOL = 4;
+export const TAG_LIST = 5;
+export type Tag = 0 | 1 | 2 | 3 | 4 | 5;
+
+/**
+ * One property path over the rows of a chunk. `tags[i]` says which member holds row i:
+ * TAG_NUM → num[i]; TAG_BOOL → num[i] is 0 or 1; TAG_STR → dict[str[i]]; TAG_LIST → lists[i].
+ * A member is null when no row of the chunk uses it. Values of other rows are unspecified.
+ */
+export interface Column {
+  readonly path: string;
+  readonly tags: Uint8Array;
+  readonly num: Float64Array | null;
+  readonly str: Int32Array | null;
+  readonly dict: readonly string[] | null;
+  readonly lists: readonly (readonly Primitive[] | null)[] | null;
+}
+
+/** UTF-8 strings in Arrow's layout: value i is bytes[offsets[i] .. offsets[i + 1]). */
+export interface Utf8Column {
+  readonly bytes: Uint8Array;
+  readonly offsets: Int32Array;
+}
+
+/**
+ * Rows of one collection. `ts` is svc.timestamp and `createdAt` svc.created_at, in ms since the
+ * epoch (UTC); `seq` is each row's position in the collection's log (the Kafka offset), strictly
+ * increasing within a chunk. `raw` holds each stored event's JSON exactly as acknowledged (with its
+ * svc object), for extraction and the outbound stream. `columns` holds every flattened property
+ * path except svc.id, svc.timestamp, svc.created_at and svc.addons (those live in ts/createdAt/raw).
+ */
+export interface ColumnChunk {
+  readonly rows: number;
+  readonly ts: Float64Array;
+  readonly createdAt: Float64Array;
+  readonly seq: Float64Array;
+  readonly raw: Utf8Column;
+  readonly columns: ReadonlyMap<string, Column>;
+}
+
+/** Min/max of the values of one column in a segment, per kind; absent when no row has that kind. */
+export interface ColumnStats {
+  readonly numMin?: number;
+  readonly numMax?: number;
+  readonly strMin?: string;
+  readonly strMax?: string;
+  /** Rows whose tag is not TAG_MISSING. */
+  readonly present: number;
+}
+
+/** What a segment's footer says about it: enough to prune it without reading it. */
+export interface SegmentFooter {
+  readonly rows: number;
+  readonly tsMin: number;
+  readonly tsMax: number;
+  readonly seqMin: number;
+  readonly seqMax: number;
+  readonly columns: Readonly<Record<string, ColumnStats>>;
+}
+
+/** A stored, immutable segment file and its footer. */
+export interface SegmentRef {
+  /** Absolute path of the Arrow IPC file. */
+  readonly file: string;
+  readonly footer: SegmentFooter;
+}
+
+/**
+ * Everything a scan of one collection over [startMs, endMs) must read: the segments whose footer
+ * overlaps the range (already pruned by tsMin/tsMax) and a snapshot of the write buffer (rows not
+ * yet in any segment), or null when the buffer holds none in range. `schema` is the collection's
+ * schema dictionary (path → type).
+ */
+export interface ScanSource {
+  readonly segments: readonly SegmentRef[];
+  readonly memory: ColumnChunk | null;
+  readonly schema: Readonly<Record<string, SchemaType>>;
+}
+
+const utf8 = new TextDecoder();
+
+/** The stored JSON of row `index` of a chunk. */
+export function rawAt(chunk: ColumnChunk, index: number): string {
+  const { bytes, offsets } = chunk.raw;
+  return utf8.decode(bytes.subarray(offsets[index], offsets[index + 1]));
+}
