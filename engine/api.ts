@@ -86,6 +86,8 @@ export interface TallyEngine {
   authenticate(projectId: string, key: string): KeyKind | null;
   /** True when `key` is the master key of any project (versions endpoint). */
   isAnyMasterKey(key: string): boolean;
+  /** True when `key` is the organization key (org API, versions endpoint). */
+  isOrgKey(key: string): boolean;
 
   /**
    * Validates, enriches and durably appends events. Resolves once every accepted event is fsynced.

@@ -1,0 +1,301 @@
+/**
+ * Composition root of the engine: wires projects, the WAL, collection stores, enrichment and the
+ * query service, and implements TallyEngine. The write path lives in write-path.ts, the log view
+ * for Kafka in log.ts; this file owns opening, flushing, recovery order and closing.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type {
+  AppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
+  ProjectInfo, TallyEngine, WriteContext,
+} from './api.js';
+import { createEnricher, type Enricher } from './enrich/pipeline.js';
+import { ApiError } from './errors.js';
+import { COLLECTIONS_LISTED_MAX, FLUSH_INTERVAL_MS } from './limits.js';
+import { ProjectStore } from './projects.js';
+import { QueryService } from './query/service.js';
+import type { ColumnChunk, ScanSource } from './storage/chunk.js';
+import { CollectionStore } from './storage/collection.js';
+import { readJsonIfExists, writeFileDurable } from './storage/files.js';
+import { readManifest, writeManifest } from './storage/manifest.js';
+import { readSegment } from './storage/segment/reader.js';
+import { Wal } from './wal/wal.js';
+import { LogReader } from './log.js';
+import { WritePath } from './write-path.js';
+
+type OffsetsFile = Record<string, Record<string, CommittedOffset[]>>;
+
+export async function openEngine(options: EngineOptions): Promise<TallyEngine> {
+  return Engine.open(options);
+}
+
+class Engine implements TallyEngine {
+  private readonly stores = new Map<string, CollectionStore>();
+  private readonly listeners = new Set<(projectId: string, collection: string) => void>();
+  private flushing: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+  private offsets: OffsetsFile;
+  private readonly writes: WritePath;
+  private readonly log: LogReader;
+
+  private constructor(
+    private readonly dataDir: string,
+    private readonly clock: () => number,
+    private readonly projects: ProjectStore,
+    private readonly wal: Wal,
+    private readonly queries: QueryService,
+    enricher: Enricher,
+  ) {
+    this.offsets = readJsonIfExists<OffsetsFile>(path.join(dataDir, 'kafka-offsets.json')) ?? {};
+    this.writes = new WritePath({
+      clock, wal, enricher,
+      store: (project, collection) => this.store(project, collection, true)!,
+      appended: (project, collection) => this.notify(project, collection),
+    });
+    this.log = new LogReader((project, collection) => this.store(project, collection, false));
+  }
+
+  static async open(options: EngineOptions): Promise<Engine> {
+    const dataDir = path.resolve(options.dataDir);
+    fs.mkdirSync(dataDir, { recursive: true });
+    const clock = options.clock ?? Date.now;
+    const projects = new ProjectStore(dataDir, options.orgId ?? 'default', options.orgKey);
+    if (projects.created) projects.create('default');
+    else projects.save();
+    const { wal, replay } = await Wal.open(path.join(dataDir, 'wal'), {
+      fsync: options.fsync ?? true,
+      log: (level, message) => process.stderr.write(`tally wal ${level}: ${message}\n`),
+    });
+    const enricher = await createEnricher({ geoipDbPath: options.geoipDbPath });
+    const workers = options.queryWorkers ?? Math.max(1, os.availableParallelism() - 1);
+    let engine: Engine;
+    const queries = new QueryService({
+      source: (project: string, collection: string, start: number, end: number) => engine.scanSource(project, collection, start, end),
+      clock,
+      workers,
+    });
+    engine = new Engine(dataDir, clock, projects, wal, queries, enricher);
+    engine.createdFresh = projects.created;
+    engine.recover(replay);
+    const interval = options.flushIntervalMs ?? FLUSH_INTERVAL_MS;
+    engine.timer = setInterval(() => void engine.flush().catch(engine.reportFlushError), interval);
+    engine.timer.unref();
+    return engine;
+  }
+
+  private createdFresh = false;
+
+  get created(): boolean {
+    return this.createdFresh;
+  }
+
+  get orgId(): string {
+    return this.projects.orgId;
+  }
+
+  get orgKey(): string {
+    return this.projects.orgKey;
+  }
+
+  /** Loads the manifest, removes crash leftovers, replays the WAL tail into the buffers. */
+  private recover(replay: Uint8Array[]): void {
+    const manifest = readManifest(this.dataDir);
+    const now = this.clock();
+    for (const saved of manifest.collections) {
+      const store = new CollectionStore(this.dataDir, saved.project, saved.collection, saved, now);
+      this.stores.set(key(saved.project, saved.collection), store);
+      for (const orphan of store.orphanFiles()) fs.rmSync(orphan, { force: true });
+    }
+    this.writes.replay(replay);
+  }
+
+  private store(project: string, collection: string, create: boolean): CollectionStore | undefined {
+    const id = key(project, collection);
+    let store = this.stores.get(id);
+    if (store === undefined && create) {
+      store = new CollectionStore(this.dataDir, project, collection, undefined, this.clock());
+      this.stores.set(id, store);
+    }
+    return store;
+  }
+
+  private notify(project: string, collection: string): void {
+    for (const listener of this.listeners) listener(project, collection);
+  }
+
+  private readonly reportFlushError = (error: unknown): void => {
+    process.stderr.write(`tally flush failed: ${(error as Error)?.stack ?? error}\n`);
+  };
+
+  // Projects and keys.
+
+  async createProject(name: string): Promise<ProjectInfo> {
+    return this.projects.create(name);
+  }
+
+  listProjects(): ProjectInfo[] {
+    return this.projects.list();
+  }
+
+  getProject(projectId: string): ProjectInfo | undefined {
+    return this.projects.get(projectId);
+  }
+
+  async regenerateKey(projectId: string, kind: 'write' | 'read'): Promise<string> {
+    return this.projects.regenerate(projectId, kind);
+  }
+
+  authenticate(projectId: string, key: string): KeyKind | null {
+    return this.projects.authenticate(projectId, key);
+  }
+
+  isAnyMasterKey(key: string): boolean {
+    return this.projects.isAnyMasterKey(key);
+  }
+
+  isOrgKey(key: string): boolean {
+    return this.projects.isOrgKey(key);
+  }
+
+  // Writes.
+
+  appendEvents(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]> {
+    if (this.closed) return Promise.reject(new ApiError('ServiceUnavailableError', 'Tally is shutting down.'));
+    if (!this.projects.get(projectId)) {
+      return Promise.reject(new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`));
+    }
+    return this.writes.append(projectId, events, ctx);
+  }
+
+  // Inspection.
+
+  listCollections(projectId: string): CollectionSchema[] {
+    const out: CollectionSchema[] = [];
+    for (const store of this.stores.values()) {
+      if (store.project !== projectId) continue;
+      out.push({ name: store.name, properties: store.schema.toJSON() });
+      if (out.length === COLLECTIONS_LISTED_MAX) break;
+    }
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  getCollection(projectId: string, collection: string): CollectionSchema | undefined {
+    const store = this.store(projectId, collection, false);
+    return store ? { name: store.name, properties: store.schema.toJSON() } : undefined;
+  }
+
+  // Scans and queries.
+
+  scanSource(projectId: string, collection: string, startMs: number, endMs: number): ScanSource {
+    const store = this.store(projectId, collection, false);
+    if (!store) return { segments: [], memory: null, schema: {} };
+    return store.scanSource(startMs, endMs);
+  }
+
+  *scan(projectId: string, collection: string, startMs: number, endMs: number): Iterable<ColumnChunk> {
+    const source = this.scanSource(projectId, collection, startMs, endMs);
+    for (const segment of source.segments) yield readSegment(segment.file);
+    if (source.memory) yield source.memory;
+  }
+
+  query(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {
+    return this.queries.run(projectId, analysis, params);
+  }
+
+  // The log (outbound Kafka).
+
+  logBounds(projectId: string, collection: string): { start: number; end: number } {
+    return this.log.bounds(projectId, collection);
+  }
+
+  readLog(projectId: string, collection: string, fromOffset: number, maxRecords: number, maxBytes: number): LogRecord[] {
+    return this.log.read(projectId, collection, fromOffset, maxRecords, maxBytes);
+  }
+
+  offsetForTime(projectId: string, collection: string, timestampMs: number): number {
+    return this.log.offsetForTime(projectId, collection, timestampMs);
+  }
+
+  onAppend(listener: (projectId: string, collection: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async commitOffsets(projectId: string, groupId: string, offsets: readonly CommittedOffset[]): Promise<void> {
+    const groups = (this.offsets[projectId] ??= {});
+    const merged = new Map((groups[groupId] ?? []).map((o) => [`${o.topic}\u0000${o.partition}`, o]));
+    for (const offset of offsets) merged.set(`${offset.topic}\u0000${offset.partition}`, offset);
+    groups[groupId] = [...merged.values()];
+    writeFileDurable(path.join(this.dataDir, 'kafka-offsets.json'), JSON.stringify(this.offsets));
+  }
+
+  fetchOffsets(projectId: string, groupId: string): CommittedOffset[] {
+    return this.offsets[projectId]?.[groupId]?.slice() ?? [];
+  }
+
+  // Flush, compaction, close.
+
+  flush(): Promise<void> {
+    this.flushing ??= this.flushNow().finally(() => {
+      this.flushing = null;
+    });
+    return this.flushing;
+  }
+
+  /**
+   * Rotates the WAL, waits until every append written to the closed files is in a buffer, writes
+   * the buffers as segments, commits the manifest, and only then deletes the closed WAL files.
+   */
+  private async flushNow(): Promise<void> {
+    const idle = !this.writes.busy && [...this.stores.values()].every((store) => store.buffer.rows === 0);
+    if (idle) {
+      const replaced = this.compact();
+      if (replaced.length > 0) this.commitManifest();
+      for (const file of replaced) {
+        fs.rmSync(file, { force: true });
+        fs.rmSync(`${file}.meta`, { force: true });
+      }
+      return;
+    }
+    const closedIndex = await this.wal.rotate();
+    await this.writes.settled();
+    let dirty = false;
+    for (const store of this.stores.values()) {
+      if (store.buffer.rows === 0) continue;
+      store.flushBuffer();
+      dirty = true;
+    }
+    if (dirty) this.commitManifest();
+    await this.wal.removeUpTo(closedIndex);
+  }
+
+  /** One compaction step per idle flush keeps the event loop free for writes. */
+  private compact(): string[] {
+    for (const store of this.stores.values()) {
+      const replaced = store.compactOne();
+      if (replaced) return replaced;
+    }
+    return [];
+  }
+
+  private commitManifest(): void {
+    const collections = [...this.stores.values()].map((store) => store.toManifest());
+    writeManifest(this.dataDir, { version: 1, collections });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.writes.settled();
+    await this.flush();
+    await this.wal.close();
+    await this.queries.close();
+  }
+}
+
+function key(project: string, collection: string): string {
+  return `${project}\u0000${collection}`;
+}

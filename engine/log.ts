@@ -1,0 +1,92 @@
+/**
+ * The log view of a collection for the outbound Kafka stream: its stored events in log (seq) order,
+ * read from segments and the write buffer. A collection's segments are per day, so their seq ranges
+ * interleave; a read merges the candidates by seq. Recently read segments stay decoded in a small
+ * cache because consumers read forward.
+ */
+import type { LogRecord } from './api.js';
+import { rawAt, type ColumnChunk } from './storage/chunk.js';
+import type { CollectionStore } from './storage/collection.js';
+import { readSegment } from './storage/segment/reader.js';
+
+const CACHED_SEGMENTS_MAX = 16;
+const ID_PATTERN = /"id":"([0-9a-f]{24})"/;
+
+export class LogReader {
+  private readonly cache = new Map<string, ColumnChunk>();
+
+  constructor(private readonly storeOf: (project: string, collection: string) => CollectionStore | undefined) {}
+
+  bounds(project: string, collection: string): { start: number; end: number } {
+    const store = this.storeOf(project, collection);
+    if (!store) return { start: 0, end: 0 };
+    let start = store.buffer.rows > 0 ? store.buffer.snapshot().seq[0] : store.nextSeq;
+    for (const segment of store.segments) start = Math.min(start, segment.footer.seqMin);
+    return { start, end: store.buffer.rows > 0 ? store.buffer.lastSeq + 1 : store.flushedSeq };
+  }
+
+  read(project: string, collection: string, from: number, maxRecords: number, maxBytes: number): LogRecord[] {
+    const store = this.storeOf(project, collection);
+    if (!store || maxRecords <= 0) return [];
+    const candidates = store.segments.filter((s) => s.footer.seqMax >= from)
+      .sort((a, b) => a.footer.seqMin - b.footer.seqMin);
+    const picked: { chunk: ColumnChunk; row: number }[] = [];
+    for (const segment of candidates) {
+      // Once maxRecords rows are picked, a segment starting past the largest picked seq adds nothing.
+      if (picked.length >= maxRecords && segment.footer.seqMin > picked[maxRecords - 1].chunk.seq[picked[maxRecords - 1].row]) break;
+      pickRows(this.chunkOf(segment.file), from, maxRecords, picked);
+      picked.sort((a, b) => a.chunk.seq[a.row] - b.chunk.seq[b.row]);
+      picked.length = Math.min(picked.length, maxRecords);
+    }
+    if (store.buffer.rows > 0) {
+      pickRows(store.buffer.snapshot(), from, maxRecords, picked);
+      picked.sort((a, b) => a.chunk.seq[a.row] - b.chunk.seq[b.row]);
+    }
+    const out: LogRecord[] = [];
+    let bytes = 0;
+    for (const { chunk, row } of picked) {
+      if (out.length === maxRecords || (out.length > 0 && bytes >= maxBytes)) break;
+      const json = rawAt(chunk, row);
+      bytes += json.length;
+      out.push({ offset: chunk.seq[row], id: ID_PATTERN.exec(json)?.[1] ?? '', createdAtMs: chunk.createdAt[row], json });
+    }
+    return out;
+  }
+
+  offsetForTime(project: string, collection: string, timestampMs: number): number {
+    const store = this.storeOf(project, collection);
+    if (!store) return 0;
+    let best = Infinity;
+    const chunks = store.segments.map((s) => this.chunkOf(s.file));
+    if (store.buffer.rows > 0) chunks.push(store.buffer.snapshot());
+    for (const chunk of chunks) {
+      for (let i = 0; i < chunk.rows; i++) {
+        if (chunk.createdAt[i] >= timestampMs && chunk.seq[i] < best) {
+          best = chunk.seq[i];
+          break;
+        }
+      }
+    }
+    return best === Infinity ? this.bounds(project, collection).end : best;
+  }
+
+  private chunkOf(file: string): ColumnChunk {
+    const cached = this.cache.get(file);
+    if (cached) this.cache.delete(file);
+    else if (this.cache.size >= CACHED_SEGMENTS_MAX) this.cache.delete(this.cache.keys().next().value!);
+    const chunk = cached ?? readSegment(file, []);
+    this.cache.set(file, chunk);
+    return chunk;
+  }
+}
+
+/** Adds up to maxRecords rows of `chunk` with seq ≥ from (seq increases within a chunk). */
+function pickRows(chunk: ColumnChunk, from: number, maxRecords: number, picked: { chunk: ColumnChunk; row: number }[]): void {
+  let low = 0, high = chunk.rows;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (chunk.seq[mid] < from) low = mid + 1;
+    else high = mid;
+  }
+  for (let row = low; row < chunk.rows && row < low + maxRecords; row++) picked.push({ chunk, row });
+}

@@ -1,0 +1,103 @@
+/**
+ * The organization and its projects with their keys, persisted in `projects.json`. Keys are 64 hex
+ * characters from a CSPRNG and are compared in constant time. Never log a key from here.
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import path from 'node:path';
+import type { KeyKind, ProjectInfo } from './api.js';
+import { ApiError } from './errors.js';
+import { readJsonIfExists, writeFileDurable } from './storage/files.js';
+
+interface ProjectsFile {
+  orgId: string;
+  orgKey: string;
+  projects: ProjectInfo[];
+}
+
+export function newKey(): string {
+  return randomBytes(32).toString('hex');
+}
+
+export class ProjectStore {
+  private readonly file: string;
+  private state: ProjectsFile;
+  readonly created: boolean;
+
+  constructor(dataDir: string, orgId: string, orgKey: string | undefined) {
+    this.file = path.join(dataDir, 'projects.json');
+    const loaded = readJsonIfExists<ProjectsFile>(this.file);
+    this.created = loaded === undefined;
+    this.state = loaded ?? { orgId, orgKey: orgKey ?? newKey(), projects: [] };
+    // An operator-supplied org id or key wins over the stored one (spec/api.md §1).
+    if (orgKey !== undefined) this.state.orgKey = orgKey;
+    this.state.orgId = orgId;
+  }
+
+  get orgId(): string {
+    return this.state.orgId;
+  }
+
+  get orgKey(): string {
+    return this.state.orgKey;
+  }
+
+  save(): void {
+    writeFileDurable(this.file, JSON.stringify(this.state, null, 2));
+  }
+
+  create(name: string): ProjectInfo {
+    if (typeof name !== 'string' || name.length === 0 || name.length > 256) {
+      throw new ApiError('MissingRequiredRequestFieldError', 'A project needs a "name" of 1 to 256 characters.');
+    }
+    const project: ProjectInfo = {
+      id: randomBytes(12).toString('hex'),
+      name,
+      api_keys: { master: newKey(), write: newKey(), read: newKey() },
+    };
+    this.state.projects.push(project);
+    this.save();
+    return project;
+  }
+
+  list(): ProjectInfo[] {
+    return this.state.projects.slice();
+  }
+
+  get(id: string): ProjectInfo | undefined {
+    return this.state.projects.find((project) => project.id === id);
+  }
+
+  regenerate(id: string, kind: 'write' | 'read'): string {
+    const index = this.state.projects.findIndex((project) => project.id === id);
+    if (index < 0) throw new ApiError('ResourceNotFoundError', `Project ${id} does not exist.`);
+    const key = newKey();
+    const old = this.state.projects[index];
+    this.state.projects[index] = { ...old, api_keys: { ...old.api_keys, [kind]: key } };
+    this.save();
+    return key;
+  }
+
+  authenticate(id: string, key: string): KeyKind | null {
+    const project = this.get(id);
+    if (!project || typeof key !== 'string') return null;
+    const keys = project.api_keys;
+    if (safeEqual(keys.master, key)) return 'master';
+    if (safeEqual(keys.write, key)) return 'write';
+    if (safeEqual(keys.read, key)) return 'read';
+    return null;
+  }
+
+  isAnyMasterKey(key: string): boolean {
+    return this.state.projects.some((project) => safeEqual(project.api_keys.master, key));
+  }
+
+  isOrgKey(key: string): boolean {
+    return safeEqual(this.state.orgKey, key);
+  }
+}
+
+function safeEqual(expected: string, actual: string): boolean {
+  const a = Buffer.from(expected);
+  const b = Buffer.from(actual);
+  return a.length === b.length && timingSafeEqual(a, b);
+}

@@ -1,0 +1,76 @@
+/**
+ * The schema dictionary of one collection: property path → type (spec/api.md §4). A path keeps the
+ * first non-null type it was seen with; later values of other types are still stored. Bounded by
+ * COLLECTION_PROPERTIES_MAX distinct paths (TooManyPropertiesError rejects the whole event).
+ */
+import { ApiError } from '../errors.js';
+import { COLLECTION_PROPERTIES_MAX } from '../limits.js';
+import type { SchemaType } from '../storage/chunk.js';
+import type { Leaves } from './flatten.js';
+
+const GEO_PATH = 'svc.location.coordinates';
+/** Paths every stored event has; listed in the schema, not counted against the limit. */
+const STANDARD: Readonly<Record<string, SchemaType>> = {
+  'svc.created_at': 'datetime',
+  'svc.id': 'string',
+  'svc.timestamp': 'datetime',
+};
+
+export function leafType(path: string, value: unknown): SchemaType {
+  if (value === null || value === undefined) return 'null';
+  if (Array.isArray(value)) return path === GEO_PATH ? 'geo' : 'list';
+  switch (typeof value) {
+    case 'number': return 'num';
+    case 'boolean': return 'bool';
+    default: return 'string';
+  }
+}
+
+export class SchemaDictionary {
+  private readonly types = new Map<string, SchemaType>();
+
+  constructor(initial?: Readonly<Record<string, SchemaType>>) {
+    if (initial) {
+      for (const [path, type] of Object.entries(initial)) {
+        if (!(path in STANDARD)) this.types.set(path, type);
+      }
+    }
+  }
+
+  get size(): number {
+    return this.types.size;
+  }
+
+  /** Throws TooManyPropertiesError when the leaves would take the collection past its bound. */
+  check(leaves: Leaves): void {
+    let added = 0;
+    for (let i = 0; i < leaves.count; i++) {
+      if (!this.types.has(leaves.paths[i])) added++;
+    }
+    if (added > 0 && this.types.size + added > COLLECTION_PROPERTIES_MAX) {
+      throw new ApiError('TooManyPropertiesError',
+        `A collection may have at most ${COLLECTION_PROPERTIES_MAX} properties; this event would bring it to ` +
+        `${this.types.size + added}. Dynamically named properties are the usual cause.`);
+    }
+  }
+
+  observe(leaves: Leaves): void {
+    for (let i = 0; i < leaves.count; i++) {
+      const path = leaves.paths[i];
+      const known = this.types.get(path);
+      if (known !== undefined && known !== 'null') continue;
+      const type = leafType(path, leaves.values[i]);
+      if (known === undefined || type !== 'null') this.types.set(path, type);
+    }
+  }
+
+  typeOf(path: string): SchemaType | undefined {
+    return STANDARD[path] ?? this.types.get(path);
+  }
+
+  toJSON(): Record<string, SchemaType> {
+    const out: Record<string, SchemaType> = { ...STANDARD };
+    for (const [path, type] of this.types) out[path] = type;
+    return out;
+  }
+}

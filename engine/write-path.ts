@@ -1,0 +1,126 @@
+/**
+ * The write path: validate → svc fields and placeholders → add-ons → uniqueness check → WAL append
+ * (acknowledged only after fsync; concurrent calls share one fsync) → the collection's buffer.
+ * Log offsets are reserved before the WAL append, so WAL order is log order, and replay after a
+ * crash re-applies exactly the rows that no flush had put in a segment.
+ */
+import type { AppendResult, EventToWrite, WriteContext } from './api.js';
+import type { Enricher } from './enrich/pipeline.js';
+import { ApiError, isApiError } from './errors.js';
+import { IdSource } from './ids.js';
+import { EVENT_BYTES_MAX } from './limits.js';
+import { validateCollectionName } from './schema/collection-name.js';
+import { flattenEvent, newLeaves, type Leaves } from './schema/flatten.js';
+import { prepareEvent } from './schema/prepare.js';
+import type { CollectionStore } from './storage/collection.js';
+import type { Wal } from './wal/wal.js';
+import { decodeWalPayload, encodeWalPayload, type WalEvent } from './wal-record.js';
+
+/** Bytes the svc fields add to an event as sent; a batch item's stored JSON may exceed the limit by this. */
+const SVC_OVERHEAD_BYTES = 2_048;
+
+interface Staged {
+  readonly store: CollectionStore;
+  readonly record: WalEvent;
+  readonly leaves: Leaves;
+}
+
+export interface WritePathDeps {
+  readonly clock: () => number;
+  readonly wal: Wal;
+  readonly enricher: Enricher;
+  readonly store: (project: string, collection: string) => CollectionStore;
+  readonly appended: (project: string, collection: string) => void;
+}
+
+export class WritePath {
+  private readonly ids = new IdSource();
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(private readonly deps: WritePathDeps) {}
+
+  append(project: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]> {
+    const now = this.deps.clock();
+    const results: AppendResult[] = new Array(events.length);
+    const staged: Staged[] = [];
+    for (let i = 0; i < events.length; i++) {
+      try {
+        const item = this.stage(project, events[i], ctx, now);
+        if (item) staged.push(item);
+        results[i] = { ok: true };
+      } catch (error) {
+        if (!isApiError(error)) throw error;
+        results[i] = { ok: false, error };
+      }
+    }
+    if (staged.length === 0) return Promise.resolve(results);
+    const payload = encodeWalPayload({ p: project, e: staged.map((s) => s.record) });
+    const done = this.deps.wal.append(payload).then(() => {
+      this.applyAll(project, staged);
+      return results;
+    });
+    this.inFlight.add(done);
+    const forget = () => this.inFlight.delete(done);
+    done.then(forget, forget);
+    return done;
+  }
+
+  get busy(): boolean {
+    return this.inFlight.size > 0;
+  }
+
+  /** Resolves once every append started before this call has been applied or has failed. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Validates one event and reserves its log offset; null for a silently dropped duplicate. */
+  private stage(project: string, item: EventToWrite, ctx: WriteContext, now: number): Staged | null {
+    validateCollectionName(item.collection);
+    const store = this.deps.store(project, item.collection);
+    const prepared = prepareEvent(item.event, now, this.ids.take(), ctx);
+    if (prepared.hasAddons) this.deps.enricher.apply(prepared.event, now);
+    const leaves = newLeaves();
+    flattenEvent(prepared.event, leaves);
+    store.schema.check(leaves);
+    const token = prepared.uniquenessToken;
+    if (token !== null && store.tokens.has(token, now)) return null;
+    const raw = JSON.stringify(prepared.event);
+    if (raw.length > EVENT_BYTES_MAX && Buffer.byteLength(raw) > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES) {
+      throw new ApiError('InvalidEventError', `An event may be at most ${EVENT_BYTES_MAX} bytes of JSON.`);
+    }
+    store.schema.observe(leaves);
+    if (token !== null) store.tokens.add(token, now, false);
+    const record: WalEvent = {
+      c: item.collection, s: store.nextSeq++, t: prepared.tsMs, a: prepared.createdAtMs, j: raw, k: token,
+    };
+    return { store, record, leaves };
+  }
+
+  private applyAll(project: string, staged: readonly Staged[]): void {
+    const touched = new Set<CollectionStore>();
+    for (const { store, record, leaves } of staged) {
+      store.apply(record.s, record.t, record.a, record.j, leaves);
+      if (record.k !== null) store.tokens.add(record.k, record.a, true);
+      touched.add(store);
+    }
+    for (const store of touched) this.deps.appended(project, store.name);
+  }
+
+  /** Re-applies WAL payloads after a crash or restart, skipping rows already in segments. */
+  replay(payloads: readonly Uint8Array[]): void {
+    const leaves = newLeaves();
+    for (const bytes of payloads) {
+      const payload = decodeWalPayload(bytes);
+      for (const event of payload.e) {
+        const store = this.deps.store(payload.p, event.c);
+        if (event.s >= store.nextSeq) store.nextSeq = event.s + 1;
+        if (event.s < store.flushedSeq) continue;
+        flattenEvent(JSON.parse(event.j), leaves);
+        store.schema.observe(leaves);
+        store.apply(event.s, event.t, event.a, event.j, leaves);
+        if (event.k !== null) store.tokens.add(event.k, event.a, true);
+      }
+    }
+  }
+}
