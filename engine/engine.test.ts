@@ -1,0 +1,153 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { openEngine, type TallyEngine } from './index.js';
+
+const ctx = { ip: '203.0.113.9', userAgent: 'test/1.0' };
+const DAY = 86_400_000;
+
+function tempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'tally-engine-'));
+}
+
+async function open(dataDir: string): Promise<TallyEngine> {
+  return openEngine({ dataDir, queryWorkers: 0, flushIntervalMs: 3_600_000 });
+}
+
+function rowsOf(engine: TallyEngine, project: string, collection: string): string[] {
+  const out: string[] = [];
+  for (const chunk of engine.scan(project, collection, 0, 8.64e15)) {
+    for (let i = 0; i < chunk.rows; i++) {
+      const { bytes, offsets } = chunk.raw;
+      out.push(Buffer.from(bytes.subarray(offsets[i], offsets[i + 1])).toString());
+    }
+  }
+  return out;
+}
+
+t.test('a fresh data dir gets an org key and a default project whose keys authenticate', async (t) => {
+  const dir = tempDir();
+  const engine = await open(dir);
+  t.ok(engine.created);
+  t.match(engine.orgKey, /^[0-9a-f]{64}$/);
+  const [project] = engine.listProjects();
+  t.equal(project.name, 'default');
+  t.equal(engine.authenticate(project.id, project.api_keys.master), 'master');
+  t.equal(engine.authenticate(project.id, project.api_keys.write), 'write');
+  t.equal(engine.authenticate(project.id, project.api_keys.read), 'read');
+  t.equal(engine.authenticate(project.id, 'f'.repeat(64)), null);
+  const fresh = await engine.regenerateKey(project.id, 'write');
+  t.equal(engine.authenticate(project.id, project.api_keys.write), null);
+  t.equal(engine.authenticate(project.id, fresh), 'write');
+  await engine.close();
+  const again = await open(dir);
+  t.notOk(again.created);
+  t.equal(again.authenticate(project.id, fresh), 'write');
+  await again.close();
+});
+
+t.test('appended events survive a clean restart with their schema', async (t) => {
+  const dir = tempDir();
+  const engine = await open(dir);
+  const project = engine.listProjects()[0].id;
+  const results = await engine.appendEvents(project, [
+    { collection: 'purchases', event: { price: 5, item: { name: 'hat' }, tags: ['a', 'b'] } },
+    { collection: 'purchases', event: { price: 'free', 'bad.name': 1 } },
+    { collection: 'purchases', event: { price: 7, on: true, nothing: null } },
+  ], ctx);
+  t.same(results.map((r) => r.ok), [true, false, true]);
+  t.equal(engine.getCollection(project, 'purchases')?.properties.price, 'num');
+  t.equal(rowsOf(engine, project, 'purchases').length, 2);
+  await engine.close();
+  const reopened = await open(dir);
+  t.same(reopened.getCollection(project, 'purchases')?.properties, {
+    'svc.created_at': 'datetime', 'svc.id': 'string', 'svc.timestamp': 'datetime',
+    price: 'num', 'item.name': 'string', tags: 'list', on: 'bool', nothing: 'null',
+  });
+  const rows = rowsOf(reopened, project, 'purchases').map((r) => JSON.parse(r));
+  t.same(rows.map((r) => r.price), [5, 7]);
+  t.match(rows[0].svc.id, /^[0-9a-f]{24}$/);
+  await reopened.close();
+});
+
+t.test('a crash before any flush loses nothing acknowledged (WAL replay), exactly once', async (t) => {
+  const dir = tempDir();
+  const crashed = await open(dir);
+  const project = crashed.listProjects()[0].id;
+  const writes = [];
+  for (let i = 0; i < 50; i++) {
+    writes.push(crashed.appendEvents(project, [{ collection: 'clicks', event: { n: i } }], ctx));
+  }
+  await Promise.all(writes);
+  await crashed.flush();
+  await crashed.appendEvents(project, [{ collection: 'clicks', event: { n: 50 } }], ctx);
+  // No close(): the next open sees the files as a kill -9 would leave them.
+  const recovered = await open(dir);
+  const ns = rowsOf(recovered, project, 'clicks').map((r) => JSON.parse(r).n).sort((a, b) => a - b);
+  t.same(ns, Array.from({ length: 51 }, (_, i) => i));
+  await recovered.close();
+});
+
+t.test('uniqueness tokens drop duplicates, also across restarts', async (t) => {
+  const dir = tempDir();
+  const engine = await open(dir);
+  const project = engine.listProjects()[0].id;
+  const event = () => ({ collection: 'orders', event: { svc: { uniqueness_token: 'tok-1' }, v: 1 } });
+  t.same((await engine.appendEvents(project, [event(), event()], ctx)).map((r) => r.ok), [true, true]);
+  await engine.flush();
+  await engine.appendEvents(project, [{ collection: 'orders', event: { svc: { uniqueness_token: 'tok-2' } } }], ctx);
+  const reopened = await open(dir); // crash: tok-2 is only in the WAL, tok-1 in tokens.log
+  await reopened.appendEvents(project, [event(), { collection: 'orders', event: { svc: { uniqueness_token: 'tok-2' } } }], ctx);
+  t.equal(rowsOf(reopened, project, 'orders').length, 2);
+  await reopened.close();
+});
+
+t.test('rows are partitioned by day; the log keeps insertion order across partitions', async (t) => {
+  const dir = tempDir();
+  const engine = await open(dir);
+  const project = engine.listProjects()[0].id;
+  const base = Date.UTC(2024, 0, 1);
+  const events = Array.from({ length: 30 }, (_, i) => ({
+    collection: 'hist',
+    event: { i, svc: { timestamp: new Date(base + (i % 3) * DAY + i * 1000).toISOString() } },
+  }));
+  await engine.appendEvents(project, events, ctx);
+  await engine.flush();
+  const days = fs.readdirSync(path.join(dir, 'projects', project, 'hist')).filter((d) => d.startsWith('2024'));
+  t.same(days.sort(), ['2024-01-01', '2024-01-02', '2024-01-03']);
+  const source = engine.scanSource(project, 'hist', base + DAY, base + 2 * DAY);
+  t.equal(source.segments.length, 1, 'segments outside the timeframe are pruned');
+  t.same(engine.logBounds(project, 'hist'), { start: 0, end: 30 });
+  const log = engine.readLog(project, 'hist', 5, 10, 1 << 20);
+  t.same(log.map((r) => r.offset), [5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+  t.same(log.map((r) => JSON.parse(r.json).i), [5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+  t.match(log[0].id, /^[0-9a-f]{24}$/);
+  await engine.close();
+});
+
+t.test('segment files no manifest names (a crash mid-flush) are removed at open', async (t) => {
+  const dir = tempDir();
+  const engine = await open(dir);
+  const project = engine.listProjects()[0].id;
+  await engine.appendEvents(project, [{ collection: 'c', event: { a: 1 } }], ctx);
+  await engine.close();
+  const day = fs.readdirSync(path.join(dir, 'projects', project, 'c')).find((d) => d.startsWith('20'))!;
+  const orphan = path.join(dir, 'projects', project, 'c', day, 'orphan.arrow.tmp');
+  fs.writeFileSync(orphan, 'half written');
+  const reopened = await open(dir);
+  t.notOk(fs.existsSync(orphan));
+  t.equal(rowsOf(reopened, project, 'c').length, 1);
+  await reopened.close();
+});
+
+t.test('1,000 properties per collection, the 1,001st is refused', async (t) => {
+  const engine = await open(tempDir());
+  const project = engine.listProjects()[0].id;
+  const wide = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`p${i}`, i]));
+  const [ok] = await engine.appendEvents(project, [{ collection: 'wide', event: wide }], ctx);
+  t.ok(ok.ok);
+  const [bad] = await engine.appendEvents(project, [{ collection: 'wide', event: { extra: 1 } }], ctx);
+  t.equal(bad.ok ? null : bad.error.error_code, 'TooManyPropertiesError');
+  await engine.close();
+});
