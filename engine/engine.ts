@@ -19,6 +19,7 @@ import type { ColumnChunk, ScanSource } from './storage/chunk.js';
 import { CollectionStore } from './storage/collection.js';
 import { readJsonIfExists, writeFileDurable } from './storage/files.js';
 import { readManifest, writeManifest } from './storage/manifest.js';
+import { SegmentPool } from './storage/segment-pool.js';
 import { readSegment } from './storage/segment/reader.js';
 import { Wal } from './wal/wal.js';
 import { LogReader } from './log.js';
@@ -39,6 +40,7 @@ class Engine implements TallyEngine {
   private offsets: OffsetsFile;
   private readonly writes: WritePath;
   private readonly log: LogReader;
+  private readonly segmentPool: SegmentPool;
 
   private constructor(
     private readonly dataDir: string,
@@ -47,12 +49,15 @@ class Engine implements TallyEngine {
     private readonly wal: Wal,
     private readonly queries: QueryService,
     enricher: Enricher,
+    inlineSegments: boolean,
   ) {
+    this.segmentPool = new SegmentPool(inlineSegments);
     this.offsets = readJsonIfExists<OffsetsFile>(path.join(dataDir, 'kafka-offsets.json')) ?? {};
     this.writes = new WritePath({
       clock, wal, enricher,
       store: (project, collection) => this.store(project, collection, true)!,
       appended: (project, collection) => this.notify(project, collection),
+      full: () => void this.flush().catch(this.reportFlushError),
     });
     this.log = new LogReader((project, collection) => this.store(project, collection, false));
   }
@@ -76,7 +81,7 @@ class Engine implements TallyEngine {
       clock,
       workers,
     });
-    engine = new Engine(dataDir, clock, projects, wal, queries, enricher);
+    engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0);
     engine.createdFresh = projects.created;
     engine.recover(replay);
     const interval = options.flushIntervalMs ?? FLUSH_INTERVAL_MS;
@@ -246,38 +251,41 @@ class Engine implements TallyEngine {
 
   /**
    * Rotates the WAL, waits until every append written to the closed files is in a buffer, writes
-   * the buffers as segments, commits the manifest, and only then deletes the closed WAL files.
+   * the buffers as segments (on the segment worker, while writes go on), swaps them in, commits the
+   * manifest, and only then deletes the closed WAL files. Then one compaction step, if any is due.
    */
   private async flushNow(): Promise<void> {
-    const idle = !this.writes.busy && [...this.stores.values()].every((store) => store.buffer.rows === 0);
-    if (idle) {
-      const replaced = this.compact();
-      if (replaced.length > 0) this.commitManifest();
+    const busy = this.writes.busy || [...this.stores.values()].some((store) => store.buffer.rows > 0);
+    if (busy) {
+      const closedIndex = await this.wal.rotate();
+      await this.writes.settled();
+      const plans = [...this.stores.values()].flatMap((store) => {
+        const plan = store.planFlush();
+        return plan ? [{ store, plan }] : [];
+      });
+      const footers = await Promise.all(plans.map(({ plan }) =>
+        Promise.all(plan.parts.map((part) => this.segmentPool.run({ op: 'write', ...part, schema: plan.schema })))));
+      plans.forEach(({ store, plan }, i) => store.finishFlush(plan, footers[i]));
+      this.commitManifest();
+      await this.wal.removeUpTo(closedIndex);
+    }
+    await this.compactStep();
+  }
+
+  private async compactStep(): Promise<void> {
+    for (const store of this.stores.values()) {
+      const plan = store.planCompaction();
+      if (!plan) continue;
+      const footer = await this.segmentPool.run({ op: 'compact', ...plan });
+      const replaced = store.finishCompaction(plan, footer);
+      this.commitManifest();
       for (const file of replaced) {
+        this.log.forget(file);
         fs.rmSync(file, { force: true });
         fs.rmSync(`${file}.meta`, { force: true });
       }
       return;
     }
-    const closedIndex = await this.wal.rotate();
-    await this.writes.settled();
-    let dirty = false;
-    for (const store of this.stores.values()) {
-      if (store.buffer.rows === 0) continue;
-      store.flushBuffer();
-      dirty = true;
-    }
-    if (dirty) this.commitManifest();
-    await this.wal.removeUpTo(closedIndex);
-  }
-
-  /** One compaction step per idle flush keeps the event loop free for writes. */
-  private compact(): string[] {
-    for (const store of this.stores.values()) {
-      const replaced = store.compactOne();
-      if (replaced) return replaced;
-    }
-    return [];
   }
 
   private commitManifest(): void {
@@ -291,8 +299,10 @@ class Engine implements TallyEngine {
     if (this.timer) clearInterval(this.timer);
     await this.writes.settled();
     await this.flush();
+    await this.flush(); // rows that arrived while a timer flush was already running
     await this.wal.close();
     await this.queries.close();
+    await this.segmentPool.close();
   }
 }
 

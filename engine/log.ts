@@ -70,6 +70,11 @@ export class LogReader {
     return best === Infinity ? this.bounds(project, collection).end : best;
   }
 
+  /** Drops a decoded segment that compaction replaced. */
+  forget(file: string): void {
+    this.cache.delete(file);
+  }
+
   private chunkOf(file: string): ColumnChunk {
     const cached = this.cache.get(file);
     if (cached) this.cache.delete(file);

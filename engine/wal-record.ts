@@ -1,8 +1,13 @@
 /**
- * The payload of one WAL record: the events of one append call, msgpack-encoded. Each event carries
- * its collection's log offset, so replay can skip rows a flush already put in segments.
+ * The payload of one WAL record: the events of one append call, as UTF-8 text, one event a line:
+ *
+ *   Payload => Project "\n" Event*
+ *   Event   => Collection "\t" Seq "\t" TimestampMs "\t" CreatedAtMs "\t" TokenJson "\t" EventJson "\n"
+ *
+ * Collection names hold no control characters and JSON text holds no raw newline or tab, so the
+ * separators are unambiguous. Text is ~8x cheaper to build than a msgpack of the same strings, and
+ * each event carries its log offset so replay can skip rows a flush already put in segments.
  */
-import { pack, unpack } from 'msgpackr';
 
 export interface WalEvent {
   /** Collection. */
@@ -26,9 +31,32 @@ export interface WalPayload {
 }
 
 export function encodeWalPayload(payload: WalPayload): Uint8Array {
-  return pack(payload);
+  let text = payload.p + '\n';
+  for (const e of payload.e) {
+    text += `${e.c}\t${e.s}\t${e.t}\t${e.a}\t${e.k === null ? 'null' : JSON.stringify(e.k)}\t${e.j}\n`;
+  }
+  return Buffer.from(text, 'utf8');
 }
 
 export function decodeWalPayload(bytes: Uint8Array): WalPayload {
-  return unpack(bytes) as WalPayload;
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+  let lineEnd = text.indexOf('\n');
+  const project = text.slice(0, lineEnd);
+  const events: WalEvent[] = [];
+  while (lineEnd + 1 < text.length) {
+    const start = lineEnd + 1;
+    lineEnd = text.indexOf('\n', start);
+    const fields: string[] = [];
+    let at = start;
+    for (let f = 0; f < 5; f++) {
+      const tab = text.indexOf('\t', at);
+      fields.push(text.slice(at, tab));
+      at = tab + 1;
+    }
+    events.push({
+      c: fields[0], s: +fields[1], t: +fields[2], a: +fields[3],
+      k: JSON.parse(fields[4]) as string | null, j: text.slice(at, lineEnd),
+    });
+  }
+  return { p: project, e: events };
 }

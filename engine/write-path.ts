@@ -8,16 +8,24 @@ import type { AppendResult, EventToWrite, WriteContext } from './api.js';
 import type { Enricher } from './enrich/pipeline.js';
 import { ApiError, isApiError } from './errors.js';
 import { IdSource } from './ids.js';
-import { EVENT_BYTES_MAX } from './limits.js';
+import { BUFFER_ROWS_MAX, EVENT_BYTES_MAX } from './limits.js';
 import { validateCollectionName } from './schema/collection-name.js';
 import { flattenEvent, newLeaves, type Leaves } from './schema/flatten.js';
 import { prepareEvent } from './schema/prepare.js';
+import { formatTimestamp } from './schema/timestamp.js';
 import type { CollectionStore } from './storage/collection.js';
 import type { Wal } from './wal/wal.js';
 import { decodeWalPayload, encodeWalPayload, type WalEvent } from './wal-record.js';
 
 /** Bytes the svc fields add to an event as sent; a batch item's stored JSON may exceed the limit by this. */
 const SVC_OVERHEAD_BYTES = 2_048;
+
+/** Per-call state: the receipt time (one per call, formatted once) and the stores seen. */
+interface BatchState {
+  readonly now: number;
+  readonly nowIso: string;
+  readonly stores: Map<string, CollectionStore>;
+}
 
 interface Staged {
   readonly store: CollectionStore;
@@ -31,6 +39,8 @@ export interface WritePathDeps {
   readonly enricher: Enricher;
   readonly store: (project: string, collection: string) => CollectionStore;
   readonly appended: (project: string, collection: string) => void;
+  /** Called when a buffer passes BUFFER_ROWS_MAX: time to flush. */
+  readonly full: () => void;
 }
 
 export class WritePath {
@@ -41,11 +51,12 @@ export class WritePath {
 
   append(project: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]> {
     const now = this.deps.clock();
+    const batch: BatchState = { now, nowIso: formatTimestamp(now), stores: new Map() };
     const results: AppendResult[] = new Array(events.length);
     const staged: Staged[] = [];
     for (let i = 0; i < events.length; i++) {
       try {
-        const item = this.stage(project, events[i], ctx, now);
+        const item = this.stage(project, events[i], ctx, batch);
         if (item) staged.push(item);
         results[i] = { ok: true };
       } catch (error) {
@@ -75,10 +86,15 @@ export class WritePath {
   }
 
   /** Validates one event and reserves its log offset; null for a silently dropped duplicate. */
-  private stage(project: string, item: EventToWrite, ctx: WriteContext, now: number): Staged | null {
-    validateCollectionName(item.collection);
-    const store = this.deps.store(project, item.collection);
-    const prepared = prepareEvent(item.event, now, this.ids.take(), ctx);
+  private stage(project: string, item: EventToWrite, ctx: WriteContext, batch: BatchState): Staged | null {
+    const now = batch.now;
+    let store = batch.stores.get(item.collection);
+    if (store === undefined) {
+      validateCollectionName(item.collection);
+      store = this.deps.store(project, item.collection);
+      batch.stores.set(item.collection, store);
+    }
+    const prepared = prepareEvent(item.event, now, this.ids.take(), ctx, batch.nowIso);
     if (prepared.hasAddons) this.deps.enricher.apply(prepared.event, now);
     const leaves = newLeaves();
     flattenEvent(prepared.event, leaves);
@@ -104,7 +120,12 @@ export class WritePath {
       if (record.k !== null) store.tokens.add(record.k, record.a, true);
       touched.add(store);
     }
-    for (const store of touched) this.deps.appended(project, store.name);
+    let full = false;
+    for (const store of touched) {
+      this.deps.appended(project, store.name);
+      full ||= store.buffer.rows >= BUFFER_ROWS_MAX;
+    }
+    if (full) this.deps.full();
   }
 
   /** Re-applies WAL payloads after a crash or restart, skipping rows already in segments. */

@@ -31,8 +31,13 @@ const IP_PLACEHOLDER = '${svc.ip}';
 const UA_PLACEHOLDER = '${svc.user_agent}';
 const SVC_CLIENT_KEYS = new Set(['timestamp', 'uniqueness_token', 'location', 'addons', 'id', 'created_at']);
 
-/** Validates `value` in place and returns it with its svc object filled in. Throws ApiError. */
-export function prepareEvent(value: unknown, nowMs: number, id: string, ctx: Placeholders): PreparedEvent {
+/**
+ * Validates `value` in place and returns it with its svc object filled in. Throws ApiError.
+ * `nowIso` is nowMs formatted (callers format it once per batch).
+ */
+export function prepareEvent(
+  value: unknown, nowMs: number, id: string, ctx: Placeholders, nowIso: string = formatTimestamp(nowMs),
+): PreparedEvent {
   if (!isObject(value)) {
     throw new ApiError('InvalidEventError', 'An event must be a JSON object.');
   }
@@ -46,12 +51,12 @@ export function prepareEvent(value: unknown, nowMs: number, id: string, ctx: Pla
     checkName(key, key);
     value[key] = checkValue(value[key], key, 1, ctx);
   }
-  const prepared = prepareSvc(svc, nowMs, id, ctx);
+  const prepared = prepareSvc(svc, nowMs, nowIso, id, ctx);
   value.svc = svc;
   return { ...prepared, event: value };
 }
 
-function prepareSvc(svc: JsonObject, nowMs: number, id: string, ctx: Placeholders) {
+function prepareSvc(svc: JsonObject, nowMs: number, nowIso: string, id: string, ctx: Placeholders) {
   for (const key in svc) {
     if (!SVC_CLIENT_KEYS.has(key)) {
       throw new ApiError('InvalidSvcNamespaceProperty',
@@ -59,11 +64,13 @@ function prepareSvc(svc: JsonObject, nowMs: number, id: string, ctx: Placeholder
     }
   }
   let tsMs = nowMs;
+  let stamp = nowIso;
   if (svc.timestamp !== undefined && svc.timestamp !== null) {
     if (typeof svc.timestamp !== 'string' || Number.isNaN(tsMs = parseTimestamp(svc.timestamp))) {
       throw new ApiError('InvalidSvcNamespaceProperty',
         '"svc.timestamp" must be an ISO-8601 timestamp such as 2024-05-01T12:00:00.000Z or ...-08:00.');
     }
+    stamp = formatTimestamp(tsMs);
   }
   const token = svc.uniqueness_token;
   if (token !== undefined && (typeof token !== 'string' || token.length > UNIQUENESS_TOKEN_CHARS_MAX)) {
@@ -75,9 +82,8 @@ function prepareSvc(svc: JsonObject, nowMs: number, id: string, ctx: Placeholder
     throw new ApiError('InvalidSvcNamespaceProperty', '"svc.addons" must be an array of add-on objects.');
   }
   if (svc.addons !== undefined) svc.addons = replacePlaceholdersDeep(svc.addons, ctx);
-  const stamp = formatTimestamp(tsMs);
   svc.id = id;
-  svc.created_at = formatTimestamp(nowMs);
+  svc.created_at = nowIso;
   svc.timestamp = stamp;
   const hasAddons = Array.isArray(svc.addons) && svc.addons.length > 0;
   return { tsMs, createdAtMs: nowMs, id, uniquenessToken: (token as string | undefined) ?? null, hasAddons };

@@ -147,6 +147,30 @@ export class WriteBuffer {
     for (const column of this.columns.values()) column.grow(capacity);
   }
 
+  /**
+   * Drops the first `count` rows (they are now in segments) and keeps the rest, re-encoding their
+   * strings so the dictionaries shrink to what remaining rows use.
+   */
+  dropPrefix(count: number): WriteBuffer {
+    const next = new WriteBuffer();
+    if (count >= this.count) return next;
+    const chunk = this.snapshot();
+    const leaves = { paths: [] as string[], values: [] as unknown[], count: 0 };
+    const columns = [...chunk.columns.values()];
+    for (let row = count; row < chunk.rows; row++) {
+      leaves.count = 0;
+      for (const column of columns) {
+        const tag = column.tags[row];
+        if (tag === 0) continue;
+        leaves.paths[leaves.count] = column.path;
+        leaves.values[leaves.count++] = valueAt(column, row);
+      }
+      const raw = Buffer.from(chunk.raw.bytes.subarray(chunk.raw.offsets[row], chunk.raw.offsets[row + 1])).toString();
+      next.append(chunk.ts[row], chunk.createdAt[row], chunk.seq[row], raw, leaves);
+    }
+    return next;
+  }
+
   /** A copy of the buffered rows as a chunk; reused until the next append. */
   snapshot(): ColumnChunk {
     if (this.cached) return this.cached;
@@ -162,6 +186,16 @@ export class WriteBuffer {
       columns,
     };
     return this.cached;
+  }
+}
+
+function valueAt(column: Column, row: number): unknown {
+  switch (column.tags[row]) {
+    case TAG_NUM: return column.num![row];
+    case TAG_BOOL: return column.num![row] === 1;
+    case TAG_STR: return column.dict![column.str![row]];
+    case TAG_LIST: return column.lists![row];
+    default: return null;
   }
 }
 

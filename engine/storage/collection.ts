@@ -10,13 +10,29 @@ import { PARTITION_SEGMENTS_MAX, SEGMENT_ROWS_MAX } from '../limits.js';
 import { SchemaDictionary } from '../schema/dictionary.js';
 import type { Leaves } from '../schema/flatten.js';
 import { WriteBuffer } from './buffer.js';
-import type { ColumnChunk, ScanSource, SegmentRef } from './chunk.js';
-import { concatChunks, gatherChunk } from './chunk-ops.js';
+import type { ColumnChunk, SchemaType, ScanSource, SegmentFooter, SegmentRef } from './chunk.js';
+import { gatherChunk } from './chunk-ops.js';
 import type { ManifestCollection, ManifestSegment } from './manifest.js';
 import { partitionIndex, partitionKey } from './partition.js';
-import { readSegment } from './segment/reader.js';
-import { writeSegment } from './segment/writer.js';
 import { TokenIndex } from './tokens.js';
+
+export interface FlushPart {
+  readonly file: string;
+  readonly chunk: ColumnChunk;
+}
+
+export interface FlushPlan {
+  readonly rows: number;
+  readonly lastSeq: number;
+  readonly parts: readonly FlushPart[];
+  readonly schema: Readonly<Record<string, SchemaType>>;
+}
+
+export interface CompactionPlan {
+  readonly file: string;
+  readonly sources: readonly string[];
+  readonly schema: Readonly<Record<string, SchemaType>>;
+}
 
 export class CollectionStore {
   readonly schema: SchemaDictionary;
@@ -63,36 +79,44 @@ export class CollectionStore {
     return { segments, memory: inRange ? buffer.snapshot() : null, schema: this.schema.toJSON() };
   }
 
-  /** Writes buffered rows as one segment per day, then starts an empty buffer. Synchronous. */
-  flushBuffer(): void {
+  /**
+   * What a flush of the buffer as it is now must write: one segment per day. The buffer keeps
+   * serving scans until finishFlush swaps the written rows for the new segments in one step.
+   */
+  planFlush(): FlushPlan | null {
     const buffer = this.buffer;
-    if (buffer.rows === 0) return;
+    if (buffer.rows === 0) return null;
     const chunk = buffer.snapshot();
-    const schema = this.schema.toJSON();
+    const parts: FlushPart[] = [];
     for (const [day, indices] of rowsByPartition(chunk)) {
       const part = indices.length === chunk.rows ? chunk : gatherChunk(chunk, indices);
-      this.segments.push(this.writePart(day, part, schema));
+      parts.push({ file: this.newSegmentFile(day, part.seq[0]), chunk: part });
     }
-    this.flushedSeq = buffer.lastSeq + 1;
-    this.buffer = new WriteBuffer();
+    return { rows: chunk.rows, lastSeq: chunk.seq[chunk.rows - 1], parts, schema: this.schema.toJSON() };
+  }
+
+  finishFlush(plan: FlushPlan, footers: readonly SegmentFooter[]): void {
+    assert(footers.length === plan.parts.length, 'one footer per flushed part');
+    plan.parts.forEach((part, i) => {
+      assert(footers[i].rows === part.chunk.rows, 'segment footer counts every row');
+      this.segments.push({ file: part.file, footer: footers[i] });
+    });
+    this.buffer = this.buffer.dropPrefix(plan.rows);
+    this.flushedSeq = plan.lastSeq + 1;
     this.tokens.persist();
   }
 
-  private writePart(day: string, part: ColumnChunk, schema: ScanSource['schema']): SegmentRef {
+  private newSegmentFile(day: string, firstSeq: number): string {
     const dayDir = path.join(this.dir, day);
     fs.mkdirSync(dayDir, { recursive: true });
-    const file = path.join(dayDir, `${String(part.seq[0]).padStart(12, '0')}-${process.hrtime.bigint()}.arrow`);
-    const footer = writeSegment(file, part, schema);
-    assert(footer.rows === part.rows, 'segment footer counts every row');
-    return { file, footer };
+    return path.join(dayDir, `${String(firstSeq).padStart(12, '0')}-${process.hrtime.bigint()}.arrow`);
   }
 
   /**
-   * Merges the small segments of the partition with the most segments once it passes
-   * PARTITION_SEGMENTS_MAX. Returns the replaced files (to delete after the manifest commits),
-   * or null when nothing needed compacting.
+   * The small segments of the first partition that has more than PARTITION_SEGMENTS_MAX of them,
+   * to merge into one, or null when nothing needs compacting.
    */
-  compactOne(): string[] | null {
+  planCompaction(): CompactionPlan | null {
     const byDay = new Map<string, SegmentRef[]>();
     for (const segment of this.segments) {
       const day = path.basename(path.dirname(segment.file));
@@ -104,15 +128,19 @@ export class CollectionStore {
       const small = list.filter((s) => s.footer.rows < SEGMENT_ROWS_MAX / 2)
         .sort((a, b) => a.footer.seqMin - b.footer.seqMin);
       if (small.length <= PARTITION_SEGMENTS_MAX) continue;
-      const batch = takeWithinRows(small, SEGMENT_ROWS_MAX);
-      if (batch.length < 2) continue;
-      const merged = mergeBySeq(batch.map((s) => readSegment(s.file)));
-      const ref = this.writePart(day, merged, this.schema.toJSON());
-      const replaced = new Set(batch.map((s) => s.file));
-      this.segments = this.segments.filter((s) => !replaced.has(s.file)).concat(ref);
-      return [...replaced];
+      const sources = takeWithinRows(small, SEGMENT_ROWS_MAX).map((s) => s.file);
+      if (sources.length < 2) continue;
+      return { file: this.newSegmentFile(day, small[0].footer.seqMin), sources, schema: this.schema.toJSON() };
     }
     return null;
+  }
+
+  /** Swaps the merged segment in for its sources; returns the source files to delete after commit. */
+  finishCompaction(plan: CompactionPlan, footer: SegmentFooter): string[] {
+    const replaced = new Set(plan.sources);
+    this.segments = this.segments.filter((s) => !replaced.has(s.file));
+    this.segments.push({ file: plan.file, footer });
+    return plan.sources.slice();
   }
 
   toManifest(): ManifestCollection {
@@ -173,15 +201,4 @@ function takeWithinRows(segments: SegmentRef[], rowsMax: number): SegmentRef[] {
     rows += segment.footer.rows;
   }
   return out;
-}
-
-/** Concatenates chunks and orders the rows by seq, so a segment's seq column stays increasing. */
-function mergeBySeq(chunks: ColumnChunk[]): ColumnChunk {
-  const merged = concatChunks(chunks);
-  let sorted = true;
-  for (let i = 1; i < merged.rows && sorted; i++) sorted = merged.seq[i] > merged.seq[i - 1];
-  if (sorted) return merged;
-  const order = Int32Array.from({ length: merged.rows }, (_, i) => i);
-  order.sort((a, b) => merged.seq[a] - merged.seq[b]);
-  return gatherChunk(merged, order);
 }

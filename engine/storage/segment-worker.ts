@@ -1,0 +1,49 @@
+/**
+ * Worker thread that writes segment files (flushes) and merges them (compaction), so the thread
+ * serving writes never spends its time encoding Arrow, compressing and fsyncing. Stateless: each
+ * message names its files; the main thread owns the manifest and decides what the results mean.
+ */
+import { parentPort } from 'node:worker_threads';
+import type { ColumnChunk, SchemaType, SegmentFooter } from './chunk.js';
+import { concatChunks, gatherChunk } from './chunk-ops.js';
+import { readSegment } from './segment/reader.js';
+import { writeSegment } from './segment/writer.js';
+
+export type SegmentJob =
+  | { readonly op: 'write'; readonly id: number; readonly file: string; readonly chunk: ColumnChunk;
+      readonly schema: Readonly<Record<string, SchemaType>> }
+  | { readonly op: 'compact'; readonly id: number; readonly file: string; readonly sources: readonly string[];
+      readonly schema: Readonly<Record<string, SchemaType>> };
+
+export type SegmentJobResult =
+  | { readonly id: number; readonly footer: SegmentFooter; readonly error?: undefined }
+  | { readonly id: number; readonly error: string };
+
+export function runSegmentJob(job: SegmentJob): SegmentFooter {
+  if (job.op === 'write') return writeSegment(job.file, job.chunk, job.schema);
+  return writeSegment(job.file, mergeBySeq(job.sources.map((file) => readSegment(file))), job.schema);
+}
+
+/** Concatenates chunks and orders rows by seq, so a segment's seq column stays increasing. */
+export function mergeBySeq(chunks: readonly ColumnChunk[]): ColumnChunk {
+  const merged = concatChunks(chunks);
+  let sorted = true;
+  for (let i = 1; i < merged.rows && sorted; i++) sorted = merged.seq[i] > merged.seq[i - 1];
+  if (sorted) return merged;
+  const order = Int32Array.from({ length: merged.rows }, (_, i) => i);
+  order.sort((a, b) => merged.seq[a] - merged.seq[b]);
+  return gatherChunk(merged, order);
+}
+
+if (parentPort) {
+  const port = parentPort;
+  port.on('message', (job: SegmentJob) => {
+    let result: SegmentJobResult;
+    try {
+      result = { id: job.id, footer: runSegmentJob(job) };
+    } catch (error) {
+      result = { id: job.id, error: (error as Error)?.stack ?? String(error) };
+    }
+    port.postMessage(result);
+  });
+}
