@@ -1,0 +1,237 @@
+/**
+ * The WAL against real files in a temp directory: round trip, group commit, rotation, failure, and
+ * the seeded crash fuzz (truncate at every byte offset, reopen, assert a clean prefix).
+ */
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { encodeRecord } from './record.js';
+import { segmentPath } from './segment-file.js';
+import { Wal, type WalLog, type WalOptions } from './wal.js';
+
+const quiet: WalLog = () => {};
+const durable: WalOptions = { fsync: true, log: quiet };
+
+t.test('replays what was appended, in order, after reopen', async (t) => {
+  const dir = await tempDir(t);
+  const { wal, replay, fileIndexes } = await Wal.open(dir, durable);
+  t.same([replay, fileIndexes, wal.currentIndex], [[], [], 1]);
+  for (const text of ['a', '', 'ccc']) await wal.append(bytes(text));
+  await wal.close();
+  const reopened = await Wal.open(dir, durable);
+  t.same(reopened.replay.map(text), ['a', '', 'ccc']);
+  t.same(reopened.fileIndexes, [1]);
+  t.same(reopened.cuts, []);
+  t.equal(reopened.wal.currentIndex, 2);
+  await reopened.wal.close();
+});
+
+t.test('concurrent appends share fdatasyncs and keep call order', async (t) => {
+  const dir = await tempDir(t);
+  const { wal } = await Wal.open(dir, durable);
+  const count = 500;
+  await Promise.all(Array.from({ length: count }, (_, i) => wal.append(bytes(`event-${i}`))));
+  t.equal(wal.stats.appends, count);
+  t.equal(wal.stats.syncs, wal.stats.groups, 'one fdatasync per group');
+  t.ok(wal.stats.syncs <= 3, `500 appends took ${wal.stats.syncs} syncs`);
+  await wal.close();
+  const { replay, wal: reopened } = await Wal.open(dir, durable);
+  t.same(replay.map(text), Array.from({ length: count }, (_, i) => `event-${i}`));
+  await reopened.close();
+});
+
+t.test('rotate waits for earlier appends and later appends go to the new segment', async (t) => {
+  const dir = await tempDir(t);
+  const { wal } = await Wal.open(dir, durable);
+  const done: string[] = [];
+  const appends = ['a', 'b'].map((x) => wal.append(bytes(x)).then(() => done.push(x)));
+  const rotated = wal.rotate().then((closed) => (done.push('rotate'), closed));
+  const later = wal.append(bytes('c')).then(() => done.push('c'));
+  await Promise.all([...appends, rotated, later]);
+  t.same(done, ['a', 'b', 'rotate', 'c']);
+  t.equal(await rotated, 1);
+  t.equal(wal.currentIndex, 2);
+  await wal.close();
+  const reopened = await Wal.open(dir, durable);
+  t.same(reopened.replay.map(text), ['a', 'b', 'c']);
+  t.same(reopened.fileIndexes, [1, 2]);
+  t.equal(reopened.wal.currentIndex, 3);
+  await reopened.wal.close();
+});
+
+t.test('removeUpTo deletes closed segments only, and they stay deleted', async (t) => {
+  const dir = await tempDir(t);
+  const { wal } = await Wal.open(dir, durable);
+  await wal.append(bytes('old'));
+  const closed = await wal.rotate();
+  await wal.append(bytes('new'));
+  t.same(await wal.removeUpTo(closed), [1]);
+  t.same(await wal.removeUpTo(closed), [], 'nothing left to remove');
+  await t.rejects(stat(segmentPath(dir, 1)), { code: 'ENOENT' });
+  await t.rejects(wal.removeUpTo(wal.currentIndex), { name: 'AssertionError' });
+  await wal.close();
+  const reopened = await Wal.open(dir, durable);
+  t.same(reopened.replay.map(text), ['new']);
+  t.same(reopened.fileIndexes, [2]);
+  t.same(await reopened.wal.removeUpTo(2), [2], 'replayed segments are closed');
+  await reopened.wal.close();
+});
+
+t.test('a failed fdatasync rejects its whole group and every later append', async (t) => {
+  const dir = await tempDir(t);
+  let syncs = 0;
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const beforeSync = async () => {
+    syncs += 1;
+    if (syncs === 1) await held; // keep the first group in flight while the next one queues
+    if (syncs === 2) throw new Error('EIO (simulated)');
+  };
+  const { wal } = await Wal.open(dir, { ...durable, beforeSync });
+  const first = wal.append(bytes('first'));
+  const group = ['a', 'b', 'c'].map((x) => wal.append(bytes(x)));
+  release();
+  await first;
+  const errors = await Promise.all(group.map(rejection));
+  t.match(errors, Array(3).fill({ error_code: 'ServiceUnavailableError', cause: /EIO/ }));
+  t.equal(errors[0], errors[2], 'the group shares one failure');
+  t.equal(syncs, 2, 'the three queued appends shared one sync');
+  t.equal(await rejection(wal.append(bytes('after'))), errors[0], 'the failure is sticky');
+  t.equal(await rejection(wal.rotate()), errors[0]);
+  await wal.close();
+});
+
+t.test('fuzz: a crash at every byte offset of the tail replays a clean prefix', async (t) => {
+  const random = mulberry32(0x7a11);
+  const payloads = Array.from({ length: 40 }, () => randomBytes(random, 48));
+  const source = await writeLog(await tempDir(t), payloads);
+  const ends = frameEnds(payloads);
+  const tailStart = ends[payloads.length - 4]!;
+  const scratch = await tempDir(t);
+  let checked = 0;
+  // Bound: every offset of the last four frames, a few hundred reopen cycles.
+  for (let offset = tailStart; offset <= source.length; offset++) {
+    const dir = join(scratch, String(offset));
+    await writeFile(join(await ensureDir(dir), '000001.wal'), source.subarray(0, offset));
+    const cleanCount = ends.filter((end) => end <= offset).length;
+    const cleanBytes = cleanCount === 0 ? 0 : ends[cleanCount - 1]!;
+    const opened = await Wal.open(dir, durable);
+    const prefix = payloads.slice(0, cleanCount);
+    if (!sameAll(opened.replay, prefix)) t.fail(`offset ${offset}: replay is not the prefix`);
+    if ((await stat(segmentPath(dir, 1))).size !== cleanBytes) t.fail(`offset ${offset}: size`);
+    if (opened.cuts.length !== (offset === cleanBytes ? 0 : 1)) t.fail(`offset ${offset}: cuts`);
+    await opened.wal.append(bytes('after-recovery'));
+    await opened.wal.close();
+    const again = await Wal.open(dir, durable);
+    if (!sameAll(again.replay, [...prefix, bytes('after-recovery')])) t.fail(`offset ${offset}`);
+    if (again.cuts.length !== 0) t.fail(`offset ${offset}: recovery left a torn tail`);
+    await again.wal.close();
+    await rm(dir, { recursive: true });
+    checked += 1;
+  }
+  t.equal(checked, source.length - tailStart + 1, 'every offset of the tail was checked');
+});
+
+t.test('fuzz: a flipped byte in the last record is detected and cut', async (t) => {
+  const random = mulberry32(0xb175);
+  const payloads = Array.from({ length: 8 }, () => randomBytes(random, 64));
+  const source = await writeLog(await tempDir(t), payloads);
+  const lastStart = frameEnds(payloads).at(-2)!;
+  const scratch = await tempDir(t);
+  // Bound: 200 seeded trials.
+  for (let trial = 0; trial < 200; trial++) {
+    const damaged = Buffer.from(source);
+    const at = lastStart + Math.floor(random() * (source.length - lastStart));
+    damaged[at] = damaged[at]! ^ (1 + Math.floor(random() * 255));
+    const dir = join(scratch, String(trial));
+    await writeFile(join(await ensureDir(dir), '000001.wal'), damaged);
+    const opened = await Wal.open(dir, durable);
+    if (!sameAll(opened.replay, payloads.slice(0, -1))) t.fail(`byte ${at} flip not detected`);
+    if (opened.cuts[0]?.cleanBytes !== lastStart) t.fail(`byte ${at}: wrong cut`);
+    await opened.wal.close();
+  }
+  t.pass('200 flips detected');
+});
+
+t.test('corruption in a closed segment warns, keeps its prefix, replays later ones', async (t) => {
+  const dir = await tempDir(t);
+  const { wal } = await Wal.open(dir, durable);
+  for (const x of ['a', 'b']) await wal.append(bytes(x));
+  await wal.rotate();
+  await wal.append(bytes('c'));
+  await wal.close();
+  const first = await readFile(segmentPath(dir, 1));
+  first[first.length - 1] ^= 0xff;
+  await writeFile(segmentPath(dir, 1), first);
+  const warnings: string[] = [];
+  const log: WalLog = (level, message) => void (level === 'warn' && warnings.push(message));
+  const opened = await Wal.open(dir, { fsync: true, log });
+  t.same(opened.replay.map(text), ['a', 'c']);
+  t.equal(warnings.length, 1);
+  t.match(opened.cuts, [{ fileIndex: 1, reason: 'crc-mismatch', truncated: false }]);
+  t.equal((await stat(segmentPath(dir, 1))).size, first.length, 'closed segment left intact');
+  await opened.wal.close();
+});
+
+async function tempDir(t: { teardown(fn: () => unknown): void }): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'tally-wal-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function ensureDir(dir: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  return dir;
+}
+
+/** Appends `payloads` through a real Wal and returns the bytes of its one segment. */
+async function writeLog(dir: string, payloads: Uint8Array[]): Promise<Buffer> {
+  const { wal } = await Wal.open(dir, durable);
+  for (const payload of payloads) await wal.append(payload);
+  await wal.close();
+  return readFile(segmentPath(dir, 1));
+}
+
+/** The byte offset just past each frame, computed from the codec, not from the file. */
+function frameEnds(payloads: Uint8Array[]): number[] {
+  let end = 0;
+  return payloads.map((payload) => (end += encodeRecord(payload).length));
+}
+
+function sameAll(actual: Uint8Array[], expected: Uint8Array[]): boolean {
+  if (actual.length !== expected.length) return false;
+  return actual.every((payload, i) => Buffer.compare(payload, expected[i]!) === 0);
+}
+
+function randomBytes(random: () => number, lengthMax: number): Uint8Array {
+  const out = new Uint8Array(Math.floor(random() * (lengthMax + 1)));
+  for (let i = 0; i < out.length; i++) out[i] = Math.floor(random() * 256);
+  return out;
+}
+
+/** Small seeded PRNG so a failing offset reproduces exactly. */
+function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let x = Math.imul(state ^ (state >>> 15), 1 | state);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => new Error('expected a rejection'),
+    (error: unknown) => error,
+  );
+}
+
+function bytes(text: string): Uint8Array {
+  return Buffer.from(text);
+}
+
+function text(payload: Uint8Array): string {
+  return Buffer.from(payload).toString();
+}

@@ -1,0 +1,257 @@
+/**
+ * The write-ahead log: durable, ordered appends of opaque payloads to numbered segment files, with
+ * group commit (appends that arrive while a write+fdatasync is in flight share the next one).
+ * It owns ordering and durability; frames live in record.ts, files in segment-file.ts and recovery
+ * in replay.ts. It never looks inside a payload.
+ *
+ * Failure model: after any failed write or fdatasync the page cache state is unknown (a retry of
+ * fsync can falsely succeed), so the WAL becomes failed: that group and every later append or
+ * rotate reject with the same ApiError. The engine reopens the WAL to recover. A rejected append's
+ * outcome is unknown: its record may or may not replay.
+ */
+import type { FileHandle } from 'node:fs/promises';
+import { assert } from '../assert.js';
+import { ApiError } from '../errors.js';
+import { encodeRecord } from './record.js';
+import { replaySegments, type WalCut, type WalLog } from './replay.js';
+import { createSegment, listSegments, removeSegments } from './segment-file.js';
+
+export type { WalCut, WalLog, WalLogLevel } from './replay.js';
+
+/**
+ * Bytes written by one group commit. Bounds the concatenation copy and the time one fdatasync
+ * holds up the queue; 16 MiB is ~10 batches of the largest size. TODO(lead): move to limits.ts.
+ */
+export const WAL_GROUP_BYTES_MAX = 16 * 1024 * 1024;
+
+export interface WalOptions {
+  /** fdatasync each group and fsync the directory on create/remove; false only for tests/dev. */
+  readonly fsync: boolean;
+  /** Receives recovery reports; defaults to stderr. */
+  readonly log?: WalLog;
+  /** Test seam: runs before each fdatasync; a throw simulates a failed sync. */
+  readonly beforeSync?: () => void | Promise<void>;
+}
+
+export interface WalStats {
+  /** Appends acknowledged (durable). */
+  appends: number;
+  /** Group commits written, one write each. */
+  groups: number;
+  /** fdatasync calls on segment files. */
+  syncs: number;
+  /** Frame bytes written. */
+  bytes: number;
+}
+
+export interface WalOpened {
+  readonly wal: Wal;
+  /** Payloads of every segment's clean prefix, in append order. */
+  readonly replay: Uint8Array[];
+  /** The segments that were replayed, ascending; all are closed (appends go to a new segment). */
+  readonly fileIndexes: number[];
+  /** Segments that did not decode to their end; empty after a clean shutdown. */
+  readonly cuts: WalCut[];
+}
+
+interface Waiter<T> {
+  resolve: (value: T) => void;
+  reject: (error: unknown) => void;
+}
+type Entry =
+  | ({ kind: 'append'; frame: Buffer } & Waiter<void>)
+  | ({ kind: 'rotate' } & Waiter<number>)
+  | ({ kind: 'close' } & Waiter<void>);
+
+export class Wal {
+  readonly stats: WalStats = { appends: 0, groups: 0, syncs: 0, bytes: 0 };
+  readonly #dir: string;
+  readonly #options: WalOptions;
+  /** Entries in call order; only #drain takes from the front. */
+  readonly #queue: Entry[] = [];
+  /** Segments that are fully durable and no longer written, ascending. */
+  #closedIndexes: number[];
+  #handle: FileHandle;
+  #currentIndex: number;
+  /** Bytes of the current segment that have been written; the next write's position. */
+  #currentBytes = 0;
+  #draining = false;
+  #closing = false;
+  #failure: ApiError | null = null;
+
+  private constructor(dir: string, options: WalOptions, opened: Opened) {
+    this.#dir = dir;
+    this.#options = options;
+    this.#closedIndexes = opened.closedIndexes;
+    this.#handle = opened.handle;
+    this.#currentIndex = opened.currentIndex;
+  }
+
+  /** Replays `dir` (creating it if missing) and opens a fresh segment after the last one found. */
+  static async open(dir: string, options: WalOptions): Promise<WalOpened> {
+    const log = options.log ?? logToStderr;
+    const fileIndexes = await listSegments(dir);
+    // Replay (and its truncation) finishes before the new segment exists: were it the other way,
+    // a crash in between would leave the torn segment as a non-last one and it would never be cut.
+    const replayed = await replaySegments(dir, fileIndexes, { fsync: options.fsync, log });
+    // A fresh segment keeps every replayed segment closed, so removeUpTo can drop them all once
+    // the engine has flushed the replay, and no append ever lands behind a truncated tail.
+    const currentIndex = (fileIndexes.at(-1) ?? 0) + 1;
+    const handle = await createSegment(dir, currentIndex, options.fsync);
+    const wal = new Wal(dir, options, { closedIndexes: [...fileIndexes], handle, currentIndex });
+    return { wal, replay: replayed.payloads, fileIndexes, cuts: replayed.cuts };
+  }
+
+  /** The segment that appends currently go to. */
+  get currentIndex(): number {
+    return this.#currentIndex;
+  }
+
+  /** Resolves once the payload is written and fdatasync'ed, after every earlier append. */
+  append(payload: Uint8Array): Promise<void> {
+    assert(!this.#closing, 'append after close');
+    const frame = encodeRecord(payload);
+    return this.#enqueue<void>((waiter) => ({ kind: 'append', frame, ...waiter }));
+  }
+
+  /**
+   * Starts a new segment for later appends and resolves with the index of the one it closed, once
+   * every append queued before the rotate is durable.
+   */
+  rotate(): Promise<number> {
+    assert(!this.#closing, 'rotate after close');
+    return this.#enqueue<number>((waiter) => ({ kind: 'rotate', ...waiter }));
+  }
+
+  /** Deletes closed segments with index <= fileIndex and resolves with the indexes removed. */
+  async removeUpTo(fileIndex: number): Promise<number[]> {
+    assert(fileIndex < this.#currentIndex, 'removeUpTo must not reach the current segment');
+    const removed = this.#closedIndexes.filter((index) => index <= fileIndex);
+    // Taken from the list before any await, so overlapping calls never unlink a file twice.
+    this.#closedIndexes = this.#closedIndexes.filter((index) => index > fileIndex);
+    await removeSegments(this.#dir, removed, this.#options.fsync);
+    return removed;
+  }
+
+  /** Waits for queued appends, then closes the current segment. */
+  close(): Promise<void> {
+    assert(!this.#closing, 'close called twice');
+    this.#closing = true;
+    return this.#enqueue<void>((waiter) => ({ kind: 'close', ...waiter }));
+  }
+
+  #enqueue<T>(make: (waiter: Waiter<T>) => Entry): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push(make({ resolve, reject }));
+      if (!this.#draining) void this.#drain();
+    });
+  }
+
+  /** The single consumer of the queue: one group commit or control entry at a time. */
+  async #drain(): Promise<void> {
+    assert(!this.#draining, 'only one drain loop may run');
+    this.#draining = true;
+    // Bound: each iteration removes at least one entry; appends made meanwhile extend the loop.
+    while (this.#queue.length > 0) {
+      const head = this.#queue[0]!;
+      if (head.kind === 'append') await this.#commit(this.#takeGroup());
+      else {
+        this.#queue.shift();
+        await this.#control(head);
+      }
+    }
+    this.#draining = false;
+  }
+
+  /** Takes the leading run of appends, up to WAL_GROUP_BYTES_MAX (but always at least one). */
+  #takeGroup(): Extract<Entry, { kind: 'append' }>[] {
+    let count = 0;
+    let bytes = 0;
+    // Bound: WAL_GROUP_BYTES_MAX bytes, or a single frame if that alone is larger.
+    for (const entry of this.#queue) {
+      if (entry.kind !== 'append') break;
+      if (count > 0 && bytes + entry.frame.length > WAL_GROUP_BYTES_MAX) break;
+      count += 1;
+      bytes += entry.frame.length;
+    }
+    assert(count > 0, 'a group holds at least one append');
+    // One splice, not a shift per entry: a deep queue would make shifting quadratic.
+    return this.#queue.splice(0, count) as Extract<Entry, { kind: 'append' }>[];
+  }
+
+  /** One write and one fdatasync for the whole group; all of it resolves or all of it rejects. */
+  async #commit(group: Extract<Entry, { kind: 'append' }>[]): Promise<void> {
+    if (this.#failure !== null) return rejectAll(group, this.#failure);
+    const frames = group.length === 1 ? group[0]!.frame : Buffer.concat(group.map((e) => e.frame));
+    assert(group.length === 1 || frames.length <= WAL_GROUP_BYTES_MAX, 'group over its bound');
+    try {
+      await writeFully(this.#handle, frames, this.#currentBytes);
+      if (this.#options.fsync) await this.#sync();
+    } catch (cause) {
+      this.#failure = new ApiError('ServiceUnavailableError', 'WAL write failed', { cause });
+      return rejectAll(group, this.#failure);
+    }
+    this.#currentBytes += frames.length;
+    this.stats.groups += 1;
+    this.stats.appends += group.length;
+    this.stats.bytes += frames.length;
+    for (const entry of group) entry.resolve();
+  }
+
+  async #sync(): Promise<void> {
+    await this.#options.beforeSync?.();
+    await this.#handle.datasync();
+    this.stats.syncs += 1;
+  }
+
+  async #control(entry: Exclude<Entry, { kind: 'append' }>): Promise<void> {
+    // close still releases the handle of a failed WAL, so the engine can reopen the directory.
+    if (entry.kind === 'close') return this.#handle.close().then(entry.resolve, entry.reject);
+    if (this.#failure !== null) return entry.reject(this.#failure);
+    try {
+      entry.resolve(await this.#switchSegment());
+    } catch (cause) {
+      this.#failure = new ApiError('ServiceUnavailableError', 'WAL rotate failed', { cause });
+      entry.reject(this.#failure);
+    }
+  }
+
+  /** Every earlier group is already durable here, because #drain runs entries strictly in order. */
+  async #switchSegment(): Promise<number> {
+    const closedIndex = this.#currentIndex;
+    assert((this.#closedIndexes.at(-1) ?? 0) < closedIndex, 'closed segments stay ascending');
+    const handle = await createSegment(this.#dir, closedIndex + 1, this.#options.fsync);
+    await this.#handle.close();
+    this.#handle = handle;
+    this.#currentIndex = closedIndex + 1;
+    this.#currentBytes = 0;
+    this.#closedIndexes.push(closedIndex);
+    return closedIndex;
+  }
+}
+
+interface Opened {
+  closedIndexes: number[];
+  handle: FileHandle;
+  currentIndex: number;
+}
+
+function rejectAll(group: Waiter<void>[], error: unknown): void {
+  for (const entry of group) entry.reject(error);
+}
+
+/** Positional write that finishes short writes (a regular file may return one near ENOSPC). */
+async function writeFully(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
+  let written = 0;
+  // Bound: each pass writes at least one byte or throws, so at most bytes.length passes.
+  while (written < bytes.length) {
+    const result = await handle.write(bytes, written, bytes.length - written, position + written);
+    // Not an assertion: a stuck device is an I/O failure, not a bug in this code.
+    if (result.bytesWritten === 0) throw new Error('WAL write made no progress');
+    written += result.bytesWritten;
+  }
+}
+
+function logToStderr(level: string, message: string, fields: Record<string, unknown>): void {
+  console.error(`[${level}] ${message} ${JSON.stringify(fields)}`);
+}
