@@ -151,3 +151,28 @@ t.test('1,000 properties per collection, the 1,001st is refused', async (t) => {
   t.equal(bad.ok ? null : bad.error.error_code, 'TooManyPropertiesError');
   await engine.close();
 });
+
+t.test('compaction merges a partition\'s small segments and keeps every row and the log order', async (t) => {
+  const dir = tempDir();
+  const engine = await open(dir);
+  const project = engine.listProjects()[0].id;
+  for (let round = 0; round < 10; round++) {
+    const events = Array.from({ length: 20 }, (_, i) => ({ collection: 'c', event: { n: round * 20 + i, s: `v${i % 3}` } }));
+    await engine.appendEvents(project, events, ctx);
+    await engine.flush();
+  }
+  await engine.flush(); // an idle flush runs a compaction step if one is still due
+  const source = engine.scanSource(project, 'c', 0, 8.64e15);
+  t.ok(source.segments.length < 10, `compacted to ${source.segments.length} segments`);
+  const ns = rowsOf(engine, project, 'c').map((r) => JSON.parse(r).n).sort((a, b) => a - b);
+  t.same(ns, Array.from({ length: 200 }, (_, i) => i));
+  const log = engine.readLog(project, 'c', 0, 500, 1 << 24);
+  t.same(log.map((r) => r.offset), Array.from({ length: 200 }, (_, i) => i));
+  await engine.close();
+  const reopened = await open(dir);
+  t.equal(rowsOf(reopened, project, 'c').length, 200);
+  const files = fs.readdirSync(path.join(dir, 'projects', project, 'c'), { recursive: true }) as string[];
+  t.equal(files.filter((f) => f.endsWith('.arrow')).length, reopened.scanSource(project, 'c', 0, 8.64e15).segments.length,
+    'replaced segment files are deleted');
+  await reopened.close();
+});
