@@ -176,3 +176,22 @@ t.test('compaction merges a partition\'s small segments and keeps every row and 
     'replaced segment files are deleted');
   await reopened.close();
 });
+
+t.test('refused events in a batch leave the accepted ones intact, in order', async (t) => {
+  const engine = await open(tempDir());
+  const project = engine.listProjects()[0].id;
+  const results = await engine.appendEvents(project, [
+    { collection: 'mix', event: { a: 1, s: 'one' } },
+    { collection: 'mix', event: { 'bad.name': 1 } },
+    { collection: 'mix', event: { a: 2, s: 'x'.repeat(10_000) } },
+    { collection: '$bad', event: { a: 3 } },
+    { collection: 'mix', event: { a: 4, s: 'four' } },
+  ], ctx);
+  t.same(results.map((r) => (r.ok ? 'ok' : r.error.error_code)),
+    ['ok', 'InvalidPropertyNameError', 'InvalidPropertyValueError', 'InvalidCollectionNameError', 'ok']);
+  const chunk = [...engine.scan(project, 'mix', 0, 8.64e15)][0];
+  const s = chunk.columns.get('s')!;
+  t.same([s.dict![s.str![0]], s.dict![s.str![1]]], ['one', 'four']);
+  t.same([chunk.columns.get('a')!.num![0], chunk.columns.get('a')!.num![1]], [1, 4]);
+  await engine.close();
+});

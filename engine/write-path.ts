@@ -25,13 +25,17 @@ interface BatchState {
   readonly now: number;
   readonly nowIso: string;
   readonly stores: Map<string, CollectionStore>;
-}
-
-interface Staged {
-  readonly store: CollectionStore;
-  readonly record: WalEvent;
   readonly leaves: Leaves;
 }
+
+/** An accepted event waiting for its WAL append; its leaves are batch.leaves[from, to). */
+interface Staged extends WalEvent {
+  readonly store: CollectionStore;
+  readonly from: number;
+  readonly to: number;
+}
+
+const OK: AppendResult = Object.freeze({ ok: true });
 
 export interface WritePathDeps {
   readonly clock: () => number;
@@ -51,23 +55,24 @@ export class WritePath {
 
   append(project: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]> {
     const now = this.deps.clock();
-    const batch: BatchState = { now, nowIso: formatTimestamp(now), stores: new Map() };
+    const batch: BatchState = { now, nowIso: formatTimestamp(now), stores: new Map(), leaves: newLeaves() };
     const results: AppendResult[] = new Array(events.length);
     const staged: Staged[] = [];
     for (let i = 0; i < events.length; i++) {
       try {
         const item = this.stage(project, events[i], ctx, batch);
         if (item) staged.push(item);
-        results[i] = { ok: true };
+        results[i] = OK;
       } catch (error) {
         if (!isApiError(error)) throw error;
+        batch.leaves.count = batch.leaves.start; // drop the refused event's leaves
         results[i] = { ok: false, error };
       }
     }
     if (staged.length === 0) return Promise.resolve(results);
-    const payload = encodeWalPayload({ p: project, e: staged.map((s) => s.record) });
+    const payload = encodeWalPayload({ p: project, e: staged });
     const done = this.deps.wal.append(payload).then(() => {
-      this.applyAll(project, staged);
+      this.applyAll(project, staged, batch.leaves);
       return results;
     });
     this.inFlight.add(done);
@@ -88,6 +93,7 @@ export class WritePath {
   /** Validates one event and reserves its log offset; null for a silently dropped duplicate. */
   private stage(project: string, item: EventToWrite, ctx: WriteContext, batch: BatchState): Staged | null {
     const now = batch.now;
+    batch.leaves.start = batch.leaves.count; // a refusal below rolls back to here
     let store = batch.stores.get(item.collection);
     if (store === undefined) {
       validateCollectionName(item.collection);
@@ -96,28 +102,32 @@ export class WritePath {
     }
     const prepared = prepareEvent(item.event, now, this.ids.take(), ctx, batch.nowIso);
     if (prepared.hasAddons) this.deps.enricher.apply(prepared.event, now);
-    const leaves = newLeaves();
+    const leaves = batch.leaves;
     flattenEvent(prepared.event, leaves);
     store.schema.check(leaves);
     const token = prepared.uniquenessToken;
-    if (token !== null && store.tokens.has(token, now)) return null;
+    if (token !== null && store.tokens.has(token, now)) {
+      leaves.count = leaves.start;
+      return null;
+    }
     const raw = JSON.stringify(prepared.event);
     if (raw.length > EVENT_BYTES_MAX && Buffer.byteLength(raw) > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES) {
       throw new ApiError('InvalidEventError', `An event may be at most ${EVENT_BYTES_MAX} bytes of JSON.`);
     }
     store.schema.observe(leaves);
     if (token !== null) store.tokens.add(token, now, false);
-    const record: WalEvent = {
+    return {
+      store, from: leaves.start, to: leaves.count,
       c: item.collection, s: store.nextSeq++, t: prepared.tsMs, a: prepared.createdAtMs, j: raw, k: token,
     };
-    return { store, record, leaves };
   }
 
-  private applyAll(project: string, staged: readonly Staged[]): void {
+  private applyAll(project: string, staged: readonly Staged[], leaves: Leaves): void {
     const touched = new Set<CollectionStore>();
-    for (const { store, record, leaves } of staged) {
-      store.apply(record.s, record.t, record.a, record.j, leaves);
-      if (record.k !== null) store.tokens.add(record.k, record.a, true);
+    for (const event of staged) {
+      const store = event.store;
+      store.apply(event.s, event.t, event.a, event.j, leaves, event.from, event.to);
+      if (event.k !== null) store.tokens.add(event.k, event.a, true);
       touched.add(store);
     }
     let full = false;
@@ -132,14 +142,16 @@ export class WritePath {
   replay(payloads: readonly Uint8Array[]): void {
     const leaves = newLeaves();
     for (const bytes of payloads) {
+      leaves.count = 0;
       const payload = decodeWalPayload(bytes);
       for (const event of payload.e) {
         const store = this.deps.store(payload.p, event.c);
         if (event.s >= store.nextSeq) store.nextSeq = event.s + 1;
         if (event.s < store.flushedSeq) continue;
+        leaves.count = 0;
         flattenEvent(JSON.parse(event.j), leaves);
         store.schema.observe(leaves);
-        store.apply(event.s, event.t, event.a, event.j, leaves);
+        store.apply(event.s, event.t, event.a, event.j, leaves, leaves.start, leaves.count);
         if (event.k !== null) store.tokens.add(event.k, event.a, true);
       }
     }

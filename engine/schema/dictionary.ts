@@ -44,7 +44,7 @@ export class SchemaDictionary {
   /** Throws TooManyPropertiesError when the leaves would take the collection past its bound. */
   check(leaves: Leaves): void {
     let added = 0;
-    for (let i = 0; i < leaves.count; i++) {
+    for (let i = leaves.start; i < leaves.count; i++) {
       if (!this.types.has(leaves.paths[i])) added++;
     }
     if (added > 0 && this.types.size + added > COLLECTION_PROPERTIES_MAX) {
@@ -55,7 +55,7 @@ export class SchemaDictionary {
   }
 
   observe(leaves: Leaves): void {
-    for (let i = 0; i < leaves.count; i++) {
+    for (let i = leaves.start; i < leaves.count; i++) {
       const path = leaves.paths[i];
       const known = this.types.get(path);
       if (known !== undefined && known !== 'null') continue;

@@ -7,18 +7,24 @@ import type { JsonObject } from './prepare.js';
 
 const SKIPPED_SVC = new Set(['id', 'timestamp', 'created_at', 'addons']);
 
+/**
+ * Leaves of one or more events, appended in order. The leaves of the event being flattened are
+ * those in [start, count); a batch keeps one Leaves for all its events.
+ */
 export interface Leaves {
   paths: string[];
   values: unknown[];
+  start: number;
   count: number;
 }
 
 export function newLeaves(): Leaves {
-  return { paths: [], values: [], count: 0 };
+  return { paths: [], values: [], start: 0, count: 0 };
 }
 
+/** Appends the leaves of `event` after the existing ones and marks them as the current event's. */
 export function flattenEvent(event: JsonObject, out: Leaves): void {
-  out.count = 0;
+  out.start = out.count;
   for (const key in event) {
     const value = event[key];
     if (key === 'svc' && isPlainObject(value)) {

@@ -51,12 +51,12 @@ export function prepareEvent(
     checkName(key, key);
     value[key] = checkValue(value[key], key, 1, ctx);
   }
-  const prepared = prepareSvc(svc, nowMs, nowIso, id, ctx);
+  if (svc.addons !== undefined) svc.addons = replacePlaceholdersDeep(svc.addons, ctx);
   value.svc = svc;
-  return { ...prepared, event: value };
+  return prepareSvc(value, svc, nowMs, nowIso, id);
 }
 
-function prepareSvc(svc: JsonObject, nowMs: number, nowIso: string, id: string, ctx: Placeholders) {
+function prepareSvc(event: JsonObject, svc: JsonObject, nowMs: number, nowIso: string, id: string): PreparedEvent {
   for (const key in svc) {
     if (!SVC_CLIENT_KEYS.has(key)) {
       throw new ApiError('InvalidSvcNamespaceProperty',
@@ -81,12 +81,11 @@ function prepareSvc(svc: JsonObject, nowMs: number, nowIso: string, id: string, 
   if (svc.addons !== undefined && !Array.isArray(svc.addons)) {
     throw new ApiError('InvalidSvcNamespaceProperty', '"svc.addons" must be an array of add-on objects.');
   }
-  if (svc.addons !== undefined) svc.addons = replacePlaceholdersDeep(svc.addons, ctx);
   svc.id = id;
   svc.created_at = nowIso;
   svc.timestamp = stamp;
   const hasAddons = Array.isArray(svc.addons) && svc.addons.length > 0;
-  return { tsMs, createdAtMs: nowMs, id, uniquenessToken: (token as string | undefined) ?? null, hasAddons };
+  return { event, tsMs, createdAtMs: nowMs, id, uniquenessToken: (token as string | undefined) ?? null, hasAddons };
 }
 
 function checkLocation(location: unknown): JsonObject {

@@ -104,7 +104,8 @@ export class WriteBuffer {
     return this.count === 0 ? -1 : this.seq[this.count - 1];
   }
 
-  append(tsMs: number, createdAtMs: number, seq: number, rawJson: string, leaves: Leaves): void {
+  /** Appends one row whose leaves are leaves[from, to). */
+  append(tsMs: number, createdAtMs: number, seq: number, rawJson: string, leaves: Leaves, from: number, to: number): void {
     assert(this.count === 0 || seq > this.seq[this.count - 1], 'buffer rows arrive in log order');
     if (this.count === this.capacity) this.grow(this.capacity * 2);
     const row = this.count;
@@ -112,7 +113,7 @@ export class WriteBuffer {
     this.createdAt[row] = createdAtMs;
     this.seq[row] = seq;
     this.appendRaw(row, rawJson);
-    for (let i = 0; i < leaves.count; i++) {
+    for (let i = from; i < to; i++) {
       const path = leaves.paths[i];
       let column = this.columns.get(path);
       if (column === undefined) {
@@ -155,7 +156,7 @@ export class WriteBuffer {
     const next = new WriteBuffer();
     if (count >= this.count) return next;
     const chunk = this.snapshot();
-    const leaves = { paths: [] as string[], values: [] as unknown[], count: 0 };
+    const leaves: Leaves = { paths: [], values: [], start: 0, count: 0 };
     const columns = [...chunk.columns.values()];
     for (let row = count; row < chunk.rows; row++) {
       leaves.count = 0;
@@ -166,7 +167,7 @@ export class WriteBuffer {
         leaves.values[leaves.count++] = valueAt(column, row);
       }
       const raw = Buffer.from(chunk.raw.bytes.subarray(chunk.raw.offsets[row], chunk.raw.offsets[row + 1])).toString();
-      next.append(chunk.ts[row], chunk.createdAt[row], chunk.seq[row], raw, leaves);
+      next.append(chunk.ts[row], chunk.createdAt[row], chunk.seq[row], raw, leaves, 0, leaves.count);
     }
     return next;
   }

@@ -67,9 +67,9 @@ export class CollectionStore {
   }
 
   /** Adds an acknowledged (or replayed) row to the buffer. */
-  apply(seq: number, tsMs: number, createdAtMs: number, raw: string, leaves: Leaves): void {
+  apply(seq: number, tsMs: number, createdAtMs: number, raw: string, leaves: Leaves, from: number, to: number): void {
     assert(seq >= this.flushedSeq, 'only unflushed rows enter the buffer');
-    this.buffer.append(tsMs, createdAtMs, seq, raw, leaves);
+    this.buffer.append(tsMs, createdAtMs, seq, raw, leaves, from, to);
   }
 
   scanSource(startMs: number, endMs: number): ScanSource {
