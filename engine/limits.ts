@@ -40,6 +40,11 @@ export const BUFFER_ROWS_MAX = 200_000;
 export const FLUSH_INTERVAL_MS = 5_000;
 /** Bytes of one WAL record; a batch body bounds it, plus framing. A longer length means corruption. */
 export const WAL_RECORD_BYTES_MAX = 64 * 1024 * 1024;
+/**
+ * Bytes written by one WAL group commit. Bounds the concatenation copy and the time one fdatasync
+ * holds up the queue; 16 MiB is ~10 batches of the largest size.
+ */
+export const WAL_GROUP_BYTES_MAX = 16 * 1024 * 1024;
 /** Segments of one partition above which compaction merges them; keeps scans from many tiny files. */
 export const PARTITION_SEGMENTS_MAX = 8;
 /** Rows of a compacted segment; bounds the memory of one compaction. */

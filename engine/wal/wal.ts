@@ -12,17 +12,14 @@
 import type { FileHandle } from 'node:fs/promises';
 import { assert } from '../assert.js';
 import { ApiError } from '../errors.js';
+import { WAL_GROUP_BYTES_MAX } from '../limits.js';
 import { encodeRecord } from './record.js';
 import { replaySegments, type WalCut, type WalLog } from './replay.js';
 import { createSegment, listSegments, removeSegments } from './segment-file.js';
 
 export type { WalCut, WalLog, WalLogLevel } from './replay.js';
 
-/**
- * Bytes written by one group commit. Bounds the concatenation copy and the time one fdatasync
- * holds up the queue; 16 MiB is ~10 batches of the largest size. TODO(lead): move to limits.ts.
- */
-export const WAL_GROUP_BYTES_MAX = 16 * 1024 * 1024;
+export { WAL_GROUP_BYTES_MAX };
 
 export interface WalOptions {
   /** fdatasync each group and fsync the directory on create/remove; false only for tests/dev. */
