@@ -1,0 +1,171 @@
+/**
+ * Leaf builders of Arrow `Data` from typed arrays, for the segment writer. Each selects the rows
+ * whose `route` byte equals `code` (storage/segment/encode-column.ts decides routes) and marks the
+ * others invalid. Building Data directly rather than through Arrow's Builders keeps the write
+ * path to a few tight loops with no per-row objects.
+ */
+import {
+  Bool,
+  Data,
+  Dictionary,
+  Field,
+  Float64,
+  Int32,
+  List,
+  TimestampMillisecond,
+  Utf8,
+  makeData,
+  makeVector,
+} from 'apache-arrow';
+import { assert } from '../../assert.js';
+
+const TWO_POW_32 = 4294967296;
+
+/** Validity bitmap (bit i set = row i valid) and how many rows it leaves null. */
+export interface Validity {
+  readonly rows: number;
+  readonly bitmap: Uint8Array;
+  readonly nullCount: number;
+}
+
+export function selectRows(route: Uint8Array, code: number): Validity {
+  const rows = route.length;
+  const bitmap = new Uint8Array((rows + 7) >>> 3);
+  let valid = 0;
+  for (let row = 0; row < rows; row++) {
+    if (route[row] !== code) continue;
+    bitmap[row >>> 3] |= 1 << (row & 7);
+    valid++;
+  }
+  return { rows, bitmap, nullCount: rows - valid };
+}
+
+/** Arrow wants no bitmap at all when nothing is null; readers then skip validity checks. */
+function nullBitmapOf(validity: Validity): Uint8Array | undefined {
+  return validity.nullCount === 0 ? undefined : validity.bitmap;
+}
+
+/** Float64 of `values` on the selected rows; other rows read 0 (their value is unspecified). */
+export function float64Data(values: Float64Array, validity: Validity): Data<Float64> {
+  const rows = validity.rows;
+  assert(values.length >= rows, 'a value per row');
+  const data = new Float64Array(rows);
+  const bitmap = validity.bitmap;
+  for (let row = 0; row < rows; row++) {
+    if ((bitmap[row >>> 3] >>> (row & 7)) & 1) data[row] = values[row];
+  }
+  const nullBitmap = nullBitmapOf(validity);
+  const type = new Float64();
+  return makeData({ type, length: rows, nullCount: validity.nullCount, nullBitmap, data });
+}
+
+/**
+ * Timestamp(ms) of whole milliseconds held as float64; the int64 halves are written through an
+ * Int32Array view so no BigInt is made per row.
+ */
+export function timestampData(
+  values: Float64Array,
+  validity: Validity,
+): Data<TimestampMillisecond> {
+  const rows = validity.rows;
+  assert(values.length >= rows, 'a value per row');
+  const words = new Int32Array(rows * 2);
+  const bitmap = validity.bitmap;
+  for (let row = 0; row < rows; row++) {
+    if (!((bitmap[row >>> 3] >>> (row & 7)) & 1)) continue;
+    const ms = values[row];
+    assert(Number.isSafeInteger(ms), 'timestamps are whole milliseconds');
+    const high = Math.floor(ms / TWO_POW_32);
+    words[row * 2] = ms - high * TWO_POW_32;
+    words[row * 2 + 1] = high;
+  }
+  const data = new BigInt64Array(words.buffer);
+  const nullBitmap = nullBitmapOf(validity);
+  const type = new TimestampMillisecond();
+  return makeData({ type, length: rows, nullCount: validity.nullCount, nullBitmap, data });
+}
+
+/**
+ * Bool on the selected rows: `values[row] !== 0` (a Column keeps bools as 0/1 in `num`), or true
+ * on every selected row when `values` is null (the `:null` marker field).
+ */
+export function boolData(values: Float64Array | null, validity: Validity): Data<Bool> {
+  const data = validity.bitmap.slice();
+  for (let row = 0; values !== null && row < validity.rows; row++) {
+    if (values[row] === 0) data[row >>> 3] &= ~(1 << (row & 7));
+  }
+  return makeData({
+    type: new Bool(),
+    length: validity.rows,
+    nullCount: validity.nullCount,
+    nullBitmap: nullBitmapOf(validity),
+    data,
+  });
+}
+
+/** UTF-8 bytes and Arrow offsets of `strings`; a null entry is an empty slot. */
+export function encodeUtf8(strings: readonly (string | null)[]): {
+  bytes: Uint8Array;
+  offsets: Int32Array;
+} {
+  const offsets = new Int32Array(strings.length + 1);
+  let total = 0;
+  for (let index = 0; index < strings.length; index++) {
+    const value = strings[index];
+    total += value === null ? 0 : Buffer.byteLength(value, 'utf8');
+    offsets[index + 1] = total;
+  }
+  assert(total < 2 ** 31, 'Utf8 offsets are int32');
+  const bytes = Buffer.allocUnsafe(total);
+  for (let index = 0; index < strings.length; index++) {
+    const value = strings[index];
+    if (value !== null) bytes.write(value, offsets[index], 'utf8');
+  }
+  return { bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, total), offsets };
+}
+
+export function utf8Data(bytes: Uint8Array, offsets: Int32Array, validity?: Validity): Data<Utf8> {
+  return makeData({
+    type: new Utf8(),
+    length: offsets.length - 1,
+    nullCount: validity?.nullCount ?? 0,
+    nullBitmap: validity === undefined ? undefined : nullBitmapOf(validity),
+    valueOffsets: offsets,
+    data: bytes,
+  });
+}
+
+/** Dictionary<Int32, Utf8> of `codes` into `dict` on the selected rows; others hold code 0. */
+export function dictionaryData(
+  codes: Int32Array | null,
+  dict: readonly string[],
+  validity: Validity,
+  id: number,
+): Data<Dictionary<Utf8, Int32>> {
+  const data = new Int32Array(validity.rows);
+  const bitmap = validity.bitmap;
+  for (let row = 0; codes !== null && row < validity.rows; row++) {
+    if ((bitmap[row >>> 3] >>> (row & 7)) & 1) data[row] = codes[row];
+  }
+  const { bytes, offsets } = encodeUtf8(dict);
+  return makeData({
+    type: new Dictionary(new Utf8(), new Int32(), id),
+    length: validity.rows,
+    nullCount: validity.nullCount,
+    nullBitmap: nullBitmapOf(validity),
+    data,
+    dictionary: makeVector(utf8Data(bytes, offsets)),
+  });
+}
+
+/** List<child> from per-row offsets into an already built child. */
+export function listData(child: Data, offsets: Int32Array, validity: Validity): Data<List> {
+  return makeData({
+    type: new List(new Field('item', child.type, true)),
+    length: offsets.length - 1,
+    nullCount: validity.nullCount,
+    nullBitmap: nullBitmapOf(validity),
+    valueOffsets: offsets,
+    child,
+  });
+}

@@ -1,0 +1,143 @@
+/**
+ * Arrow fields of one property path → the chunk's Column (layout.ts is the format). Each field
+ * fills the rows its validity bitmap marks: tags in a tight loop, numbers and dictionary codes by
+ * bulk copy or a view, so only lists and dictionary strings allocate (they are JS values).
+ */
+import { type Data } from 'apache-arrow';
+import { assert } from '../../assert.js';
+import {
+  TAG_BOOL,
+  TAG_LIST,
+  TAG_NULL,
+  TAG_NUM,
+  TAG_STR,
+  type Column,
+  type Primitive,
+  type SchemaType,
+  type Tag,
+} from '../chunk.js';
+import { decodeStrings, isValid, readTimestamps } from './arrow-values.js';
+import { mainKindOf, type Role } from './layout.js';
+
+/** One stored field of a path: its role, the main field's schema type, and its data. */
+export interface StoredField {
+  readonly role: Role;
+  readonly type: SchemaType | null;
+  readonly data: Data;
+}
+
+interface Members {
+  tags: Uint8Array;
+  num: Float64Array | null;
+  str: Int32Array | null;
+  dict: readonly string[] | null;
+  lists: (readonly Primitive[] | null)[] | null;
+}
+
+export function decodeColumn(path: string, fields: readonly StoredField[], rows: number): Column {
+  const tags = new Uint8Array(rows);
+  const members: Members = { tags, num: null, str: null, dict: null, lists: null };
+  // Float64 fields first: they are copied whole, and later fields overwrite only their rows.
+  const ordered = [...fields].sort((a, b) => Number(isFloat64(b)) - Number(isFloat64(a)));
+  for (const field of ordered) {
+    assert(field.data.length === rows, 'a field has a slot per row');
+    assert(field.data.offset === 0, 'a freshly read field is not sliced');
+    if (field.role === 'main' && field.type === 'null') continue;
+    if (field.data.length - field.data.nullCount === 0) continue;
+    decodeField(members, field, rows);
+  }
+  return { path, ...members };
+}
+
+function isFloat64(field: StoredField): boolean {
+  return field.role === 'num' || (field.role === 'main' && field.type === 'num');
+}
+
+/** The tag a field's valid rows get, and how its values are read. */
+function kindOf(field: StoredField): 'num' | 'timestamp' | 'str' | 'bool' | 'list' | 'null' {
+  if (field.role !== 'main') {
+    if (field.role.startsWith('list_')) return 'list';
+    return field.role as 'num' | 'str' | 'bool' | 'null';
+  }
+  const main = mainKindOf(field.type!);
+  assert(main !== 'null', 'a null-typed main field holds no rows');
+  return main === 'datetime' ? 'timestamp' : main;
+}
+
+function decodeField(members: Members, field: StoredField, rows: number): void {
+  const kind = kindOf(field);
+  const data = field.data;
+  const tag: Tag =
+    kind === 'num' || kind === 'timestamp' ? TAG_NUM
+    : kind === 'str' ? TAG_STR
+    : kind === 'bool' ? TAG_BOOL
+    : kind === 'list' ? TAG_LIST
+    : TAG_NULL;
+  markTags(members.tags, data, tag);
+  if (kind === 'num') {
+    members.num ??= new Float64Array(rows);
+    members.num.set((data.values as Float64Array).subarray(0, rows));
+  } else if (kind === 'timestamp') {
+    members.num ??= new Float64Array(rows);
+    readTimestamps(data, members.num);
+  } else if (kind === 'bool') {
+    members.num ??= new Float64Array(rows);
+    readBools(data, members.num);
+  } else if (kind === 'str') {
+    members.str = data.values as Int32Array;
+    members.dict = decodeStrings(data.dictionary!.data[0]);
+  } else if (kind === 'list') {
+    members.lists ??= new Array<readonly Primitive[] | null>(rows).fill(null);
+    readLists(data, members.lists);
+  }
+}
+
+/** tags[row] = tag on every valid row, a byte of the validity bitmap at a time. */
+function markTags(tags: Uint8Array, data: Data, tag: Tag): void {
+  const bitmap = data.nullBitmap;
+  if (data.nullCount === 0 || bitmap === undefined || bitmap.length === 0) {
+    tags.fill(tag);
+    return;
+  }
+  const rows = tags.length;
+  for (let byte = 0; byte < bitmap.length; byte++) {
+    const bits = bitmap[byte];
+    if (bits === 0) continue;
+    const base = byte << 3;
+    for (let bit = 0; bit < 8 && base + bit < rows; bit++) {
+      if ((bits >>> bit) & 1) tags[base + bit] = tag;
+    }
+  }
+}
+
+function readBools(data: Data, target: Float64Array): void {
+  const values = data.values as Uint8Array;
+  for (let row = 0; row < target.length; row++) {
+    if (isValid(data, row)) target[row] = (values[row >>> 3] >>> (row & 7)) & 1;
+  }
+}
+
+function readLists(data: Data, target: (readonly Primitive[] | null)[]): void {
+  const offsets = data.valueOffsets as Int32Array;
+  const child = data.children[0];
+  const elements = readElements(child);
+  for (let row = 0; row < target.length; row++) {
+    if (!isValid(data, row)) continue;
+    target[row] = elements.slice(offsets[row], offsets[row + 1]);
+  }
+}
+
+/** Every element of a list field's child as a JS value (null where the child is invalid). */
+function readElements(child: Data): Primitive[] {
+  const length = child.length;
+  const elements = new Array<Primitive>(length);
+  const strings = child.valueOffsets === undefined ? null : decodeStrings(child);
+  const values = child.values as Float64Array | Uint8Array;
+  for (let index = 0; index < length; index++) {
+    if (!isValid(child, index)) elements[index] = null;
+    else if (strings !== null) elements[index] = strings[index];
+    else if (values instanceof Float64Array) elements[index] = values[index];
+    else elements[index] = ((values[index >>> 3] >>> (index & 7)) & 1) === 1;
+  }
+  return elements;
+}

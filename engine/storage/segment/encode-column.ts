@@ -1,0 +1,239 @@
+/**
+ * One property path of a chunk → its Arrow fields (layout.ts): route every row to the one field
+ * that can hold it, then build each field's Data. Routing is a byte per row, so each field is
+ * built in one tight pass over the typed arrays. Lists are the exception: a list row is a JS array.
+ */
+import { Data, Field, Null, makeData } from 'apache-arrow';
+import { assert } from '../../assert.js';
+import {
+  TAG_BOOL,
+  TAG_LIST,
+  TAG_MISSING,
+  TAG_NULL,
+  TAG_NUM,
+  TAG_STR,
+  type Column,
+  type Primitive,
+  type SchemaType,
+} from '../chunk.js';
+import {
+  boolData,
+  dictionaryData,
+  float64Data,
+  listData,
+  selectRows,
+  timestampData,
+  utf8Data,
+  encodeUtf8,
+  type Validity,
+} from './arrow-data.js';
+import {
+  META_PATH,
+  META_ROLE,
+  META_TYPE,
+  extraName,
+  mainKindOf,
+  type ListKind,
+  type MainKind,
+  type Role,
+} from './layout.js';
+
+/** Route codes: which field of the path holds a row. 0 = none (the path is missing there). */
+const ROUTE_CODES: readonly Role[] = [
+  'main', 'num', 'str', 'bool', 'list_num', 'list_str', 'list_bool', 'null',
+];
+const LIST_KINDS: readonly ListKind[] = ['none', 'num', 'str', 'bool'];
+
+export interface EncodedField {
+  readonly field: Field;
+  readonly data: Data;
+}
+
+/** Arrow fields of one path, main first; `nextDictionaryId` hands out file-unique ids. */
+export function encodeColumn(
+  column: Column,
+  type: SchemaType,
+  nextDictionaryId: () => number,
+): EncodedField[] {
+  assertMembers(column);
+  const mainKind = mainKindOf(type);
+  const listKinds = column.lists === null ? null : classifyLists(column);
+  const mainElement = type === 'geo' ? 'num' : dominantListKind(column.tags, listKinds);
+  const route = routeRows(column, mainKind, mainElement, listKinds);
+  const fields: EncodedField[] = [];
+  fields.push(encodeMain(column, type, mainKind, mainElement, route, nextDictionaryId));
+  const routed = new Uint32Array(ROUTE_CODES.length + 1);
+  for (let row = 0; row < route.length; row++) routed[route[row]]++;
+  for (let code = 2; code <= ROUTE_CODES.length; code++) {
+    if (routed[code] === 0) continue;
+    const validity = selectRows(route, code);
+    const role = ROUTE_CODES[code - 1];
+    const data = encodeRole(column, role, validity, nextDictionaryId);
+    fields.push({ field: fieldOf(extraName(column.path, role), column.path, role, data), data });
+  }
+  return fields;
+}
+
+/** Each member a row's tag reads must exist (chunk.ts); a missing one would lose data silently. */
+function assertMembers(column: Column): void {
+  const counts = new Uint32Array(256);
+  for (let row = 0; row < column.tags.length; row++) counts[column.tags[row]]++;
+  assert(counts.subarray(TAG_LIST + 1).every((count) => count === 0), 'tags are known');
+  assert(column.num !== null || counts[TAG_NUM] + counts[TAG_BOOL] === 0, 'num rows have num');
+  assert(column.str !== null || counts[TAG_STR] === 0, 'string rows have str');
+  assert(column.dict !== null || counts[TAG_STR] === 0, 'string rows have dict');
+  assert(column.lists !== null || counts[TAG_LIST] === 0, 'list rows have lists');
+}
+
+/** Per list row: index into LIST_KINDS of its elements' kind (ingest rejects mixed lists). */
+function classifyLists(column: Column): Uint8Array {
+  const kinds = new Uint8Array(column.tags.length);
+  const lists = column.lists!;
+  for (let row = 0; row < kinds.length; row++) {
+    if (column.tags[row] !== TAG_LIST) continue;
+    const list = lists[row];
+    assert(list !== null, 'a TAG_LIST row has a list');
+    let kind = 0;
+    for (let index = 0; index < list.length; index++) {
+      const element = list[index];
+      if (element === null) continue;
+      const elementKind = typeof element === 'number' ? 1 : typeof element === 'string' ? 2 : 3;
+      assert(kind === 0 || kind === elementKind, 'list elements share one type');
+      kind = elementKind;
+    }
+    kinds[row] = kind;
+  }
+  return kinds;
+}
+
+/** The element kind most list rows have; it becomes the main field's (or home extra's) kind. */
+function dominantListKind(tags: Uint8Array, listKinds: Uint8Array | null): ListKind {
+  if (listKinds === null) return 'num';
+  const counts = [0, 0, 0, 0];
+  for (let row = 0; row < tags.length; row++) if (tags[row] === TAG_LIST) counts[listKinds[row]]++;
+  let best = 1;
+  for (let kind = 2; kind <= 3; kind++) if (counts[kind] > counts[best]) best = kind;
+  return LIST_KINDS[best];
+}
+
+function routeRows(
+  column: Column,
+  mainKind: MainKind,
+  mainElement: ListKind,
+  listKinds: Uint8Array | null,
+): Uint8Array {
+  const { tags, num } = column;
+  const route = new Uint8Array(tags.length);
+  const mainListCode = mainKind === 'list' ? 1 : 4 + LIST_KINDS.indexOf(mainElement);
+  for (let row = 0; row < tags.length; row++) {
+    const tag = tags[row];
+    if (tag === TAG_MISSING) continue;
+    if (tag === TAG_NUM) {
+      // A Timestamp holds whole ms only; other numbers of a datetime path go to `:num`.
+      const fitsMain = mainKind === 'num' || (mainKind === 'datetime' && isWholeMs(num![row]));
+      route[row] = fitsMain ? 1 : 2;
+    } else if (tag === TAG_STR) route[row] = mainKind === 'str' ? 1 : 3;
+    else if (tag === TAG_BOOL) route[row] = mainKind === 'bool' ? 1 : 4;
+    else if (tag === TAG_NULL) route[row] = 8;
+    else {
+      const kind = listKinds![row];
+      const home = kind === 0 || LIST_KINDS[kind] === mainElement;
+      route[row] = home ? mainListCode : 4 + kind;
+    }
+  }
+  return route;
+}
+
+function isWholeMs(value: number): boolean {
+  return Number.isSafeInteger(value) && !Object.is(value, -0);
+}
+
+function encodeMain(
+  column: Column,
+  type: SchemaType,
+  mainKind: MainKind,
+  mainElement: ListKind,
+  route: Uint8Array,
+  nextDictionaryId: () => number,
+): EncodedField {
+  const validity = selectRows(route, 1);
+  let data: Data;
+  if (mainKind === 'null') data = makeData({ type: new Null(), length: route.length });
+  else if (mainKind === 'datetime') {
+    data = timestampData(column.num ?? zeros(route.length), validity);
+  }
+  else if (mainKind === 'list') data = listOf(column, mainElement, validity);
+  else data = encodeRole(column, mainKind, validity, nextDictionaryId);
+  const field = fieldOf(column.path, column.path, 'main', data);
+  field.metadata.set(META_TYPE, type);
+  return { field, data };
+}
+
+function encodeRole(
+  column: Column,
+  role: Role,
+  validity: Validity,
+  nextDictionaryId: () => number,
+): Data {
+  switch (role) {
+    case 'num':
+      return float64Data(column.num ?? zeros(validity.rows), validity);
+    case 'bool':
+      return boolData(column.num ?? zeros(validity.rows), validity);
+    case 'null':
+      return boolData(null, validity);
+    case 'str':
+      return dictionaryData(column.str, column.dict ?? [], validity, nextDictionaryId());
+    case 'list_num':
+      return listOf(column, 'num', validity);
+    case 'list_str':
+      return listOf(column, 'str', validity);
+    case 'list_bool':
+      return listOf(column, 'bool', validity);
+  }
+  assert(false, `role ${role} is not a value role`);
+}
+
+/** An all-zero stand-in for a member the chunk left null (no row reads it: all are invalid). */
+function zeros(rows: number): Float64Array {
+  return new Float64Array(rows);
+}
+
+function fieldOf(name: string, path: string, role: Role, data: Data): Field {
+  const metadata = new Map([
+    [META_PATH, path],
+    [META_ROLE, role],
+  ]);
+  return new Field(name, data.type, true, metadata);
+}
+
+/** List<element kind> of the selected rows' lists; null elements become invalid child slots. */
+function listOf(column: Column, kind: ListKind, validity: Validity): Data {
+  const rows = validity.rows;
+  const offsets = new Int32Array(rows + 1);
+  const elements: Primitive[] = [];
+  const lists = column.lists;
+  for (let row = 0; row < rows; row++) {
+    if (lists !== null && (validity.bitmap[row >>> 3] >>> (row & 7)) & 1) {
+      const list = lists[row]!;
+      for (let index = 0; index < list.length; index++) elements.push(list[index]);
+    }
+    offsets[row + 1] = elements.length;
+  }
+  return listData(listChild(elements, kind), offsets, validity);
+}
+
+function listChild(elements: readonly Primitive[], kind: ListKind): Data {
+  const route = new Uint8Array(elements.length);
+  for (let index = 0; index < elements.length; index++) {
+    route[index] = elements[index] === null ? 0 : 1;
+  }
+  const validity = selectRows(route, 1);
+  if (kind === 'str') {
+    const { bytes, offsets } = encodeUtf8(elements as readonly (string | null)[]);
+    return utf8Data(bytes, offsets, validity);
+  }
+  const values = new Float64Array(elements.length);
+  for (let index = 0; index < elements.length; index++) values[index] = Number(elements[index]);
+  return kind === 'bool' ? boolData(values, validity) : float64Data(values, validity);
+}

@@ -1,0 +1,128 @@
+/**
+ * A segment's footer: computing it from a chunk, checking it, and its sidecar codec. The footer
+ * lets a scan prune a segment without opening its Arrow file; the sidecar also carries one
+ * HyperLogLog per column (sketches.ts). Torn or foreign sidecars are detected by a CRC-32C.
+ *
+ *   Sidecar => magic:u32 ("TSM1") crc32c:u32 length:u32 Payload     (integers little-endian)
+ *   Payload => msgpack { version: 1, footer: SegmentFooter, sketches: { [path]: bin } }
+ *   crc32c covers the payload; length is the payload's byte count.
+ */
+import { crc32c } from '@node-rs/crc32';
+import { pack, unpack } from 'msgpackr';
+import { assert } from '../../assert.js';
+import {
+  TAG_MISSING,
+  TAG_NUM,
+  TAG_STR,
+  type Column,
+  type ColumnChunk,
+  type ColumnStats,
+  type SegmentFooter,
+} from '../chunk.js';
+
+/** A footer as readFooter returns it: with each column's serialized HyperLogLog. */
+export type FooterWithSketches = SegmentFooter & { readonly sketches: Record<string, Uint8Array> };
+
+const SIDECAR_MAGIC = 0x314d5354; // "TSM1" read as a little-endian u32
+const SIDECAR_HEADER_BYTES = 12;
+const SIDECAR_VERSION = 1;
+
+export function computeFooter(chunk: ColumnChunk): SegmentFooter {
+  assert(chunk.rows > 0, 'a segment holds at least one row');
+  const [tsMin, tsMax] = rangeOf(chunk.ts, chunk.rows);
+  const columns: Record<string, ColumnStats> = {};
+  for (const [path, column] of chunk.columns) columns[path] = statsOf(column, chunk.rows);
+  return {
+    rows: chunk.rows,
+    tsMin,
+    tsMax,
+    seqMin: chunk.seq[0],
+    seqMax: chunk.seq[chunk.rows - 1],
+    columns,
+  };
+}
+
+function rangeOf(values: Float64Array, rows: number): [number, number] {
+  let min = Infinity;
+  let max = -Infinity;
+  for (let row = 0; row < rows; row++) {
+    const value = values[row];
+    if (value < min) min = value;
+    if (value > max) max = value;
+  }
+  return [min, max];
+}
+
+/** Min/max per kind over the rows that hold it; strings compare by UTF-16 code units (JS `<`). */
+function statsOf(column: Column, rows: number): ColumnStats {
+  const { tags, num, str, dict } = column;
+  let present = 0;
+  let numMin = Infinity;
+  let numMax = -Infinity;
+  const used = dict === null ? null : new Uint8Array(dict.length);
+  for (let row = 0; row < rows; row++) {
+    const tag = tags[row];
+    if (tag === TAG_MISSING) continue;
+    present++;
+    if (tag === TAG_NUM) {
+      const value = num![row];
+      if (value < numMin) numMin = value;
+      if (value > numMax) numMax = value;
+    } else if (tag === TAG_STR) used![str![row]] = 1;
+  }
+  const stats: { -readonly [K in keyof ColumnStats]: ColumnStats[K] } = { present };
+  if (numMin <= numMax) {
+    stats.numMin = numMin;
+    stats.numMax = numMax;
+  }
+  for (let code = 0; used !== null && code < used.length; code++) {
+    if (used[code] === 0) continue;
+    const value = dict![code];
+    if (stats.strMin === undefined || value < stats.strMin) stats.strMin = value;
+    if (stats.strMax === undefined || value > stats.strMax) stats.strMax = value;
+  }
+  return stats;
+}
+
+/** Invariants of any footer; checked just before writing and just after reading (STYLE.md §6). */
+export function assertFooter(footer: SegmentFooter): void {
+  assert(Number.isSafeInteger(footer.rows), 'footer rows is an integer');
+  assert(footer.rows > 0, 'footer rows is positive');
+  assert(footer.tsMin <= footer.tsMax, 'footer tsMin <= tsMax');
+  assert(footer.seqMin <= footer.seqMax, 'footer seqMin <= seqMax');
+  for (const path of Object.keys(footer.columns)) {
+    const stats = footer.columns[path];
+    assert(stats.present >= 0, 'column present is not negative');
+    assert(stats.present <= footer.rows, 'column present <= rows');
+    assert(!(stats.numMin! > stats.numMax!), 'column numMin <= numMax');
+    assert(!(stats.strMin! > stats.strMax!), 'column strMin <= strMax');
+  }
+}
+
+export function encodeSidecar(footer: SegmentFooter, sketches: Record<string, Uint8Array>): Buffer {
+  const payload = pack({ version: SIDECAR_VERSION, footer, sketches });
+  const bytes = Buffer.allocUnsafe(SIDECAR_HEADER_BYTES + payload.length);
+  bytes.writeUInt32LE(SIDECAR_MAGIC, 0);
+  bytes.writeUInt32LE(crc32c(payload), 4);
+  bytes.writeUInt32LE(payload.length, 8);
+  payload.copy(bytes, SIDECAR_HEADER_BYTES);
+  return bytes;
+}
+
+/** Inverse of encodeSidecar; throws an Error naming `file` on any damage. */
+export function decodeSidecar(bytes: Buffer, file: string): FooterWithSketches {
+  const corrupt = (why: string) => new Error(`segment sidecar ${file} is corrupt: ${why}`);
+  if (bytes.length < SIDECAR_HEADER_BYTES) throw corrupt('shorter than its header');
+  if (bytes.readUInt32LE(0) !== SIDECAR_MAGIC) throw corrupt('bad magic');
+  const length = bytes.readUInt32LE(8);
+  if (bytes.length !== SIDECAR_HEADER_BYTES + length) throw corrupt('length mismatch (torn?)');
+  const payload = bytes.subarray(SIDECAR_HEADER_BYTES);
+  if (crc32c(payload) !== bytes.readUInt32LE(4)) throw corrupt('checksum mismatch');
+  const decoded = unpack(payload) as {
+    version: number;
+    footer: SegmentFooter;
+    sketches: Record<string, Uint8Array>;
+  };
+  if (decoded.version !== SIDECAR_VERSION) throw corrupt(`unknown version ${decoded.version}`);
+  return { ...decoded.footer, sketches: decoded.sketches };
+}

@@ -1,0 +1,80 @@
+/**
+ * The column layout of a segment's Arrow file, shared by writer.ts and reader.ts. The file is a
+ * standard Arrow IPC file (one record batch, LZ4_FRAME body compression); what this module adds
+ * is the meaning of its fields, which every field states in its own metadata, so names never need
+ * parsing (a property path may itself contain ':').
+ *
+ *   Segment  => svc.timestamp:Timestamp(ms) svc.created_at:Timestamp(ms) _seq:Float64 _raw:Utf8
+ *               Property*
+ *   Property => Main Extra*              (one group per property path, main field first)
+ *   Main     => <path>: the schema type's Arrow type, valid on rows of that type
+ *   Extra    => <path>:num Float64 | <path>:str Dictionary<Int32,Utf8> | <path>:bool Bool
+ *             | <path>:list_num List<Float64> | <path>:list_str List<Utf8>
+ *             | <path>:list_bool List<Bool> | <path>:null Bool (true on explicit nulls)
+ *
+ * An extra exists only when some row of the chunk holds a value the main field cannot. A row is
+ * valid in at most one field of its path; valid in none means the path is missing on that row.
+ * Field metadata: tally.path (property path), tally.role (a Role), tally.type (main only: the
+ * schema type). Schema metadata: tally.version and tally.footer (footer.ts, without sketches).
+ */
+import type { SchemaType } from '../chunk.js';
+
+export const LAYOUT_VERSION = '1';
+
+/** The sidecar of segment `file` is `file + SIDECAR_SUFFIX` (footer.ts has its format). */
+export const SIDECAR_SUFFIX = '.meta';
+
+export const META_PATH = 'tally.path';
+export const META_ROLE = 'tally.role';
+export const META_TYPE = 'tally.type';
+export const META_VERSION = 'tally.version';
+export const META_FOOTER = 'tally.footer';
+
+export const FIELD_TS = 'svc.timestamp';
+export const FIELD_CREATED_AT = 'svc.created_at';
+export const FIELD_SEQ = '_seq';
+export const FIELD_RAW = '_raw';
+
+/** What a field holds. `main` holds the schema type; the others hold one value kind each. */
+export type Role =
+  | 'ts'
+  | 'created_at'
+  | 'seq'
+  | 'raw'
+  | 'main'
+  | 'num'
+  | 'str'
+  | 'bool'
+  | 'list_num'
+  | 'list_str'
+  | 'list_bool'
+  | 'null';
+
+/** Element kind of a list row: that of its non-null elements, or `none` if it has none. */
+export type ListKind = 'num' | 'str' | 'bool' | 'none';
+
+/** The Arrow representation of a path's main field, from its schema type. */
+export type MainKind = 'num' | 'datetime' | 'str' | 'bool' | 'list' | 'null';
+
+export function mainKindOf(type: SchemaType): MainKind {
+  switch (type) {
+    case 'num':
+      return 'num';
+    case 'datetime':
+      return 'datetime';
+    case 'string':
+      return 'str';
+    case 'bool':
+      return 'bool';
+    case 'list':
+    case 'geo':
+      return 'list';
+    case 'null':
+      return 'null';
+  }
+}
+
+/** Field name of an extra: path plus role, readable by plain Arrow tools. */
+export function extraName(path: string, role: Role): string {
+  return `${path}:${role}`;
+}

@@ -1,0 +1,133 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import type { SchemaType } from '../chunk.js';
+import { readFooter, readSegment, verifySegment } from './reader.js';
+import { buildChunk, viewChunk, type TestRow, type TestValue } from './test-chunk.js';
+import { writeSegment } from './writer.js';
+
+const T0 = Date.UTC(2024, 2, 5, 14, 30);
+
+function tempFile(): string {
+  return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tally-reader-')), 'segment.arrow');
+}
+
+function roundTrip(rows: readonly TestRow[], schema: Record<string, SchemaType>) {
+  const file = tempFile();
+  const chunk = buildChunk(rows);
+  writeSegment(file, chunk, schema);
+  return { file, chunk, read: readSegment(file) };
+}
+
+/** Every kind of value at one path, so each declared type sees every other kind as an extra. */
+const EVERY_KIND: readonly TestValue[] = [
+  1.5, undefined, 'héllo 😀 世界', null, true, false, 0, -0, -1e300, 'x', undefined,
+  [1, null, 2.5], ['a', null, 'ü'], [true, null, false], [], [null], [null, null], '',
+  Number.MAX_SAFE_INTEGER, 1700000000123,
+];
+
+t.test('round-trips every kind of value under every declared type', async (t) => {
+  const types: SchemaType[] = ['num', 'string', 'bool', 'list', 'null', 'datetime', 'geo'];
+  for (const type of types) {
+    const rows = EVERY_KIND.map((value, index) => ({ ts: T0 + index, props: { p: value } }));
+    const { chunk, read } = roundTrip(rows, { p: type });
+    t.same(viewChunk(read), viewChunk(chunk), `declared ${type}`);
+  }
+});
+
+t.test('keeps explicit null, missing and each type apart across many paths', async (t) => {
+  const rows: TestRow[] = [];
+  for (let index = 0; index < 500; index++) {
+    const props: Record<string, TestValue> = {};
+    if (index % 3 !== 0) props['a.b'] = index % 7 === 0 ? null : `v${index % 11}`;
+    if (index % 2 === 0) props.n = index % 5 === 0 ? String(index) : index / 3;
+    if (index % 4 === 1) props.flag = index % 8 === 1;
+    props.geo = index % 9 === 0 ? null : [index / 10, -index / 20];
+    props.only_null = null;
+    rows.push({ ts: T0 + index * 1000, props });
+  }
+  const schema = {
+    'a.b': 'string', n: 'num', flag: 'bool', geo: 'geo', only_null: 'null',
+  } as const;
+  const { chunk, read } = roundTrip(rows, schema);
+  t.same(viewChunk(read), viewChunk(chunk));
+  t.equal(read.columns.get('only_null')!.num, null);
+});
+
+t.test('materializes only the requested paths, always ts, createdAt, seq and raw', async (t) => {
+  const rows = [{ ts: T0, props: { a: 1, b: 'x', c: [true] } }];
+  const file = tempFile();
+  const chunk = buildChunk(rows);
+  writeSegment(file, chunk, { a: 'num', b: 'string', c: 'list' });
+  const read = readSegment(file, ['b', 'not-there']);
+  t.same([...read.columns.keys()], ['b']);
+  const full = viewChunk(chunk) as { columns: Record<string, unknown> };
+  t.same(viewChunk(read), { ...full, columns: { b: full.columns.b } });
+  t.same([...readSegment(file, []).columns.keys()], []);
+});
+
+t.test('round-trips timestamps before 1970 and far ahead without loss', async (t) => {
+  const times = [-1, -86_400_000 * 365 * 100, 0, 2 ** 40 + 7, 8.64e15];
+  const { chunk, read } = roundTrip(times.map((ts) => ({ ts, props: {} })), {});
+  t.same(Array.from(read.ts), times);
+  t.same(viewChunk(read), viewChunk(chunk));
+});
+
+t.test('round-trips a large chunk (200k rows) and compresses it', async (t) => {
+  const rows: TestRow[] = [];
+  for (let index = 0; index < 200_000; index++) {
+    rows.push({
+      ts: T0 + index,
+      props: {
+        country: ['US', 'GB', 'DE', 'FR'][index % 4],
+        user: `user-${index}`,
+        amount: (index % 1000) / 10,
+        ok: index % 3 === 0,
+        items: index % 10 === 0 ? [index, index + 1] : undefined,
+      },
+    });
+  }
+  const schema = {
+    country: 'string', user: 'string', amount: 'num', ok: 'bool', items: 'list',
+  } as const;
+  const { file, chunk, read } = roundTrip(rows, schema);
+  t.same(viewChunk(read), viewChunk(chunk));
+  const stored = fs.statSync(file).size;
+  const rawBytes = chunk.raw.bytes.length;
+  t.ok(stored < rawBytes / 2, `file ${stored} B vs raw JSON ${rawBytes} B`);
+  const footer = readFooter(file);
+  t.match(footer.columns.user, { present: 200_000, strMin: 'user-0', strMax: 'user-99999' });
+});
+
+t.test('detects a truncated or corrupted sidecar', async (t) => {
+  const { file } = roundTrip([{ ts: T0, props: { a: 'x' } }], { a: 'string' });
+  const meta = file + '.meta';
+  const good = fs.readFileSync(meta);
+  t.ok(verifySegment(file));
+  fs.writeFileSync(meta, good.subarray(0, good.length - 3));
+  t.throws(() => readFooter(file), /sidecar .* is corrupt: length mismatch/);
+  t.notOk(verifySegment(file));
+  const flipped = Buffer.from(good);
+  flipped[flipped.length - 2] ^= 0x40;
+  fs.writeFileSync(meta, flipped);
+  t.throws(() => readFooter(file), /checksum mismatch/);
+  fs.writeFileSync(meta, Buffer.alloc(0));
+  t.throws(() => readFooter(file), /shorter than its header/);
+  fs.writeFileSync(meta, good);
+  t.ok(verifySegment(file));
+});
+
+t.test('verifySegment is false when a file is missing or the Arrow file is torn', async (t) => {
+  const { file } = roundTrip([{ ts: T0, props: { a: 1 } }], { a: 'num' });
+  const arrow = fs.readFileSync(file);
+  fs.writeFileSync(file, arrow.subarray(0, arrow.length - 10));
+  t.notOk(verifySegment(file));
+  fs.rmSync(file);
+  t.notOk(verifySegment(file));
+  fs.writeFileSync(file, arrow);
+  t.ok(verifySegment(file));
+  fs.rmSync(file + '.meta');
+  t.notOk(verifySegment(file));
+  t.throws(() => readFooter(file), { code: 'ENOENT' });
+});

@@ -1,0 +1,121 @@
+/**
+ * Reads segments written by writer.ts: the Arrow file back into exactly the ColumnChunk shape,
+ * the sidecar footer (checksummed), and a cheap whole-segment check for recovery. Reading is
+ * synchronous: a segment is bounded by SEGMENT_ROWS_MAX and callers run it on a worker.
+ */
+import fs from 'node:fs';
+import { RecordBatchReader, tableFromIPC, type Data, type RecordBatch } from 'apache-arrow';
+import { assert } from '../../assert.js';
+import type { Column, ColumnChunk, SchemaType, SegmentFooter, Utf8Column } from '../chunk.js';
+import './arrow.js';
+import { readTimestamps } from './arrow-values.js';
+import { decodeColumn, type StoredField } from './decode-column.js';
+import { readAligned } from './durable.js';
+import { assertFooter, decodeSidecar, type FooterWithSketches } from './footer.js';
+import {
+  LAYOUT_VERSION,
+  META_FOOTER,
+  META_PATH,
+  META_ROLE,
+  META_TYPE,
+  META_VERSION,
+  SIDECAR_SUFFIX,
+  type Role,
+} from './layout.js';
+
+/**
+ * The chunk stored in `file`. `columns` limits which property paths are materialized (ts,
+ * createdAt, seq and raw always are); paths it names that the segment lacks are simply absent.
+ */
+export function readSegment(file: string, columns?: readonly string[]): ColumnChunk {
+  const batch = readBatch(file);
+  const rows = batch.numRows;
+  const wanted = columns === undefined ? null : new Set(columns);
+  const system = new Map<Role, Data>();
+  const byPath = new Map<string, StoredField[]>();
+  batch.schema.fields.forEach((field, index) => {
+    const role = field.metadata.get(META_ROLE) as Role | undefined;
+    assert(role !== undefined, `field ${field.name} has a role`);
+    const data = batch.getChildAt(index)!.data[0];
+    const path = field.metadata.get(META_PATH);
+    if (path === undefined) system.set(role, data);
+    else if (wanted === null || wanted.has(path)) {
+      const type = (field.metadata.get(META_TYPE) ?? null) as SchemaType | null;
+      const group = byPath.get(path) ?? [];
+      group.push({ role, type, data });
+      byPath.set(path, group);
+    }
+  });
+  const result = new Map<string, Column>();
+  for (const [path, fields] of byPath) result.set(path, decodeColumn(path, fields, rows));
+  return {
+    rows,
+    ts: timestamps(system.get('ts'), rows),
+    createdAt: timestamps(system.get('created_at'), rows),
+    seq: float64s(system.get('seq'), rows),
+    raw: utf8Column(system.get('raw')),
+    columns: result,
+  };
+}
+
+/** The single record batch of a segment file, after checking its layout version and footer. */
+function readBatch(file: string): RecordBatch {
+  const table = tableFromIPC(readAligned(file));
+  const version = table.schema.metadata.get(META_VERSION);
+  if (version !== LAYOUT_VERSION) throw new Error(`segment ${file}: unknown layout ${version}`);
+  assert(table.batches.length === 1, 'a segment holds one record batch');
+  const footer = JSON.parse(table.schema.metadata.get(META_FOOTER) ?? 'null') as SegmentFooter;
+  assertFooter(footer);
+  assert(footer.rows === table.numRows, 'footer rows match the batch');
+  return table.batches[0];
+}
+
+function timestamps(data: Data | undefined, rows: number): Float64Array {
+  assert(data !== undefined, 'a segment has its timestamp fields');
+  const target = new Float64Array(rows);
+  readTimestamps(data, target);
+  return target;
+}
+
+function float64s(data: Data | undefined, rows: number): Float64Array {
+  assert(data !== undefined, 'a segment has its _seq field');
+  const values = data.values as Float64Array;
+  assert(values.length >= rows, 'a seq per row');
+  return values.subarray(0, rows);
+}
+
+function utf8Column(data: Data | undefined): Utf8Column {
+  assert(data !== undefined, 'a segment has its _raw field');
+  return { bytes: data.values as Uint8Array, offsets: data.valueOffsets as Int32Array };
+}
+
+/** The footer and sketches of `file` from its sidecar; throws an Error if it is damaged. */
+export function readFooter(file: string): FooterWithSketches {
+  const footer = decodeSidecar(fs.readFileSync(file + SIDECAR_SUFFIX), file + SIDECAR_SUFFIX);
+  assertFooter(footer);
+  return footer;
+}
+
+/**
+ * Whether the segment at `file` is whole: both files present, the sidecar's checksum good, the
+ * Arrow file's own footer parseable and in agreement with the sidecar. For startup recovery; it
+ * does not decompress the data.
+ */
+export function verifySegment(file: string): boolean {
+  try {
+    const footer = readFooter(file);
+    const reader = RecordBatchReader.from(readAligned(file));
+    reader.open();
+    const stored = JSON.parse(reader.schema.metadata.get(META_FOOTER) ?? 'null') as SegmentFooter;
+    return (
+      reader.isFile() &&
+      reader.numRecordBatches === 1 &&
+      stored?.rows === footer.rows &&
+      stored.seqMax === footer.seqMax
+    );
+  } catch (error) {
+    // Translating "unreadable" into false is this function's contract; bugs still throw.
+    if (error instanceof Error && error.name === 'AssertionError') throw error;
+    return false;
+  }
+}

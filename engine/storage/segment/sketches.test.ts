@@ -1,0 +1,38 @@
+import t from 'tap';
+import { HyperLogLog } from '../../sketch/hyperloglog.js';
+import { computeSketches, hashValue, sketchColumn } from './sketches.js';
+import { buildChunk, valueAt, type TestRow } from './test-chunk.js';
+
+const VALUES = [1, '1', true, 1, null, 'a', [1, 2], [1, 2], [2, 1], false, 0, -0, 'é'];
+
+t.test('a column sketch counts what hashValue hashes, nulls and missing excluded', async (t) => {
+  const rows: TestRow[] = VALUES.map((value, index) => ({ ts: index, props: { p: value } }));
+  rows.push({ ts: 99, props: {} });
+  const chunk = buildChunk(rows);
+  const column = chunk.columns.get('p')!;
+  const expected = new HyperLogLog();
+  for (let row = 0; row < chunk.rows; row++) {
+    const value = valueAt(column, row);
+    const hash = value === undefined ? null : hashValue(value);
+    if (hash !== null) expected.add(hash);
+  }
+  t.same(sketchColumn(column, chunk.rows).registers, expected.registers);
+  // 1, "1", true, "a", [1,2], [2,1], false, 0 (= -0), "é"
+  t.equal(Math.round(expected.estimate()), 9);
+});
+
+t.test('merging two segments\' sketches equals the sketch of both chunks (merge law)', async (t) => {
+  const make = (from: number, to: number) =>
+    Array.from({ length: to - from }, (_, index) => ({
+      ts: index,
+      props: { user: `u${from + index}`, n: (from + index) % 700 },
+    }));
+  const left = computeSketches(buildChunk(make(0, 3000)));
+  const right = computeSketches(buildChunk(make(2000, 5000)));
+  const both = computeSketches(buildChunk(make(0, 5000)));
+  for (const path of ['user', 'n']) {
+    const merged = HyperLogLog.deserialize(left[path]);
+    merged.merge(HyperLogLog.deserialize(right[path]));
+    t.same(merged.registers, HyperLogLog.deserialize(both[path]).registers, path);
+  }
+});

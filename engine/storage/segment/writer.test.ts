@@ -1,0 +1,94 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { tableFromIPC } from 'apache-arrow';
+import { AssertionError } from '../../assert.js';
+import { HyperLogLog } from '../../sketch/hyperloglog.js';
+import type { SchemaType } from '../chunk.js';
+import { readFooter } from './reader.js';
+import { buildChunk, type TestRow } from './test-chunk.js';
+import { writeSegment } from './writer.js';
+
+const T0 = Date.UTC(2024, 2, 5, 14, 30);
+
+function tempFile(name = 'segment.arrow'): string {
+  return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tally-writer-')), name);
+}
+
+const rows: TestRow[] = [
+  { ts: T0 + 2, props: { 'user.id': 'u1', n: 3, flag: true, tags: ['a', 'b'] } },
+  { ts: T0, props: { 'user.id': 'u2', n: 'three', flag: null, tags: [1, 2] } },
+  { ts: T0 + 9, props: { 'user.id': 'u1', n: -1.5, tags: ['c', null] } },
+];
+const schema: Record<string, SchemaType> = {
+  'user.id': 'string', n: 'num', flag: 'bool', tags: 'list',
+};
+
+t.test('writes a standard Arrow IPC file a plain tableFromIPC reads', async (t) => {
+  const file = tempFile();
+  writeSegment(file, buildChunk(rows), schema);
+  const table = tableFromIPC(fs.readFileSync(file));
+  t.equal(table.numRows, 3);
+  const names = table.schema.fields.map((field) => field.name);
+  t.same(names, [
+    'svc.timestamp', 'svc.created_at', '_seq', '_raw',
+    'user.id', 'n', 'n:str', 'flag', 'flag:null', 'tags', 'tags:list_num',
+  ]);
+  t.same(table.getChild('user.id')!.toArray(), ['u1', 'u2', 'u1']);
+  t.same([...table.getChild('n')!], [3, null, -1.5]);
+  t.same([...table.getChild('n:str')!], [null, 'three', null]);
+  t.same([...table.getChild('flag')!], [true, null, null]);
+  t.same([...table.getChild('flag:null')!], [null, true, null]);
+  t.same(table.getChild('tags')!.get(0)!.toArray(), ['a', 'b']);
+  t.same([...table.getChild('tags')!.get(2)!], ['c', null]);
+  t.equal(table.getChild('tags')!.get(1), null);
+  t.same([...table.getChild('tags:list_num')!.get(1)!], [1, 2]);
+  t.equal(table.getChild('svc.timestamp')!.get(1), T0);
+  t.equal(String(table.getChild('_raw')!.get(0)).startsWith('{"user.id":"u1"'), true);
+});
+
+t.test('returns the footer and stores it in the sidecar with one sketch per column', async (t) => {
+  const file = tempFile();
+  const footer = writeSegment(file, buildChunk(rows, 10), schema);
+  t.match(footer, { rows: 3, tsMin: T0, tsMax: T0 + 9, seqMin: 10, seqMax: 14 });
+  const n = { present: 3, numMin: -1.5, numMax: 3, strMin: 'three', strMax: 'three' };
+  t.same(footer.columns.n, n);
+  t.same(footer.columns.flag, { present: 2 });
+  t.same(footer.columns['user.id'], { present: 3, strMin: 'u1', strMax: 'u2' });
+  const stored = readFooter(file);
+  const { sketches, ...rest } = stored;
+  t.same(rest, footer);
+  t.same(Object.keys(sketches).sort(), ['flag', 'n', 'tags', 'user.id']);
+  t.equal(Math.round(HyperLogLog.deserialize(sketches['user.id']).estimate()), 2);
+  t.equal(Math.round(HyperLogLog.deserialize(sketches.tags).estimate()), 3);
+  t.equal(Math.round(HyperLogLog.deserialize(sketches.flag).estimate()), 1);
+});
+
+t.test('leaves no .tmp behind and replaces an existing segment', async (t) => {
+  const file = tempFile();
+  writeSegment(file, buildChunk(rows), schema);
+  writeSegment(file, buildChunk(rows.slice(0, 1)), schema);
+  const names = fs.readdirSync(path.dirname(file)).sort();
+  t.same(names, ['segment.arrow', 'segment.arrow.meta']);
+  t.equal(readFooter(file).rows, 1);
+});
+
+t.test('refuses an empty chunk: a segment has rows (0-row guard)', async (t) => {
+  const file = tempFile();
+  t.throws(() => writeSegment(file, buildChunk([]), {}), AssertionError);
+  t.same(fs.readdirSync(path.dirname(file)), []);
+});
+
+t.test('asserts seq strictly increases', async (t) => {
+  const chunk = buildChunk(rows);
+  (chunk.seq as Float64Array)[2] = chunk.seq[0];
+  t.throws(() => writeSegment(tempFile(), chunk, schema), AssertionError);
+});
+
+t.test('stores a path the schema lacks by its first present type', async (t) => {
+  const file = tempFile();
+  writeSegment(file, buildChunk([{ ts: T0, props: {} }, { ts: T0, props: { x: 'a' } }]), {});
+  const table = tableFromIPC(fs.readFileSync(file));
+  t.equal(String(table.schema.fields[4].type), 'Dictionary<Int32, Utf8>');
+});

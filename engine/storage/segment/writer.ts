@@ -1,0 +1,134 @@
+/**
+ * Writes one ColumnChunk as an immutable segment: a standard Arrow IPC file (layout.ts) with
+ * LZ4_FRAME body compression, and a sidecar `file.meta` with the footer and sketches (footer.ts).
+ * Durability order: both files are staged and fsynced, the sidecar is renamed first, then the
+ * Arrow file, so whenever `file` exists its sidecar does too. Deciding file names is the caller's.
+ */
+import {
+  Field,
+  RecordBatch,
+  RecordBatchFileWriter,
+  Schema,
+  Struct,
+  makeData,
+  type Data,
+} from 'apache-arrow';
+import { assert } from '../../assert.js';
+import type { ColumnChunk, SchemaType, SegmentFooter } from '../chunk.js';
+import { SEGMENT_COMPRESSION } from './arrow.js';
+import { float64Data, selectRows, timestampData, utf8Data } from './arrow-data.js';
+import { commitFile, stageFile } from './durable.js';
+import { encodeColumn, type EncodedField } from './encode-column.js';
+import { assertFooter, computeFooter, encodeSidecar } from './footer.js';
+import {
+  FIELD_CREATED_AT,
+  FIELD_RAW,
+  FIELD_SEQ,
+  FIELD_TS,
+  LAYOUT_VERSION,
+  META_FOOTER,
+  META_ROLE,
+  META_VERSION,
+  SIDECAR_SUFFIX,
+  type Role,
+} from './layout.js';
+import { computeSketches } from './sketches.js';
+
+/**
+ * Writes `chunk` to `file` (and `file.meta`) durably and returns its footer. A path absent from
+ * `schema` is stored as its first present row's type; it is still lossless, only less tidy.
+ */
+export function writeSegment(
+  file: string,
+  chunk: ColumnChunk,
+  schema: Readonly<Record<string, SchemaType>>,
+): SegmentFooter {
+  assertChunk(chunk);
+  const footer = computeFooter(chunk);
+  assertFooter(footer);
+  const sidecar = encodeSidecar(footer, computeSketches(chunk));
+  const arrow = encodeSegment(chunk, schema, footer);
+  stageFile(file, arrow);
+  stageFile(file + SIDECAR_SUFFIX, sidecar);
+  commitFile(file + SIDECAR_SUFFIX);
+  commitFile(file);
+  return footer;
+}
+
+function assertChunk(chunk: ColumnChunk): void {
+  assert(chunk.rows > 0, 'a segment holds at least one row');
+  assert(chunk.ts.length >= chunk.rows, 'ts covers every row');
+  assert(chunk.createdAt.length >= chunk.rows, 'createdAt covers every row');
+  assert(chunk.seq.length >= chunk.rows, 'seq covers every row');
+  assert(chunk.raw.offsets.length >= chunk.rows + 1, 'raw has an offset per row plus one');
+  for (let row = 1; row < chunk.rows; row++) {
+    assert(chunk.seq[row - 1] < chunk.seq[row], 'seq strictly increases within a chunk');
+  }
+}
+
+/** The whole Arrow IPC file of `chunk`, in memory. */
+export function encodeSegment(
+  chunk: ColumnChunk,
+  schema: Readonly<Record<string, SchemaType>>,
+  footer: SegmentFooter,
+): Uint8Array {
+  const encoded = [...encodeSystemFields(chunk)];
+  let dictionaryId = 0;
+  const nextDictionaryId = () => dictionaryId++;
+  for (const [path, column] of chunk.columns) {
+    assert(column.path === path, 'a column is keyed by its path');
+    assert(column.tags.length >= chunk.rows, 'tags cover every row');
+    const tags = column.tags.subarray(0, chunk.rows);
+    const type = schema[path] ?? inferType(tags);
+    encoded.push(...encodeColumn({ ...column, tags }, type, nextDictionaryId));
+  }
+  const metadata = new Map([
+    [META_VERSION, LAYOUT_VERSION],
+    [META_FOOTER, JSON.stringify(footer)],
+  ]);
+  const arrowSchema = new Schema(encoded.map((entry) => entry.field), metadata);
+  const data = makeData({
+    type: new Struct(arrowSchema.fields),
+    length: chunk.rows,
+    nullCount: 0,
+    children: encoded.map((entry) => entry.data),
+  });
+  const batch = new RecordBatch(arrowSchema, data);
+  const writer = RecordBatchFileWriter.writeAll([batch], { compressionType: SEGMENT_COMPRESSION });
+  return writer.toUint8Array(true);
+}
+
+function encodeSystemFields(chunk: ColumnChunk): EncodedField[] {
+  const rows = chunk.rows;
+  const all = selectRows(new Uint8Array(rows), 0);
+  const { bytes, offsets } = rebasedRaw(chunk);
+  return [
+    systemField(FIELD_TS, 'ts', timestampData(chunk.ts, all)),
+    systemField(FIELD_CREATED_AT, 'created_at', timestampData(chunk.createdAt, all)),
+    systemField(FIELD_SEQ, 'seq', float64Data(chunk.seq, all)),
+    systemField(FIELD_RAW, 'raw', utf8Data(bytes, offsets)),
+  ];
+}
+
+function systemField(name: string, role: Role, data: Data): EncodedField {
+  const field = new Field(name, data.type, false, new Map([[META_ROLE, role]]));
+  return { field, data };
+}
+
+/** Arrow offsets start at the first value's byte; a chunk's raw may be a window of a larger one. */
+function rebasedRaw(chunk: ColumnChunk): { bytes: Uint8Array; offsets: Int32Array } {
+  const offsets = chunk.raw.offsets.subarray(0, chunk.rows + 1);
+  const start = offsets[0];
+  const bytes = chunk.raw.bytes.subarray(start, offsets[chunk.rows]);
+  if (start === 0) return { bytes, offsets };
+  const rebased = new Int32Array(offsets.length);
+  for (let index = 0; index < offsets.length; index++) rebased[index] = offsets[index] - start;
+  return { bytes, offsets: rebased };
+}
+
+/** Schema type of a path the schema lacks: that of its first present row. */
+function inferType(tags: Uint8Array): SchemaType {
+  const byTag: readonly SchemaType[] = ['null', 'null', 'num', 'string', 'bool', 'list'];
+  for (let row = 0; row < tags.length; row++) if (tags[row] !== 0) return byTag[tags[row]];
+  return 'null';
+}
