@@ -89,7 +89,7 @@ export class WriteBuffer {
   private ts: Float64Array = new Float64Array(INITIAL_ROWS);
   private createdAt: Float64Array = new Float64Array(INITIAL_ROWS);
   private seq: Float64Array = new Float64Array(INITIAL_ROWS);
-  private rawBytes: Uint8Array = new Uint8Array(64 * 1024);
+  private rawBytes: Buffer = Buffer.allocUnsafe(1 << 20);
   private rawOffsets: Int32Array = new Int32Array(INITIAL_ROWS + 1);
   private readonly columns = new Map<string, ColumnBuilder>();
   private cached: ColumnChunk | null = null;
@@ -130,13 +130,13 @@ export class WriteBuffer {
 
   private appendRaw(row: number, rawJson: string): void {
     const start = this.rawOffsets[row];
-    const needed = start + rawJson.length * 3;
+    const needed = start + rawJson.length * 3; // UTF-8 needs at most 3 bytes per UTF-16 unit
     if (needed > this.rawBytes.length) {
-      this.rawBytes = growU8(this.rawBytes, Math.max(needed, this.rawBytes.length * 2));
+      const next = Buffer.allocUnsafe(Math.max(needed, this.rawBytes.length * 2));
+      this.rawBytes.copy(next, 0, 0, start);
+      this.rawBytes = next;
     }
-    const written = Buffer.from(this.rawBytes.buffer, this.rawBytes.byteOffset, this.rawBytes.length)
-      .write(rawJson, start, 'utf8');
-    this.rawOffsets[row + 1] = start + written;
+    this.rawOffsets[row + 1] = start + this.rawBytes.write(rawJson, start, 'utf8');
   }
 
   private grow(capacity: number): void {
@@ -183,7 +183,7 @@ export class WriteBuffer {
       ts: this.ts.slice(0, rows),
       createdAt: this.createdAt.slice(0, rows),
       seq: this.seq.slice(0, rows),
-      raw: { bytes: this.rawBytes.slice(0, this.rawOffsets[rows]), offsets: this.rawOffsets.slice(0, rows + 1) },
+      raw: { bytes: new Uint8Array(this.rawBytes.subarray(0, this.rawOffsets[rows])), offsets: this.rawOffsets.slice(0, rows + 1) },
       columns,
     };
     return this.cached;
