@@ -89,9 +89,33 @@ export const QUERY_START_DEADLINE_MS = 10_000;
 /** Regex filter pattern length (spec/api.md §6) → InvalidFilterError. */
 export const REGEX_PATTERN_CHARS_MAX = 256;
 
+// Enrichment (engine/enrich): caches keep add-ons off the write path's critical cost.
+/** Entries of one event's `svc.addons`; five add-ons exist, so more is a bug → InvalidEventError. */
+export const ADDONS_PER_EVENT_MAX = 16;
+/** Parsed dotted add-on paths; clients send the same few configurations over and over. */
+export const PATH_CACHE_ENTRIES_MAX = 1_000;
+/** Parsed user agents kept in the LRU; a few thousand are hot; keys ≤ UA_CHARS_MAX → ≤ ~25 MB. */
+export const UA_CACHE_ENTRIES_MAX = 10_000;
+/** Characters of a user agent that are parsed; real UAs are shorter, and it bounds regex time. */
+export const UA_CHARS_MAX = 1_024;
+/** Addresses whose location is cached; a client sends many events from one address. */
+export const GEO_IP_CACHE_ENTRIES_MAX = 10_000;
+/** Decoded mmdb records kept per geo database (maxmind.open's default); places repeat. */
+export const GEO_RECORD_CACHE_ENTRIES_MAX = 10_000;
+/** Parsed referrer URLs kept in the LRU; search URLs vary by term, so hits come from the rest. */
+export const REFERRER_CACHE_ENTRIES_MAX = 10_000;
+/** Parsed URLs of svc:url_parser kept in the LRU; pages of a site repeat. */
+export const URL_CACHE_ENTRIES_MAX = 10_000;
+/** Longest URL kept as a cache key; longer ones are parsed each time, so keys stay ≤ ~10 MB. */
+export const URL_CACHED_CHARS_MAX = 1_024;
+/** Page URL → host entries kept for the INTERNAL check; a site has few hot pages. */
+export const PAGE_HOST_CACHE_ENTRIES_MAX = 10_000;
+
 /** Kafka frame size; checked before buffering a frame → connection closed. */
 export const FRAME_BYTES_MAX = 100 * 1024 * 1024;
 
 assert(BODY_BYTES_MAX >= EVENT_BYTES_MAX, 'a body must be able to hold one event');
 assert(WAL_RECORD_BYTES_MAX > BATCH_BYTES_MAX * 2, 'a WAL record must hold a whole batch');
 assert(COUNT_UNIQUE_EXACT_MAX <= GROUPS_MAX, 'exact distinct bound within group bound');
+assert(ADDONS_PER_EVENT_MAX >= 5, 'an event must be able to use every add-on once');
+assert(UA_CHARS_MAX >= 256, 'common user agents must be parsed whole');
