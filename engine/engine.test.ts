@@ -195,3 +195,27 @@ t.test('refused events in a batch leave the accepted ones intact, in order', asy
   t.same([chunk.columns.get('a')!.num![0], chunk.columns.get('a')!.num![1]], [1, 4]);
   await engine.close();
 });
+
+t.test('add-ons run after placeholders, on every write, and bad add-on configs are refused', async (t) => {
+  const engine = await open(tempDir());
+  const project = engine.listProjects()[0].id;
+  const results = await engine.appendEvents(project, [
+    { collection: 'visits', event: {
+      client: { ip: '${svc.ip}', ua: '${svc.user_agent}' },
+      svc: { addons: [
+        { name: 'svc:ip_to_geo', input: { ip: 'client.ip' }, output: 'client.geo' },
+        { name: 'svc:date_time_parser', input: { date_time: 'svc.timestamp' }, output: 'when' },
+      ] },
+    } },
+    { collection: 'visits', event: { svc: { addons: [{ name: 'svc:nope', input: {}, output: 'x' }] } } },
+    { collection: 'visits', event: { u: 'http://a.b/', svc: { addons: [{ name: 'svc:url_parser', input: { url: 'u' }, output: 'svc.x' }] } } },
+  ], { ip: '8.8.8.8', userAgent: 'curl/8.0' });
+  t.same(results.map((r) => (r.ok ? 'ok' : r.error.error_code)), ['ok', 'InvalidEventError', 'InvalidEventError']);
+  const [row] = rowsOf(engine, project, 'visits').map((r) => JSON.parse(r));
+  t.equal(row.client.ip, '8.8.8.8');
+  t.equal(row.client.ua, 'curl/8.0');
+  t.equal(row.client.geo.country_code, 'US');
+  t.equal(row.when.year, new Date().getUTCFullYear());
+  t.equal(engine.getCollection(project, 'visits')?.properties['client.geo.city'], 'string');
+  await engine.close();
+});
