@@ -1,0 +1,141 @@
+/**
+ * How fast does Tally ingest over HTTP with fsync on? Starts the real server on a temporary data dir,
+ * then runs (1) batched ingest: 5,000-event batches over a few keep-alive connections and (2) single
+ * event POSTs at concurrency 64, each bounded in time and count, and prints events/s and p50/p99
+ * latency beside the goals of issue 2. The client is a minimal raw HTTP/1.1 client over net.Socket
+ * so that it, not the server, is never the bottleneck on a 2-core machine.
+ *
+ *   node dist/bench/ingest.js [--seconds 10] [--batch-connections 4] [--concurrency 64]
+ */
+import { connect, type Socket } from 'node:net';
+import { startServer } from '../test/helpers/server.js';
+
+const GOAL_BATCH_EVENTS_PER_S = 200_000;
+const GOAL_SINGLE_REQUESTS_PER_S = 30_000;
+const BATCH_EVENTS = 5_000;
+/** Upper bound on requests of one phase, whatever the duration. */
+const PHASE_REQUESTS_MAX = 2_000_000;
+
+function flag(name: string, fallback: number): number {
+  const index = process.argv.indexOf(`--${name}`);
+  return index === -1 ? fallback : Number(process.argv[index + 1]);
+}
+
+function request(host: string, path: string, key: string, body: string): Buffer {
+  const bytes = Buffer.from(body);
+  const head = `POST ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${key}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${bytes.length}\r\n\r\n`;
+  return Buffer.concat([Buffer.from(head), bytes]);
+}
+
+interface PhaseResult {
+  readonly requests: number;
+  readonly failures: number;
+  readonly seconds: number;
+  readonly latenciesMs: Float64Array;
+}
+
+/**
+ * Runs `connections` sockets, each with one request in flight, until `seconds` pass. Responses are
+ * parsed just enough to find their end (status line, Content-Length) and check the status.
+ */
+async function runPhase(
+  port: number, connections: number, seconds: number, requests: readonly Buffer[], okStatus: number,
+): Promise<PhaseResult> {
+  const latencies: number[] = [];
+  let failures = 0;
+  let sent = 0;
+  const deadline = performance.now() + seconds * 1000;
+  const okPrefix = `HTTP/1.1 ${okStatus}`;
+  const runConnection = (socket: Socket) => new Promise<void>((resolve, reject) => {
+    let pending: Buffer = Buffer.alloc(0);
+    let startedMs = 0;
+    const sendNext = () => {
+      if (performance.now() >= deadline || sent >= PHASE_REQUESTS_MAX) {
+        socket.end();
+        resolve();
+        return;
+      }
+      startedMs = performance.now();
+      socket.write(requests[sent++ % requests.length]!);
+    };
+    socket.on('data', (chunk: Buffer) => {
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      const headEnd = pending.indexOf('\r\n\r\n');
+      if (headEnd === -1) return;
+      const head = pending.subarray(0, headEnd).toString('latin1');
+      const length = Number(/content-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+      if (pending.length < headEnd + 4 + length) return;
+      pending = pending.subarray(headEnd + 4 + length);
+      latencies.push(performance.now() - startedMs);
+      if (!head.startsWith(okPrefix)) failures++;
+      sendNext();
+    });
+    socket.on('error', reject);
+    sendNext();
+  });
+  const sockets = await Promise.all(Array.from({ length: connections }, () => new Promise<Socket>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => resolve(socket));
+    socket.setNoDelay(true);
+    socket.once('error', reject);
+  })));
+  const startedMs = performance.now();
+  await Promise.all(sockets.map(runConnection));
+  const elapsedS = (performance.now() - startedMs) / 1000;
+  return { requests: latencies.length, failures, seconds: elapsedS, latenciesMs: Float64Array.from(latencies).sort() };
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+function event(index: number): Record<string, unknown> {
+  return { user_id: `u${index % 10_000}`, page: `/products/${index % 500}`, price: (index % 100) + 0.5,
+    referrer: 'https://example.com/search?q=widgets', tags: ['a', 'b'], device: { os: 'linux', mobile: false } };
+}
+
+function report(name: string, result: PhaseResult, eventsPerRequest: number, goal: string, goalValue: number): void {
+  const rate = (result.requests * eventsPerRequest) / result.seconds;
+  const requestRate = result.requests / result.seconds;
+  const measured = eventsPerRequest === 1 ? requestRate : rate;
+  console.log(`${name}: ${result.requests} requests (${result.failures} failed) in ${result.seconds.toFixed(1)} s`);
+  console.log(`  ${Math.round(rate).toLocaleString('en')} events/s, ${Math.round(requestRate).toLocaleString('en')} requests/s`);
+  console.log(`  latency p50 ${percentile(result.latenciesMs, 50).toFixed(2)} ms, p99 ${percentile(result.latenciesMs, 99).toFixed(2)} ms`);
+  console.log(`  goal ${goal}: ${measured >= goalValue ? 'met' : 'NOT met'}`);
+}
+
+async function main(): Promise<void> {
+  const seconds = flag('seconds', 10);
+  const batchConnections = flag('batch-connections', 4);
+  const concurrency = flag('concurrency', 64);
+  const server = await startServer();
+  const port = Number(new URL(server.url).port);
+  const host = `127.0.0.1:${port}`;
+  const base = `/3.0/projects/${server.projectId}/events`;
+  try {
+    const batches = Array.from({ length: 4 }, (_, b) => request(host, base, server.keys.write,
+      JSON.stringify({ bench_batch: Array.from({ length: BATCH_EVENTS }, (_, i) => event(b * BATCH_EVENTS + i)) })));
+    console.log(`batch body ${batches[0]!.length.toLocaleString('en')} bytes, ${BATCH_EVENTS} events; fsync on`);
+    const batched = await runPhase(port, batchConnections, seconds, batches, 200);
+    report(`batched (${batchConnections} connections)`, batched, BATCH_EVENTS, `≥ ${GOAL_BATCH_EVENTS_PER_S.toLocaleString('en')} events/s`, GOAL_BATCH_EVENTS_PER_S);
+
+    const singles = Array.from({ length: 256 }, (_, i) => request(host, `${base}/bench_single`, server.keys.write, JSON.stringify(event(i))));
+    const single = await runPhase(port, concurrency, seconds, singles, 201);
+    report(`single (concurrency ${concurrency})`, single, 1, `≥ ${GOAL_SINGLE_REQUESTS_PER_S.toLocaleString('en')} requests/s`, GOAL_SINGLE_REQUESTS_PER_S);
+
+    const count = await fetch(`${server.url}/3.0/projects/${server.projectId}/queries/count`, {
+      method: 'POST', headers: { Authorization: server.keys.read, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ event_collection: 'bench_single', timeframe: 'this_1_days' }),
+    }).then((r) => r.json() as Promise<{ result?: number }>);
+    console.log(`check: ${count.result} single events stored, ${single.requests - single.failures} acknowledged`);
+  } finally {
+    await server.stop();
+    server.cleanup();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

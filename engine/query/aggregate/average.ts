@@ -1,0 +1,48 @@
+/** average: mean of the numeric values per cell; null over none. */
+import { NumericGather } from './numeric.js';
+import { growF64, type Aggregator, type UpdateInput } from './types.js';
+
+export class AverageAggregator implements Aggregator {
+  sums = new Float64Array(1);
+  counts = new Float64Array(1);
+  readonly gather = new NumericGather();
+
+  constructor(private readonly target: string) {}
+
+  update(input: UpdateInput): void {
+    this.sums = growF64(this.sums, input.cellCount);
+    this.counts = growF64(this.counts, input.cellCount);
+    if (input.cells === null) {
+      this.sums[0] += this.gather.sum(input);
+      this.counts[0] += this.gather.count;
+      return;
+    }
+    this.gather.gather(input);
+    const { values, cells, count } = this.gather;
+    const { sums, counts } = this;
+    for (let k = 0; k < count; k++) {
+      sums[cells[k]] += values[k];
+      counts[cells[k]]++;
+    }
+  }
+
+  merge(other: Aggregator): void {
+    const source = other as AverageAggregator;
+    this.gather.merge(source.gather);
+    this.sums = growF64(this.sums, source.sums.length);
+    this.counts = growF64(this.counts, source.counts.length);
+    for (let c = 0; c < source.sums.length; c++) {
+      this.sums[c] += source.sums[c];
+      this.counts[c] += source.counts[c];
+    }
+  }
+
+  finalize(cell: number): number | null {
+    if (cell >= this.counts.length || this.counts[cell] === 0) return null;
+    return this.sums[cell] / this.counts[cell];
+  }
+
+  check(): void {
+    this.gather.check(this.target);
+  }
+}

@@ -1,0 +1,185 @@
+/**
+ * count_unique: distinct present, non-null values per cell. Exact with a TripleSet of
+ * (cell, 64-bit value key) while the query holds at most `exactMax` distinct entries; above it
+ * force_exact → ApproximationRequiredError, else one HyperLogLog per cell. Strings are keyed by
+ * two independent 32-bit hashes computed once per dictionary code, numbers by their float64 bits.
+ */
+import { ApiError } from '../../errors.js';
+import { HyperLogLog } from '../../sketch/hyperloglog.js';
+import {
+  TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Column,
+} from '../../storage/chunk.js';
+import type { ColumnViews, DictKeys } from '../columns.js';
+import { PartitionedPairSet, TripleSet } from '../hash-table.js';
+import { sketchHash, valueKeys, type KeyPair } from './value-key.js';
+import { growF64, type Aggregator, type UpdateInput } from './types.js';
+
+/** Cells × dictionary codes up to which a chunk deduplicates with a bitmap before hashing. */
+const SEEN_BITMAP_MAX = 1 << 22;
+
+export class CountUniqueAggregator implements Aggregator {
+  /** Exact keys per cell with group_by or interval. */
+  set: TripleSet | null = new TripleSet();
+  /** Exact keys of the single cell without them (cache-friendly for one big count). */
+  single: PartitionedPairSet | null = null;
+  counts = new Float64Array(1);
+  sketches: (HyperLogLog | undefined)[] | null = null;
+  private precision = 14;
+  private readonly pair: KeyPair = { hi: 0, lo: 0 };
+
+  constructor(
+    private readonly target: string,
+    private readonly exactMax: number,
+    private readonly forceExact: boolean,
+    private readonly views: ColumnViews,
+  ) {}
+
+  update(input: UpdateInput): void {
+    const column = input.column;
+    if (input.cells === null && this.set !== null && this.set.size === 0 && this.single === null) {
+      this.single = new PartitionedPairSet();
+    }
+    if (column === undefined) return;
+    this.counts = growF64(this.counts, input.cellCount);
+    if (column.str !== null && column.dict !== null) this.updateStrings(column, input);
+    const otherKinds = (1 << TAG_NUM) | (1 << TAG_BOOL) | (1 << TAG_LIST);
+    if ((input.tagMask & otherKinds) !== 0) this.updateOthers(column, input);
+    if (this.single !== null && this.single.size > this.exactMax) this.toSketches();
+  }
+
+  private updateOthers(column: Column, input: UpdateInput): void {
+    const { tags, num, lists } = column;
+    const { idx, n, cells } = input;
+    const pair = this.pair;
+    for (let k = 0; k < n; k++) {
+      const i = idx[k];
+      const t = tags[i];
+      if (t === TAG_NUM) valueKeys.number(num![i], pair);
+      else if (t === TAG_BOOL) valueKeys.bool(num![i], pair);
+      else if (t === TAG_LIST && lists![i] !== null) valueKeys.list(lists![i]!, pair);
+      else continue;
+      this.add(cells === null ? 0 : cells[k], pair.hi, pair.lo);
+    }
+  }
+
+  private updateStrings(column: Column, input: UpdateInput): void {
+    const { tags, str, dict } = column as Required<Column> & { str: Int32Array; dict: string[] };
+    const { idx, n, cells, cellCount } = input;
+    const keys = this.keysOf(dict);
+    const width = dict.length;
+    const cellsUsed = cells === null ? 1 : cellCount;
+    if (cellsUsed * width <= SEEN_BITMAP_MAX) {
+      const seen = new Uint8Array(cellsUsed * width);
+      if (cells === null) {
+        for (let k = 0; k < n; k++) {
+          const i = idx[k];
+          if (tags[i] === TAG_STR) seen[str[i]] = 1;
+        }
+      } else {
+        for (let k = 0; k < n; k++) {
+          const i = idx[k];
+          if (tags[i] === TAG_STR) seen[cells[k] * width + str[i]] = 1;
+        }
+      }
+      for (let at = 0; at < seen.length; at++) {
+        if (seen[at] === 0) continue;
+        const code = at % width;
+        this.ensureKey(keys, dict, code);
+        this.add((at - code) / width, keys.hi[code], keys.lo[code]);
+      }
+      return;
+    }
+    for (let k = 0; k < n; k++) {
+      const i = idx[k];
+      if (tags[i] !== TAG_STR) continue;
+      const code = str[i];
+      this.ensureKey(keys, dict, code);
+      this.add(cells === null ? 0 : cells[k], keys.hi[code], keys.lo[code]);
+    }
+  }
+
+  private keysOf(dict: readonly string[]): DictKeys {
+    return this.views.dictKeys(dict);
+  }
+
+  private ensureKey(keys: DictKeys, dict: readonly string[], code: number): void {
+    if (keys.done[code] === 1) return;
+    valueKeys.string(dict[code], this.pair);
+    keys.hi[code] = this.pair.hi;
+    keys.lo[code] = this.pair.lo;
+    keys.done[code] = 1;
+  }
+
+  private add(cell: number, hi: number, lo: number): void {
+    if (this.single !== null) {
+      this.single.add(hi, lo);
+      return;
+    }
+    if (this.set !== null) {
+      if (this.set.add(cell, hi, lo)) {
+        this.counts[cell]++;
+        if (this.set.size > this.exactMax) this.toSketches();
+      }
+      return;
+    }
+    this.sketch(cell).add(sketchHash(hi, lo));
+  }
+
+  private sketch(cell: number): HyperLogLog {
+    const sketches = this.sketches!;
+    return sketches[cell] ?? (sketches[cell] = new HyperLogLog(this.precision));
+  }
+
+  private toSketches(): void {
+    if (this.single !== null) {
+      const single = this.single;
+      this.single = null;
+      this.set = new TripleSet();
+      single.forEach((hi, lo) => this.set!.add(0, hi, lo));
+    }
+    if (this.forceExact) {
+      throw new ApiError('ApproximationRequiredError',
+        `"${this.target}" has more than ${this.exactMax} distinct values, so count_unique can ` +
+        'only estimate; drop force_exact or narrow the timeframe or filters');
+    }
+    const set = this.set!;
+    let cellCount = 0;
+    set.forEach((cell) => { if (cell >= cellCount) cellCount = cell + 1; });
+    // 16 KiB sketches for up to 16 cells, smaller ones (higher error) for more cells.
+    this.precision = Math.max(8, 14 - Math.max(0, Math.ceil(Math.log2(cellCount / 16))));
+    this.sketches = [];
+    this.set = null;
+    set.forEach((cell, hi, lo) => this.sketch(cell).add(sketchHash(hi, lo)));
+  }
+
+  merge(other: Aggregator): void {
+    const source = other as CountUniqueAggregator;
+    if (source.single !== null) {
+      source.single.forEach((hi, lo) => {
+        if (this.single === null && this.set !== null && this.set.size === 0) this.single = new PartitionedPairSet();
+        this.add(0, hi, lo);
+      });
+      if (this.single !== null && this.single.size > this.exactMax) this.toSketches();
+      return;
+    }
+    if (source.set !== null) {
+      source.set.forEach((cell, hi, lo) => {
+        this.counts = growF64(this.counts, cell + 1);
+        this.add(cell, hi, lo);
+      });
+      return;
+    }
+    if (this.set !== null) this.toSketches();
+    source.sketches!.forEach((sketch, cell) => {
+      if (sketch) this.sketch(cell).merge(sketch);
+    });
+  }
+
+  finalize(cell: number): number {
+    if (this.single !== null) return cell === 0 ? this.single.size : 0;
+    if (this.sketches !== null) return Math.round(this.sketches[cell]?.estimate() ?? 0);
+    return cell < this.counts.length ? this.counts[cell] : 0;
+  }
+
+  check(): void {}
+}

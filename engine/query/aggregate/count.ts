@@ -1,0 +1,34 @@
+/** count: matching rows per cell. The target column is ignored. */
+import { growF64, type Aggregator, type UpdateInput } from './types.js';
+
+export class CountAggregator implements Aggregator {
+  counts = new Float64Array(1);
+
+  update({ n, cells, cellCount }: UpdateInput): void {
+    this.counts = growF64(this.counts, cellCount);
+    const counts = this.counts;
+    if (cells === null) {
+      counts[0] += n;
+      return;
+    }
+    for (let k = 0; k < n; k++) counts[cells[k]]++;
+  }
+
+  /** Adds rows counted without reading them (footer row counts). */
+  addRows(cell: number, rows: number): void {
+    this.counts = growF64(this.counts, cell + 1);
+    this.counts[cell] += rows;
+  }
+
+  merge(other: Aggregator): void {
+    const source = (other as CountAggregator).counts;
+    this.counts = growF64(this.counts, source.length);
+    for (let c = 0; c < source.length; c++) this.counts[c] += source[c];
+  }
+
+  finalize(cell: number): number {
+    return cell < this.counts.length ? this.counts[cell] : 0;
+  }
+
+  check(): void {}
+}

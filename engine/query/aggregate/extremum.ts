@@ -1,0 +1,50 @@
+/** Shared state of minimum and maximum: the extreme numeric value per cell, null over none. */
+import { NumericGather } from './numeric.js';
+import { growF64, type Aggregator, type UpdateInput } from './types.js';
+
+export class ExtremumAggregator implements Aggregator {
+  best: Float64Array<ArrayBuffer>;
+  readonly gather = new NumericGather();
+  private readonly empty: number;
+
+  constructor(private readonly target: string, private readonly max: boolean) {
+    this.empty = max ? -Infinity : Infinity;
+    this.best = new Float64Array(1).fill(this.empty);
+  }
+
+  update(input: UpdateInput): void {
+    this.best = growF64(this.best, input.cellCount, this.empty);
+    const best = this.best;
+    if (input.cells === null) {
+      const b = this.gather.extremum(input, this.max);
+      if (this.max ? b > best[0] : b < best[0]) best[0] = b;
+      return;
+    }
+    this.gather.gather(input);
+    const { values, cells, count } = this.gather;
+    if (this.max) {
+      for (let k = 0; k < count; k++) if (values[k] > best[cells[k]]) best[cells[k]] = values[k];
+    } else {
+      for (let k = 0; k < count; k++) if (values[k] < best[cells[k]]) best[cells[k]] = values[k];
+    }
+  }
+
+  merge(other: Aggregator): void {
+    const source = other as ExtremumAggregator;
+    this.gather.merge(source.gather);
+    this.best = growF64(this.best, source.best.length, this.empty);
+    for (let c = 0; c < source.best.length; c++) {
+      const v = source.best[c];
+      if (this.max ? v > this.best[c] : v < this.best[c]) this.best[c] = v;
+    }
+  }
+
+  finalize(cell: number): number | null {
+    if (cell >= this.best.length || this.best[cell] === this.empty) return null;
+    return this.best[cell];
+  }
+
+  check(): void {
+    this.gather.check(this.target);
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * select_unique: the distinct present, non-null values per cell, sorted ascending (compare.ts).
+ * Values get query-wide ids (group-by.ts ValueIds); (cell, id) pairs are deduplicated in a
+ * TripleSet, so each value is materialized once however many rows hold it.
+ */
+import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR } from '../../storage/chunk.js';
+import { compareValues } from '../compare.js';
+import { ValueIds, type GroupValue } from '../group-by.js';
+import { TripleSet } from '../hash-table.js';
+import type { Aggregator, UpdateInput } from './types.js';
+
+export class SelectUniqueAggregator implements Aggregator {
+  readonly ids = new ValueIds(Number.MAX_SAFE_INTEGER);
+  readonly set = new TripleSet();
+  pairs: number[] = [];
+  private byCell: Map<number, GroupValue[]> | null = null;
+
+  update({ column, idx, n, cells }: UpdateInput): void {
+    if (column === undefined) return;
+    const { tags, num, str, dict, lists } = column;
+    for (let k = 0; k < n; k++) {
+      const i = idx[k];
+      const t = tags[i];
+      let id: number;
+      if (t === TAG_STR) id = this.ids.idOfString(dict![str![i]]);
+      else if (t === TAG_NUM) id = this.ids.idOfNumber(num![i]);
+      else if (t === TAG_BOOL) id = this.ids.idOfBool(num![i]);
+      else if (t === TAG_LIST && lists![i] !== null) id = this.ids.idOfList(lists![i]);
+      else continue;
+      const cell = cells === null ? 0 : cells[k];
+      if (this.set.add(cell, id, 0)) this.pairs.push(cell, id);
+    }
+  }
+
+  merge(other: Aggregator): void {
+    const source = other as SelectUniqueAggregator;
+    for (let p = 0; p < source.pairs.length; p += 2) {
+      const value = source.ids.values[source.pairs[p + 1]];
+      const id = this.idOf(value);
+      if (this.set.add(source.pairs[p], id, 0)) this.pairs.push(source.pairs[p], id);
+      this.byCell = null;
+    }
+  }
+
+  private idOf(value: GroupValue): number {
+    if (typeof value === 'string') return this.ids.idOfString(value);
+    if (typeof value === 'number') return this.ids.idOfNumber(value);
+    if (typeof value === 'boolean') return this.ids.idOfBool(value ? 1 : 0);
+    return this.ids.idOfList(value as readonly (string | number | boolean | null)[]);
+  }
+
+  finalize(cell: number): GroupValue[] {
+    if (this.byCell === null) {
+      this.byCell = new Map();
+      for (let p = 0; p < this.pairs.length; p += 2) {
+        const list = this.byCell.get(this.pairs[p]);
+        const value = this.ids.values[this.pairs[p + 1]];
+        if (list) list.push(value);
+        else this.byCell.set(this.pairs[p], [value]);
+      }
+    }
+    return (this.byCell.get(cell) ?? []).slice().sort(compareValues);
+  }
+
+  check(): void {}
+}

@@ -1,0 +1,61 @@
+/**
+ * standard_deviation: population standard deviation of the numeric values per cell, null over
+ * none. Welford's running mean and M2 per cell; merged with Chan's parallel formula.
+ */
+import { NumericGather } from './numeric.js';
+import { growF64, type Aggregator, type UpdateInput } from './types.js';
+
+export class StandardDeviationAggregator implements Aggregator {
+  counts = new Float64Array(1);
+  means = new Float64Array(1);
+  m2s = new Float64Array(1);
+  readonly gather = new NumericGather();
+
+  constructor(private readonly target: string) {}
+
+  update(input: UpdateInput): void {
+    this.gather.gather(input);
+    this.counts = growF64(this.counts, input.cellCount);
+    this.means = growF64(this.means, input.cellCount);
+    this.m2s = growF64(this.m2s, input.cellCount);
+    const { values, cells, count } = this.gather;
+    const { counts, means, m2s } = this;
+    const single = input.cells === null;
+    for (let k = 0; k < count; k++) {
+      const c = single ? 0 : cells[k];
+      const x = values[k];
+      const seen = ++counts[c];
+      const delta = x - means[c];
+      means[c] += delta / seen;
+      m2s[c] += delta * (x - means[c]);
+    }
+  }
+
+  merge(other: Aggregator): void {
+    const source = other as StandardDeviationAggregator;
+    this.gather.merge(source.gather);
+    const size = source.counts.length;
+    this.counts = growF64(this.counts, size);
+    this.means = growF64(this.means, size);
+    this.m2s = growF64(this.m2s, size);
+    for (let c = 0; c < size; c++) {
+      const nb = source.counts[c];
+      if (nb === 0) continue;
+      const na = this.counts[c];
+      const total = na + nb;
+      const delta = source.means[c] - this.means[c];
+      this.means[c] += (delta * nb) / total;
+      this.m2s[c] += source.m2s[c] + (delta * delta * na * nb) / total;
+      this.counts[c] = total;
+    }
+  }
+
+  finalize(cell: number): number | null {
+    if (cell >= this.counts.length || this.counts[cell] === 0) return null;
+    return Math.sqrt(this.m2s[cell] / this.counts[cell]);
+  }
+
+  check(): void {
+    this.gather.check(this.target);
+  }
+}

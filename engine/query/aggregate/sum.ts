@@ -1,0 +1,37 @@
+/** sum: total of the numeric values per cell; 0 over none (spec/api.md §6). */
+import { NumericGather } from './numeric.js';
+import { growF64, type Aggregator, type UpdateInput } from './types.js';
+
+export class SumAggregator implements Aggregator {
+  sums = new Float64Array(1);
+  readonly gather = new NumericGather();
+
+  constructor(private readonly target: string) {}
+
+  update(input: UpdateInput): void {
+    this.sums = growF64(this.sums, input.cellCount);
+    if (input.cells === null) {
+      this.sums[0] += this.gather.sum(input);
+      return;
+    }
+    this.gather.gather(input);
+    const { values, cells, count } = this.gather;
+    const sums = this.sums;
+    for (let k = 0; k < count; k++) sums[cells[k]] += values[k];
+  }
+
+  merge(other: Aggregator): void {
+    const source = other as SumAggregator;
+    this.gather.merge(source.gather);
+    this.sums = growF64(this.sums, source.sums.length);
+    for (let c = 0; c < source.sums.length; c++) this.sums[c] += source.sums[c];
+  }
+
+  finalize(cell: number): number {
+    return cell < this.sums.length ? this.sums[cell] : 0;
+  }
+
+  check(): void {
+    this.gather.check(this.target);
+  }
+}

@@ -1,0 +1,229 @@
+/**
+ * Every aggregate analysis × (plain, filters, group_by, interval, group_by + interval) against the
+ * naive reference over seeded random events, from an in-memory chunk and from real segment files.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import type { ScanSource, SegmentRef } from '../storage/chunk.js';
+import { compareValues } from './compare.js';
+import { parseFilters } from './filter.js';
+import type { AggregatePlan } from './plan.js';
+import { analyze, matches, valueAt } from './reference.js';
+import { parseRequest } from './request.js';
+import { QueryService } from './service.js';
+import { makeChunk, memorySource, randomEvents, type TestEvent } from './test-support.js';
+
+const START = Date.UTC(2024, 2, 1);
+const DAY = 86_400_000;
+const NOW = START + 12 * DAY;
+const events = randomEvents(7, 4000, START - DAY, 12 * DAY);
+const timeframe = { start: '2024-03-01T00:00:00.000Z', end: '2024-03-09T00:00:00.000Z' };
+
+const FILTERS = [
+  { property_name: 'flag', operator: 'ne', property_value: false },
+  { property_name: 'price', operator: 'lt', property_value: 80 },
+  {
+    operator: 'or', property_value: [
+      { property_name: 'country', operator: 'in', property_value: ['US', 'DE', 7] },
+      { property_name: 'tags', operator: 'contains', property_value: 'a' },
+    ],
+  },
+];
+
+const KINDS: Record<string, string | null> = {
+  count: null, count_unique: 'user', minimum: 'price', maximum: 'price', sum: 'price',
+  average: 'price', median: 'price', percentile: 'price', standard_deviation: 'price',
+  select_unique: 'user',
+};
+
+const MODES: Record<string, Record<string, unknown>> = {
+  plain: {},
+  filters: { filters: FILTERS },
+  group_by: { group_by: 'country' },
+  interval: { interval: 'daily', timezone: 'Europe/Berlin' },
+  group_by_interval: { group_by: ['country', 'flag'], interval: 'every_2_days', filters: FILTERS.slice(0, 1) },
+};
+
+function segmentSource(all: readonly TestEvent[]): ScanSource {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-query-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return { segments: [], memory: null, schema: {}, dir } as unknown as ScanSource;
+}
+
+async function withSegments(all: readonly TestEvent[]): Promise<ScanSource> {
+  const { writeSegment } = await import('../storage/segment/writer.js');
+  const placeholder = segmentSource(all) as unknown as { dir: string };
+  const sorted = [...all].sort((a, b) => a.ts - b.ts);
+  const third = Math.floor(sorted.length / 3);
+  const parts = [sorted.slice(0, third), sorted.slice(third, 2 * third)];
+  const segments: SegmentRef[] = parts.map((part, p) => {
+    const file = path.join(placeholder.dir, `s${p}.arrow`);
+    const footer = writeSegment(file, makeChunk(part, p * 100_000), {});
+    return { file, footer };
+  });
+  return { segments, memory: makeChunk(sorted.slice(2 * third), 900_000), schema: {} };
+}
+
+function expected(kind: string, target: string | null, params: Record<string, unknown>): unknown {
+  const plan = parseRequest(kind, params, { nowMs: NOW }) as AggregatePlan;
+  const selected = events.filter((event) => event.ts >= plan.range.startMs &&
+    event.ts < plan.range.endMs && plan.filters.every((node) => matches(event, node)));
+  const value = (subset: TestEvent[]) => {
+    const v = analyze(kind, subset, target, 90);
+    return Array.isArray(v) ? [...v].sort(compareValues) : v;
+  };
+  const groupRows = (subset: TestEvent[]) => {
+    const paths = plan.groupBy!;
+    const groups = new Map<string, { tuple: unknown[]; events: TestEvent[] }>();
+    for (const event of subset) {
+      const tuple = paths.map((p) => valueAt(event, p) ?? null);
+      const key = JSON.stringify(tuple);
+      if (!groups.has(key)) groups.set(key, { tuple, events: [] });
+      groups.get(key)!.events.push(event);
+    }
+    const sorted = [...groups.values()].sort((a, b) => {
+      for (let p = 0; p < paths.length; p++) {
+        const order = compareValues(a.tuple[p], b.tuple[p]);
+        if (order) return order;
+      }
+      return 0;
+    });
+    return sorted.map(({ tuple, events: es }) => {
+      const row: Record<string, unknown> = {};
+      paths.forEach((p, i) => (row[p] = tuple[i]));
+      row.result = value(es);
+      return row;
+    });
+  };
+  const cell = (subset: TestEvent[]) => (plan.groupBy ? groupRows(subset) : value(subset));
+  if (!plan.buckets) return { result: cell(selected) };
+  const { edges, labels } = plan.buckets;
+  return {
+    result: edges.slice(0, -1).map((edge, b) => {
+      const subset = selected.filter((event) => event.ts >= edge && event.ts < edges[b + 1]);
+      let v = cell(subset);
+      if (!plan.groupBy && subset.length === 0) {
+        v = kind === 'count' || kind === 'count_unique' ? 0 : kind === 'select_unique' ? [] : null;
+      }
+      return { timeframe: { start: labels[b], end: labels[b + 1] }, value: v };
+    }),
+  };
+}
+
+/** Deep equality with a relative tolerance on numbers (sums in different orders). */
+function close(actual: unknown, wanted: unknown, where = '$'): string | null {
+  if (typeof wanted === 'number' && typeof actual === 'number') {
+    const ok = Math.abs(actual - wanted) <= 1e-9 * Math.max(1, Math.abs(wanted));
+    return ok ? null : `${where}: ${actual} != ${wanted}`;
+  }
+  if (Array.isArray(wanted)) {
+    if (!Array.isArray(actual) || actual.length !== wanted.length) {
+      return `${where}: ${JSON.stringify(actual)?.slice(0, 300)} != ${JSON.stringify(wanted).slice(0, 300)}`;
+    }
+    for (let i = 0; i < wanted.length; i++) {
+      const problem = close(actual[i], wanted[i], `${where}[${i}]`);
+      if (problem) return problem;
+    }
+    return null;
+  }
+  if (typeof wanted === 'object' && wanted !== null) {
+    if (typeof actual !== 'object' || actual === null) return `${where}: not an object`;
+    const keys = new Set([...Object.keys(wanted), ...Object.keys(actual)]);
+    for (const key of keys) {
+      const problem = close((actual as Record<string, unknown>)[key], (wanted as Record<string, unknown>)[key], `${where}.${key}`);
+      if (problem) return problem;
+    }
+    return null;
+  }
+  return Object.is(actual, wanted) ? null : `${where}: ${JSON.stringify(actual)} != ${JSON.stringify(wanted)}`;
+}
+
+for (const layout of ['memory', 'segments'] as const) {
+  t.test(`analyses agree with the reference (${layout})`, async (t) => {
+    const source = layout === 'memory' ? memorySource(events) : await withSegments(events);
+    const service = new QueryService({ source: () => source, clock: () => NOW, workers: 0 });
+    t.teardown(() => service.close());
+    for (const [kind, target] of Object.entries(KINDS)) {
+      for (const [mode, extra] of Object.entries(MODES)) {
+        const params: Record<string, unknown> = { event_collection: 'e', timeframe, ...extra };
+        if (target) params.target_property = target;
+        if (kind === 'percentile') params.percentile = 90;
+        const actual = await service.run('p', kind, params);
+        const problem = close(actual, expected(kind, target, params));
+        t.equal(problem, null, `${kind} × ${mode}`);
+      }
+    }
+  });
+}
+
+t.test('filters: every operator agrees with the reference', async (t) => {
+  const service = new QueryService({ source: () => memorySource(events), clock: () => NOW, workers: 0 });
+  const cases: unknown[][] = [
+    [{ property_name: 'country', operator: 'eq', property_value: 'US' }],
+    [{ property_name: 'country', operator: 'eq', property_value: null }],
+    [{ property_name: 'country', operator: 'ne', property_value: null }],
+    [{ property_name: 'country', operator: 'ne', property_value: 'US' }],
+    [{ property_name: 'country', operator: 'eq', property_value: 7 }],
+    [{ property_name: 'country', operator: 'eq', property_value: '7' }],
+    [{ property_name: 'country', operator: 'gt', property_value: 'DE' }],
+    [{ property_name: 'country', operator: 'not_in', property_value: ['US', null] }],
+    [{ property_name: 'country', operator: 'starts_with', property_value: 'I' }],
+    [{ property_name: 'country', operator: 'regex', property_value: '^(U|F)' }],
+    [{ property_name: 'country', operator: 'contains', property_value: 'R' }],
+    [{ property_name: 'country', operator: 'not_contains', property_value: 'R' }],
+    [{ property_name: 'price', operator: 'gte', property_value: 50 }],
+    [{ property_name: 'price', operator: 'lte', property_value: 50 }],
+    [{ property_name: 'price', operator: 'in', property_value: [1, 2, 3, 'n/a'] }],
+    [{ property_name: 'price', operator: 'exists', property_value: true }],
+    [{ property_name: 'price', operator: 'exists', property_value: 'false' }],
+    [{ property_name: 'flag', operator: 'eq', property_value: true }],
+    [{ property_name: 'flag', operator: 'ne', property_value: true }],
+    [{ property_name: 'tags', operator: 'eq', property_value: 'd' }],
+    [{ property_name: 'tags', operator: 'in', property_value: ['a', 'b'] }],
+    [{ property_name: 'tags', operator: 'not_contains', property_value: 'c' }],
+    [{ property_name: 'nested.level', operator: 'lt', property_value: 2 }],
+    [{ property_name: 'absent', operator: 'ne', property_value: 1 }],
+    [{ property_name: 'absent', operator: 'eq', property_value: 1 }],
+    [{ property_name: 'svc.timestamp', operator: 'gte', property_value: '2024-03-03T12:00:00+01:00' }],
+    [{ property_name: 'svc.created_at', operator: 'lt', property_value: '2024-03-02T00:00:00.000Z' }],
+    [{
+      property_name: 'svc.location.coordinates', operator: 'within',
+      property_value: { coordinates: [-74, 40.7], max_distance_miles: 60 },
+    }],
+    [{ operator: 'or', property_value: [
+      { property_name: 'flag', operator: 'eq', property_value: true },
+      { operator: 'or', property_value: [{ property_name: 'price', operator: 'gt', property_value: 90 }] },
+    ] }, { property_name: 'country', operator: 'ne', property_value: 'BR' }],
+  ];
+  for (const filters of cases) {
+    const nodes = parseFilters(filters);
+    const range = { start: timeframe.start, end: timeframe.end };
+    const want = events.filter((e) => e.ts >= Date.parse(range.start) && e.ts < Date.parse(range.end) &&
+      nodes.every((node) => matches(e, node))).length;
+    const got = await service.run('p', 'count', { event_collection: 'e', timeframe, filters });
+    t.same(got, { result: want }, JSON.stringify(filters));
+  }
+});
+
+t.test('multi_analysis, order_by, limit and include_metadata', async (t) => {
+  const service = new QueryService({ source: () => memorySource(events), clock: () => NOW, workers: 0 });
+  const analyses = { n: { analysis_type: 'count' }, total: { analysis_type: 'sum', target_property: 'price' } };
+  const multi = await service.run('p', 'multi_analysis', { event_collection: 'e', timeframe, analyses });
+  const selected = events.filter((e) => e.ts >= Date.parse(timeframe.start) && e.ts < Date.parse(timeframe.end));
+  t.equal(close(multi, { result: { n: selected.length, total: analyze('sum', selected, 'price') } }), null);
+  const grouped = await service.run('p', 'multi_analysis', {
+    event_collection: 'e', timeframe, analyses, group_by: 'country', interval: 'weekly',
+  }) as { result: { value: Record<string, unknown>[] }[] };
+  t.ok(grouped.result.length >= 2, 'weekly buckets');
+  t.ok('n' in grouped.result[1].value[0] && 'total' in grouped.result[1].value[0], 'labels per group');
+  const top = await service.run('p', 'count', {
+    event_collection: 'e', timeframe, group_by: 'country',
+    order_by: { property_name: 'result', direction: 'DESC' }, limit: '2', include_metadata: 'true',
+  }) as { result: { result: number }[]; execution_metadata: Record<string, number> };
+  t.equal(top.result.length, 2);
+  t.ok(top.result[0].result >= top.result[1].result, 'descending');
+  t.equal(top.execution_metadata.events_scanned, selected.length);
+  t.ok(top.execution_metadata.properties_per_event >= 2);
+});

@@ -1,0 +1,80 @@
+/**
+ * Column lookup for the scan: a chunk's stored columns plus virtual numeric columns for
+ * svc.timestamp and svc.created_at (their ms values, so filters, group_by and aggregates treat
+ * them as instants), and the set of tags each column uses. Both are cached per chunk/column in
+ * weak maps owned by one ColumnViews (one per worker or service), never at module level.
+ */
+import { TAG_NUM, type Column, type ColumnChunk } from '../storage/chunk.js';
+
+export interface DictKeys {
+  readonly hi: Int32Array;
+  readonly lo: Int32Array;
+  /** 1 once hi/lo of that code are computed. */
+  readonly done: Uint8Array;
+}
+
+export class ColumnViews {
+  private readonly virtual = new WeakMap<ColumnChunk, Map<string, Column>>();
+  private readonly masks = new WeakMap<Column, number>();
+  private readonly ranges = new WeakMap<ColumnChunk, [number, number]>();
+  private readonly keys = new WeakMap<readonly string[], DictKeys>();
+
+  /**
+   * Per dictionary code, the 64-bit distinct key of that string (aggregate/value-key.ts), filled
+   * lazily; kept with the chunk, so repeated count_unique queries hash each string once.
+   */
+  dictKeys(dict: readonly string[]): DictKeys {
+    let keys = this.keys.get(dict);
+    if (!keys) {
+      const size = dict.length;
+      keys = { hi: new Int32Array(size), lo: new Int32Array(size), done: new Uint8Array(size) };
+      this.keys.set(dict, keys);
+    }
+    return keys;
+  }
+
+  /** [min, max] of the chunk's svc.timestamp values. */
+  tsRange(chunk: ColumnChunk): [number, number] {
+    let range = this.ranges.get(chunk);
+    if (!range) {
+      let min = Infinity;
+      let max = -Infinity;
+      const ts = chunk.ts;
+      for (let i = 0; i < chunk.rows; i++) {
+        const t = ts[i];
+        if (t < min) min = t;
+        if (t > max) max = t;
+      }
+      this.ranges.set(chunk, (range = [min, max]));
+    }
+    return range;
+  }
+
+  column(chunk: ColumnChunk, path: string): Column | undefined {
+    if (path !== 'svc.timestamp' && path !== 'svc.created_at') return chunk.columns.get(path);
+    let byPath = this.virtual.get(chunk);
+    if (!byPath) this.virtual.set(chunk, (byPath = new Map()));
+    let column = byPath.get(path);
+    if (!column) {
+      const tags = new Uint8Array(chunk.rows).fill(TAG_NUM);
+      const num = path === 'svc.timestamp' ? chunk.ts : chunk.createdAt;
+      column = { path, tags, num, str: null, dict: null, lists: null };
+      byPath.set(path, column);
+    }
+    return column;
+  }
+
+  /** Bit t is set when some row of the column has tag t. */
+  tagMask(column: Column): number {
+    let mask = this.masks.get(column);
+    if (mask === undefined) {
+      const seen = new Uint8Array(8);
+      const tags = column.tags;
+      for (let i = 0; i < tags.length; i++) seen[tags[i]] = 1;
+      mask = 0;
+      for (let t = 0; t < 8; t++) if (seen[t]) mask |= 1 << t;
+      this.masks.set(column, mask);
+    }
+    return mask;
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * group_by: maps selected rows to dense group ids. Each property's values get query-wide ids
+ * (ValueIds: strings through a per-chunk dictionary-code translation table, numbers through a
+ * typed NumberMap); several properties combine pairwise into tuple ids. Missing and null share
+ * the null group. Over `groupsMax` groups → TooManyGroupsError.
+ */
+import { ApiError } from '../errors.js';
+import {
+  TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Column, type ColumnChunk, type Primitive,
+} from '../storage/chunk.js';
+import type { ColumnViews } from './columns.js';
+import { NumberMap } from './hash-table.js';
+
+export type GroupValue = Primitive | readonly Primitive[];
+
+/** Ids of single values above this cannot be packed into pair keys. */
+const VALUE_IDS_MAX = 1 << 26;
+
+/** Query-wide ids of the values of one property. */
+export class ValueIds {
+  readonly values: GroupValue[] = [];
+  private readonly strings = new Map<string, number>();
+  private readonly numbers = new NumberMap();
+  private readonly listKeys = new Map<string, number>();
+  private readonly boolIds = [-1, -1];
+  private nullId = -1;
+  private readonly translations = new WeakMap<readonly string[], Int32Array>();
+
+  constructor(private readonly limit: number) {}
+
+  private add(value: GroupValue): number {
+    const id = this.values.length;
+    if (id >= this.limit) throw tooManyGroups(this.limit);
+    this.values.push(value);
+    return id;
+  }
+
+  idOfString(value: string): number {
+    let id = this.strings.get(value);
+    if (id === undefined) this.strings.set(value, (id = this.add(value)));
+    return id;
+  }
+
+  idOfNumber(value: number): number {
+    const key = value + 0;
+    let id = this.numbers.get(key);
+    if (id === -1) this.numbers.set(key, (id = this.add(key)));
+    return id;
+  }
+
+  idOfNull(): number {
+    if (this.nullId === -1) this.nullId = this.add(null);
+    return this.nullId;
+  }
+
+  idOfBool(value: number): number {
+    if (this.boolIds[value] === -1) this.boolIds[value] = this.add(value === 1);
+    return this.boolIds[value];
+  }
+
+  idOfList(list: readonly Primitive[] | null): number {
+    if (list === null) return this.idOfNull();
+    const key = JSON.stringify(list);
+    let id = this.listKeys.get(key);
+    if (id === undefined) this.listKeys.set(key, (id = this.add(list.slice())));
+    return id;
+  }
+
+  /** Writes the value id of row idx[k] into out[k]. */
+  mapRows(
+    column: Column | undefined, idx: Int32Array, n: number, out: Int32Array, stringsOnly = false,
+  ): void {
+    if (column === undefined) {
+      out.fill(this.idOfNull(), 0, n);
+      return;
+    }
+    const { tags, num, str, dict } = column;
+    const table = dict === null ? null : this.translation(dict);
+    if (table !== null && stringsOnly) {
+      for (let k = 0; k < n; k++) {
+        const code = str![idx[k]];
+        let id = table[code];
+        if (id === -1) id = table[code] = this.idOfString(dict![code]);
+        out[k] = id;
+      }
+      return;
+    }
+    for (let k = 0; k < n; k++) {
+      const i = idx[k];
+      const t = tags[i];
+      if (t === TAG_STR) {
+        const code = str![i];
+        let id = table![code];
+        if (id === -1) id = table![code] = this.idOfString(dict![code]);
+        out[k] = id;
+      } else if (t === TAG_NUM) out[k] = this.idOfNumber(num![i]);
+      else if (t === TAG_BOOL) out[k] = this.idOfBool(num![i]);
+      else if (t === TAG_LIST) out[k] = this.idOfList(column.lists![i]);
+      else out[k] = this.idOfNull();
+    }
+  }
+
+  private translation(dict: readonly string[]): Int32Array {
+    let table = this.translations.get(dict);
+    if (!table) this.translations.set(dict, (table = new Int32Array(dict.length).fill(-1)));
+    return table;
+  }
+}
+
+/** Group ids over one or several properties; group g's values are tuple(g). */
+export class GroupTable {
+  readonly props: ValueIds[];
+  private readonly pairs: NumberMap[] = [];
+  /** Per level ≥ 1: for each combined id, [previous combined id, value id]. */
+  private readonly parents: number[][] = [];
+  private scratch = new Int32Array(0);
+
+  constructor(readonly paths: readonly string[], private readonly limit: number) {
+    this.props = paths.map(() => new ValueIds(VALUE_IDS_MAX));
+    for (let p = 1; p < paths.length; p++) {
+      this.pairs.push(new NumberMap());
+      this.parents.push([]);
+    }
+  }
+
+  get size(): number {
+    return this.paths.length === 1 ? this.props[0].values.length
+      : this.parents[this.parents.length - 1].length / 2;
+  }
+
+  /** Writes the group id of row idx[k] into out[k]. */
+  mapRows(chunk: ColumnChunk, views: ColumnViews, idx: Int32Array, n: number, out: Int32Array): void {
+    const first = views.column(chunk, this.paths[0]);
+    const stringsOnly = first !== undefined && views.tagMask(first) === 1 << TAG_STR;
+    this.props[0].mapRows(first, idx, n, out, stringsOnly);
+    if (this.paths.length === 1) {
+      if (this.props[0].values.length > this.limit) throw tooManyGroups(this.limit);
+      return;
+    }
+    if (this.scratch.length < n) this.scratch = new Int32Array(Math.max(n, 1024));
+    const ids = this.scratch;
+    for (let p = 1; p < this.paths.length; p++) {
+      this.props[p].mapRows(views.column(chunk, this.paths[p]), idx, n, ids);
+      const pairs = this.pairs[p - 1];
+      const parents = this.parents[p - 1];
+      for (let k = 0; k < n; k++) {
+        const key = out[k] * VALUE_IDS_MAX + ids[k];
+        let id = pairs.get(key);
+        if (id === -1) {
+          id = parents.length / 2;
+          if (id >= this.limit) throw tooManyGroups(this.limit);
+          pairs.set(key, id);
+          parents.push(out[k], ids[k]);
+        }
+        out[k] = id;
+      }
+    }
+  }
+
+  /** The property values of group `group`, in group_by order. */
+  tuple(group: number): GroupValue[] {
+    const values: GroupValue[] = new Array(this.paths.length);
+    let id = group;
+    for (let p = this.paths.length - 1; p >= 1; p--) {
+      const parents = this.parents[p - 1];
+      values[p] = this.props[p].values[parents[2 * id + 1]];
+      id = parents[2 * id];
+    }
+    values[0] = this.props[0].values[id];
+    return values;
+  }
+}
+
+export function tooManyGroups(limit: number): ApiError {
+  return new ApiError('TooManyGroupsError',
+    `the query has more than ${limit} groups; group by fewer or lower-cardinality properties, ` +
+    'or add filters');
+}

@@ -1,0 +1,214 @@
+/**
+ * Open-addressing hash tables over typed arrays, for the scan's hot loops: NumberMap (float64
+ * key → int32 id) for group ids of numbers and composite keys, and TripleSet (cell, hi, lo) for
+ * exact distinct counting. Linear probing, power-of-two capacity, grown at half load. No JS
+ * Map/Set and no per-entry objects.
+ */
+
+const INITIAL_CAPACITY = 1024;
+
+function mix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/** float64 → int32 map; keys compare by value (-0 is normalized to 0 by callers' `+ 0`). */
+export class NumberMap {
+  private keys = new Float64Array(INITIAL_CAPACITY);
+  private values = new Int32Array(INITIAL_CAPACITY);
+  private used = new Uint8Array(INITIAL_CAPACITY);
+  private readonly bits = new Float64Array(1);
+  private readonly halves = new Int32Array(this.bits.buffer);
+  size = 0;
+
+  private slot(key: number): number {
+    this.bits[0] = key;
+    return mix32(this.halves[0] ^ Math.imul(this.halves[1], 0x9e3779b1)) & (this.keys.length - 1);
+  }
+
+  /** The value of `key`, or -1. */
+  get(key: number): number {
+    const mask = this.keys.length - 1;
+    for (let s = this.slot(key); ; s = (s + 1) & mask) {
+      if (this.used[s] === 0) return -1;
+      if (this.keys[s] === key) return this.values[s];
+    }
+  }
+
+  set(key: number, value: number): void {
+    if ((this.size + 1) * 2 > this.keys.length) this.grow();
+    const mask = this.keys.length - 1;
+    for (let s = this.slot(key); ; s = (s + 1) & mask) {
+      if (this.used[s] === 0) {
+        this.used[s] = 1;
+        this.keys[s] = key;
+        this.values[s] = value;
+        this.size++;
+        return;
+      }
+      if (this.keys[s] === key) {
+        this.values[s] = value;
+        return;
+      }
+    }
+  }
+
+  private grow(): void {
+    const { keys, values, used } = this;
+    this.keys = new Float64Array(keys.length * 2);
+    this.values = new Int32Array(keys.length * 2);
+    this.used = new Uint8Array(keys.length * 2);
+    this.size = 0;
+    for (let s = 0; s < keys.length; s++) if (used[s] === 1) this.set(keys[s], values[s]);
+  }
+}
+
+/**
+ * A set of (cell, hi, lo) triples: `cell` a non-negative integer below 2^31, (hi, lo) a 64-bit
+ * value key (float64 bits of a number, or two independent 32-bit hashes of a string).
+ */
+export class TripleSet {
+  private cells = new Int32Array(INITIAL_CAPACITY).fill(-1);
+  private his = new Int32Array(INITIAL_CAPACITY);
+  private los = new Int32Array(INITIAL_CAPACITY);
+  size = 0;
+
+  /** Adds the triple; true when it was not there yet. */
+  add(cell: number, hi: number, lo: number): boolean {
+    if ((this.size + 1) * 2 > this.cells.length) this.grow();
+    const mask = this.cells.length - 1;
+    let s = mix32(Math.imul(cell, 0x27d4eb2d) ^ hi ^ Math.imul(lo, 0x9e3779b1)) & mask;
+    for (; ; s = (s + 1) & mask) {
+      const c = this.cells[s];
+      if (c === -1) {
+        this.cells[s] = cell;
+        this.his[s] = hi;
+        this.los[s] = lo;
+        this.size++;
+        return true;
+      }
+      if (c === cell && this.his[s] === hi && this.los[s] === lo) return false;
+    }
+  }
+
+  /** Calls fn for every triple (used when switching to sketches). */
+  forEach(fn: (cell: number, hi: number, lo: number) => void): void {
+    for (let s = 0; s < this.cells.length; s++) {
+      if (this.cells[s] !== -1) fn(this.cells[s], this.his[s], this.los[s]);
+    }
+  }
+
+  private grow(): void {
+    const { cells, his, los } = this;
+    const capacity = cells.length * 2;
+    this.cells = new Int32Array(capacity).fill(-1);
+    this.his = new Int32Array(capacity);
+    this.los = new Int32Array(capacity);
+    this.size = 0;
+    for (let s = 0; s < cells.length; s++) if (cells[s] !== -1) this.add(cells[s], his[s], los[s]);
+  }
+}
+
+/** A set of 64-bit keys (hi, lo); `used` marks slots because (0, 0) is a valid key. */
+class PairSet {
+  his = new Int32Array(64);
+  los = new Int32Array(64);
+  used = new Uint8Array(64);
+  size = 0;
+
+  add(hi: number, lo: number): void {
+    if ((this.size + 1) * 2 > this.his.length) this.grow();
+    const mask = this.his.length - 1;
+    for (let s = mix32(hi ^ Math.imul(lo, 0x9e3779b1)) & mask; ; s = (s + 1) & mask) {
+      if (this.used[s] === 0) {
+        this.used[s] = 1;
+        this.his[s] = hi;
+        this.los[s] = lo;
+        this.size++;
+        return;
+      }
+      if (this.his[s] === hi && this.los[s] === lo) return;
+    }
+  }
+
+  forEach(fn: (hi: number, lo: number) => void): void {
+    for (let s = 0; s < this.his.length; s++) if (this.used[s] === 1) fn(this.his[s], this.los[s]);
+  }
+
+  private grow(): void {
+    const { his, los, used } = this;
+    const capacity = his.length * 2;
+    this.his = new Int32Array(capacity);
+    this.los = new Int32Array(capacity);
+    this.used = new Uint8Array(capacity);
+    this.size = 0;
+    for (let s = 0; s < his.length; s++) if (used[s] === 1) this.add(his[s], los[s]);
+  }
+}
+
+const PARTITION_BITS = 8;
+/** Keys buffered before they are sorted into partitions; bounds the buffer at 16 MiB. */
+const PENDING_MAX = 1 << 21;
+
+/**
+ * A large set of 64-bit keys built cache-friendly: keys are buffered, then radix-partitioned by
+ * hash into 256 small PairSets, each of which fits in cache while it is filled. For one big
+ * distinct count (count_unique without group_by) this avoids a cache miss per key.
+ */
+export class PartitionedPairSet {
+  private readonly parts: PairSet[] = Array.from({ length: 1 << PARTITION_BITS }, () => new PairSet());
+  private pendingHi = new Int32Array(PENDING_MAX);
+  private pendingLo = new Int32Array(PENDING_MAX);
+  private pending = 0;
+  private stored = 0;
+
+  add(hi: number, lo: number): void {
+    this.pendingHi[this.pending] = hi;
+    this.pendingLo[this.pending] = lo;
+    if (++this.pending === PENDING_MAX) this.flush();
+  }
+
+  /** Distinct keys so far (flushes the buffer). */
+  get size(): number {
+    this.flush();
+    return this.stored;
+  }
+
+  forEach(fn: (hi: number, lo: number) => void): void {
+    this.flush();
+    for (const part of this.parts) part.forEach(fn);
+  }
+
+  private flush(): void {
+    const n = this.pending;
+    if (n === 0) return;
+    const shift = 32 - PARTITION_BITS;
+    const partOf = new Uint8Array(n);
+    const starts = new Int32Array((1 << PARTITION_BITS) + 1);
+    for (let k = 0; k < n; k++) {
+      const p = mix32(this.pendingHi[k] ^ Math.imul(this.pendingLo[k], 0x85ebca6b)) >>> shift;
+      partOf[k] = p;
+      starts[p + 1]++;
+    }
+    for (let p = 0; p < 1 << PARTITION_BITS; p++) starts[p + 1] += starts[p];
+    const next = starts.slice(0, 1 << PARTITION_BITS);
+    const his = new Int32Array(n);
+    const los = new Int32Array(n);
+    for (let k = 0; k < n; k++) {
+      const at = next[partOf[k]]++;
+      his[at] = this.pendingHi[k];
+      los[at] = this.pendingLo[k];
+    }
+    let stored = 0;
+    for (let p = 0; p < 1 << PARTITION_BITS; p++) {
+      const part = this.parts[p];
+      for (let at = starts[p]; at < starts[p + 1]; at++) part.add(his[at], los[at]);
+      stored += part.size;
+    }
+    this.stored = stored;
+    this.pending = 0;
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The query service the engine owns: rate limits per project and category, admission (K running,
+ * Q waiting, start deadline), planning (request.ts), and execution on the worker pool, or
+ * in-process when `workers` is 0 (tests; cancellation is then cooperative between chunks).
+ */
+import * as L from '../limits.js';
+import type { ScanSource } from '../storage/chunk.js';
+import { Admission } from './admission.js';
+import { CHUNK_CACHE_BYTES_DEFAULT, ChunkCache } from './chunk-cache.js';
+import { ColumnViews } from './columns.js';
+import type { ExecLimits, Plan } from './plan.js';
+import { WorkerPool } from './pool.js';
+import { RateLimiter } from './rate-limit.js';
+import { parseRequest } from './request.js';
+import { queryIncomplete } from './scan.js';
+import { loadSegmentFiles } from './segment-reader.js';
+import { runTask, type QueryTask } from './task.js';
+
+export interface QueryLimits extends ExecLimits {
+  readonly queriesPerMinute: number;
+  readonly extractionsPerMinute: number;
+  readonly runningMax: number;
+  readonly waitingMax: number;
+  readonly startDeadlineMs: number;
+  readonly timeoutMs: number;
+  readonly intervalsMax: number;
+}
+
+export const DEFAULT_QUERY_LIMITS: QueryLimits = Object.freeze({
+  countUniqueExactMax: L.COUNT_UNIQUE_EXACT_MAX,
+  percentileExactMax: L.PERCENTILE_EXACT_MAX,
+  groupsMax: L.GROUPS_MAX,
+  extractionScanMax: L.EXTRACTION_SCAN_MAX,
+  extractionResultMax: L.EXTRACTION_RESULT_MAX,
+  funnelActorsMax: L.FUNNEL_ACTORS_MAX,
+  responseBytesMax: L.RESPONSE_BYTES_MAX,
+  queriesPerMinute: L.QUERIES_PER_MINUTE,
+  extractionsPerMinute: L.EXTRACTIONS_PER_MINUTE,
+  runningMax: L.QUERIES_RUNNING_MAX,
+  waitingMax: L.QUERIES_WAITING_MAX,
+  startDeadlineMs: L.QUERY_START_DEADLINE_MS,
+  timeoutMs: L.QUERY_TIMEOUT_MS,
+  intervalsMax: L.INTERVALS_MAX,
+});
+
+export interface QueryServiceOptions {
+  /** Segments + buffered rows of a collection overlapping [startMs, endMs); schema {} for an unknown collection. */
+  source(projectId: string, collection: string, startMs: number, endMs: number): ScanSource;
+  clock: () => number;
+  /** worker_threads to run scans on; 0 = run in-process (tests). */
+  workers: number;
+  /** Overrides of the limits.ts values, for every project (tests use tiny ones). */
+  limits?: Partial<QueryLimits>;
+  /** Per-project overrides of the rate and execution limits (spec: "configurable per project"). */
+  projectLimits?: (projectId: string) => Partial<QueryLimits> | undefined;
+  /** Byte budget of each worker's decoded-segment cache. */
+  cacheBytes?: number;
+}
+
+export class QueryService {
+  private readonly limits: QueryLimits;
+  private readonly rates: RateLimiter;
+  private readonly admission: Admission;
+  private readonly pool: WorkerPool | null;
+  private local: Promise<{ views: ColumnViews; cache: ChunkCache }> | null = null;
+
+  constructor(private readonly opts: QueryServiceOptions) {
+    this.limits = { ...DEFAULT_QUERY_LIMITS, ...opts.limits };
+    this.rates = new RateLimiter(opts.clock);
+    const runningMax = opts.workers > 0 ? Math.min(this.limits.runningMax, opts.workers)
+      : this.limits.runningMax;
+    this.admission = new Admission(runningMax, this.limits.waitingMax, this.limits.startDeadlineMs);
+    this.pool = opts.workers > 0
+      ? new WorkerPool(opts.workers, opts.cacheBytes ?? CHUNK_CACHE_BYTES_DEFAULT) : null;
+  }
+
+  async run(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {
+    const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
+    const plan = parseRequest(analysis, params, { nowMs: this.opts.clock(), intervalsMax: limits.intervalsMax });
+    if (plan.kind === 'extraction') this.rates.take(projectId, 'extraction', limits.extractionsPerMinute);
+    else this.rates.take(projectId, 'query', limits.queriesPerMinute);
+    const release = await this.admission.acquire();
+    try {
+      const task: QueryTask = {
+        plan, sources: this.sourcesOf(projectId, plan), limits,
+        deadlineMs: Date.now() + limits.timeoutMs, timeoutMs: limits.timeoutMs,
+      };
+      if (this.pool !== null) return await this.pool.run(task);
+      const env = await (this.local ??= this.openLocal());
+      const body = runTask(task, env);
+      if (Date.now() > task.deadlineMs) throw queryIncomplete(task.timeoutMs);
+      return body;
+    } finally {
+      release();
+    }
+  }
+
+  private sourcesOf(projectId: string, plan: Plan): ScanSource[] {
+    const source = (collection: string, range: { startMs: number; endMs: number }) =>
+      this.opts.source(projectId, collection, range.startMs, range.endMs);
+    if (plan.kind === 'funnel') return plan.steps.map((step) => source(step.collection, step.range));
+    return [source(plan.collection, plan.range)];
+  }
+
+  private async openLocal(): Promise<{ views: ColumnViews; cache: ChunkCache }> {
+    const cache = new ChunkCache(await loadSegmentFiles(), this.opts.cacheBytes ?? CHUNK_CACHE_BYTES_DEFAULT);
+    return { views: new ColumnViews(), cache };
+  }
+
+  async close(): Promise<void> {
+    await this.pool?.close();
+  }
+}

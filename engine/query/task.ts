@@ -1,0 +1,36 @@
+/**
+ * One query task as a worker (or the in-process path) runs it: execute the plan, then refuse a
+ * response over the byte limit. Tasks are plain data so they can be posted to a worker.
+ */
+import { ApiError } from '../errors.js';
+import type { ScanSource } from '../storage/chunk.js';
+import { executePlan } from './execute.js';
+import type { ExecLimits, Plan } from './plan.js';
+import type { ExecEnv } from './scan.js';
+
+export interface QueryTask {
+  readonly plan: Plan;
+  readonly sources: readonly ScanSource[];
+  readonly limits: ExecLimits;
+  readonly deadlineMs: number;
+  readonly timeoutMs: number;
+}
+
+export function runTask(task: QueryTask, env: Omit<ExecEnv, 'limits' | 'deadlineMs' | 'timeoutMs'>): Record<string, unknown> {
+  const body = executePlan(task.plan, task.sources, {
+    ...env, limits: task.limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs,
+  });
+  checkResponseBytes(body, task.limits.responseBytesMax);
+  return body;
+}
+
+function checkResponseBytes(body: unknown, max: number): void {
+  const json = JSON.stringify(body);
+  // UTF-16 length bounds UTF-8 bytes from below by at most 3x; measure exactly only near the limit.
+  if (json.length * 3 <= max) return;
+  if (Buffer.byteLength(json) > max) {
+    throw new ApiError('ResponseTooLargeError',
+      `the response would exceed ${max} bytes; narrow the timeframe, add filters, group by ` +
+      'fewer distinct values or use a larger interval');
+  }
+}

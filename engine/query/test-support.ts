@@ -1,0 +1,136 @@
+/**
+ * Test support (not shipped behaviour): builds ColumnChunks and ScanSources from plain events,
+ * generates seeded random events, and computes every analysis the naive way, one event object
+ * at a time, as the reference the scan must agree with.
+ */
+import {
+  TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR,
+  type Column, type ColumnChunk, type Primitive, type ScanSource,
+} from '../storage/chunk.js';
+
+export type Value = Primitive | readonly Primitive[] | undefined;
+
+export interface TestEvent {
+  readonly ts: number;
+  /** Flattened property paths → values; undefined or absent = missing. */
+  readonly props: Readonly<Record<string, Value>>;
+}
+
+export function makeChunk(events: readonly TestEvent[], firstSeq = 0): ColumnChunk {
+  const paths = new Set<string>();
+  for (const event of events) for (const path of Object.keys(event.props)) paths.add(path);
+  const columns = new Map<string, Column>();
+  for (const path of paths) columns.set(path, makeColumn(path, events));
+  const encoder = new TextEncoder();
+  const encoded = events.map((event, i) => encoder.encode(rawJson(event, firstSeq + i)));
+  const offsets = new Int32Array(events.length + 1);
+  encoded.forEach((bytes, i) => (offsets[i + 1] = offsets[i] + bytes.length));
+  const bytes = new Uint8Array(offsets[events.length]);
+  encoded.forEach((part, i) => bytes.set(part, offsets[i]));
+  return {
+    rows: events.length,
+    ts: Float64Array.from(events, (event) => event.ts),
+    createdAt: Float64Array.from(events, (event) => event.ts + 1000),
+    seq: Float64Array.from(events, (_, i) => firstSeq + i),
+    raw: { bytes, offsets },
+    columns,
+  };
+}
+
+/** The event as stored JSON: nested objects from dotted paths, plus its svc object. */
+export function rawJson(event: TestEvent, seq: number): string {
+  const root: Record<string, unknown> = {};
+  for (const [path, value] of Object.entries(event.props)) {
+    if (value === undefined) continue;
+    const parts = path.split('.');
+    let target = root;
+    for (const part of parts.slice(0, -1)) {
+      target = (target[part] ??= {}) as Record<string, unknown>;
+    }
+    target[parts[parts.length - 1]] = value;
+  }
+  const svc = (root.svc ??= {}) as Record<string, unknown>;
+  svc.timestamp = new Date(event.ts).toISOString();
+  svc.created_at = new Date(event.ts + 1000).toISOString();
+  svc.id = seq.toString(16).padStart(24, '0');
+  return JSON.stringify(root);
+}
+
+function makeColumn(path: string, events: readonly TestEvent[]): Column {
+  const rows = events.length;
+  const tags = new Uint8Array(rows);
+  const num = new Float64Array(rows);
+  const str = new Int32Array(rows);
+  const dict: string[] = [];
+  const codes = new Map<string, number>();
+  const lists: (readonly Primitive[] | null)[] = new Array(rows).fill(null);
+  let hasNum = false;
+  let hasStr = false;
+  let hasList = false;
+  events.forEach((event, i) => {
+    const value = event.props[path];
+    if (value === undefined) tags[i] = TAG_MISSING;
+    else if (value === null) tags[i] = TAG_NULL;
+    else if (typeof value === 'number') {
+      tags[i] = TAG_NUM;
+      num[i] = value;
+      hasNum = true;
+    } else if (typeof value === 'boolean') {
+      tags[i] = TAG_BOOL;
+      num[i] = value ? 1 : 0;
+      hasNum = true;
+    } else if (typeof value === 'string') {
+      tags[i] = TAG_STR;
+      let code = codes.get(value);
+      if (code === undefined) codes.set(value, (code = dict.push(value) - 1));
+      str[i] = code;
+      hasStr = true;
+    } else {
+      tags[i] = TAG_LIST;
+      lists[i] = value as readonly Primitive[];
+      hasList = true;
+    }
+  });
+  return {
+    path, tags, num: hasNum ? num : null, str: hasStr ? str : null, dict: hasStr ? dict : null,
+    lists: hasList ? lists : null,
+  };
+}
+
+export function memorySource(events: readonly TestEvent[]): ScanSource {
+  return { segments: [], memory: events.length ? makeChunk(events) : null, schema: {} };
+}
+
+/** Mulberry32: a small seeded PRNG. */
+export function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Seeded events over [startMs, startMs + spanMs) with mixed kinds, nulls and missing values. */
+export function randomEvents(seed: number, count: number, startMs: number, spanMs: number): TestEvent[] {
+  const rnd = random(seed);
+  const pick = <T>(values: readonly T[]): T => values[Math.floor(rnd() * values.length)];
+  const events: TestEvent[] = [];
+  for (let e = 0; e < count; e++) {
+    const r = rnd();
+    const props: Record<string, Value> = {
+      country: r < 0.05 ? undefined : r < 0.08 ? null : r < 0.1 ? 7 : pick(['US', 'DE', 'IN', 'FR', 'BR']),
+      price: r < 0.1 ? undefined : r < 0.13 ? 'n/a' : r < 0.15 ? null : Math.round(rnd() * 10000) / 100,
+      user: rnd() < 0.05 ? 42 : `u${Math.floor(rnd() * 60)}`,
+      flag: rnd() < 0.1 ? undefined : rnd() < 0.5,
+      tags: rnd() < 0.3 ? undefined : [pick(['a', 'b', 'c']), pick(['c', 'd'])],
+      'nested.level': rnd() < 0.2 ? undefined : Math.floor(rnd() * 5),
+      'svc.location.coordinates': rnd() < 0.3 ? undefined
+        : [-74 + rnd() * 4 - 2, 40.7 + rnd() * 4 - 2],
+    };
+    events.push({ ts: startMs + Math.floor(rnd() * spanMs), props });
+  }
+  return events;
+}

@@ -1,0 +1,42 @@
+/**
+ * The query worker thread: receives QueryTasks, runs them against its own chunk cache of
+ * decoded segments, and posts back the response body or the ApiError. Runs nothing else, so a
+ * query never executes on the thread that serves writes.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { isApiError } from '../errors.js';
+import { ChunkCache } from './chunk-cache.js';
+import { ColumnViews } from './columns.js';
+import { loadSegmentFiles } from './segment-reader.js';
+import { runTask, type QueryTask } from './task.js';
+
+export interface WorkerRequest {
+  readonly id: number;
+  readonly task: QueryTask;
+}
+
+export type WorkerReply =
+  | { readonly id: number; readonly ok: true; readonly body: Record<string, unknown> }
+  | { readonly id: number; readonly ok: false; readonly code: string | null; readonly message: string };
+
+const port = parentPort!;
+const { cacheBytes } = workerData as { cacheBytes: number };
+const views = new ColumnViews();
+/** Opened on the first task that reads segment files: Arrow's import is slow to load. */
+let cache: ChunkCache | null = null;
+
+port.on('message', async ({ id, task }: WorkerRequest) => {
+  let reply: WorkerReply;
+  try {
+    if (cache === null && task.sources.some((source) => source.segments.length > 0)) {
+      cache = new ChunkCache(await loadSegmentFiles(), cacheBytes);
+    }
+    reply = { id, ok: true, body: runTask(task, { views, cache }) };
+  } catch (error) {
+    reply = isApiError(error)
+      ? { id, ok: false, code: error.error_code, message: error.message }
+      : { id, ok: false, code: null, message: error instanceof Error ? error.stack ?? error.message : String(error) };
+  }
+  port.postMessage(reply);
+});
+port.postMessage('ready');

@@ -1,0 +1,149 @@
+/**
+ * The server's configuration: the only module that reads process.argv and process.env. It turns the
+ * flags of spec/api.md §1 into a frozen Config; it does not open files or sockets (main.ts does).
+ */
+
+export interface Config {
+  readonly dataDir: string;
+  readonly host: string;
+  readonly httpPort: number;
+  /** 0 = off. */
+  readonly kafkaInPort: number;
+  /** 0 = off. */
+  readonly kafkaOutPort: number;
+  readonly kafkaAdvertisedHost: string | undefined;
+  readonly orgId: string;
+  readonly orgKey: string | undefined;
+  readonly tlsCert: string | undefined;
+  readonly tlsKey: string | undefined;
+  readonly kafkaTlsCert: string | undefined;
+  readonly kafkaTlsKey: string | undefined;
+  readonly kafkaBridge: string | undefined;
+  /** Take the client IP from the first X-Forwarded-For entry. */
+  readonly trustProxy: boolean;
+  readonly geoipDb: string | undefined;
+  /** undefined = the engine's default. */
+  readonly queryWorkers: number | undefined;
+  /** fsync before acknowledging; only benchmarks turn it off (`--no-fsync`). */
+  readonly fsync: boolean;
+  readonly help: boolean;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+interface FlagSpec {
+  readonly name: string;
+  readonly arg?: string;
+  readonly help: string;
+}
+
+const FLAGS: readonly FlagSpec[] = [
+  { name: 'data', arg: 'DIR', help: 'data directory (default ./data)' },
+  { name: 'host', arg: 'ADDR', help: 'address to listen on (default 127.0.0.1)' },
+  { name: 'http-port', arg: 'N', help: 'HTTP(S) port (default 8080; 0 = any free port)' },
+  { name: 'kafka-in-port', arg: 'N', help: 'inbound Kafka port (default 9092; 0 = off)' },
+  { name: 'kafka-out-port', arg: 'N', help: 'outbound Kafka port (default 9093; 0 = off)' },
+  { name: 'kafka-advertised-host', arg: 'HOST', help: 'host the Kafka listeners advertise' },
+  { name: 'org-id', arg: 'ID', help: 'organization id (default "default")' },
+  { name: 'org-key', arg: 'KEY', help: 'organization key (or env TALLY_ORG_KEY)' },
+  { name: 'tls-cert', arg: 'FILE', help: 'HTTPS certificate (PEM); needs --tls-key' },
+  { name: 'tls-key', arg: 'FILE', help: 'HTTPS private key (PEM); needs --tls-cert' },
+  { name: 'kafka-tls-cert', arg: 'FILE', help: 'Kafka SASL_SSL certificate (PEM)' },
+  { name: 'kafka-tls-key', arg: 'FILE', help: 'Kafka SASL_SSL private key (PEM)' },
+  { name: 'kafka-bridge', arg: 'BROKERS', help: 'consume from an external Kafka (host:port,...)' },
+  { name: 'trust-proxy', help: 'client IP from the first X-Forwarded-For entry' },
+  { name: 'geoip-db', arg: 'FILE', help: 'MaxMind-format City database for svc:ip_to_geo' },
+  { name: 'query-workers', arg: 'N', help: 'query worker threads (default cores - 1; 0 = inline)' },
+  { name: 'no-fsync', help: 'acknowledge writes before fsync (benchmarks only; unsafe)' },
+  { name: 'help', help: 'print this help and exit' },
+];
+
+export function usage(): string {
+  const lines = FLAGS.map((f) => {
+    const left = `  --${f.name}${f.arg ? ' ' + f.arg : ''}`;
+    return left.padEnd(32) + f.help;
+  });
+  return ['Usage: npm start -- [flags]', '', 'Flags:', ...lines].join('\n');
+}
+
+/** Parses `--name value`, `--name=value` and boolean `--name`; throws ConfigError on bad input. */
+function parseFlags(argv: readonly string[]): Map<string, string> {
+  const values = new Map<string, string>();
+  for (let index = 0; index < argv.length; index++) {
+    const token = argv[index]!;
+    if (!token.startsWith('--')) throw new ConfigError(`unexpected argument "${token}"`);
+    const eq = token.indexOf('=');
+    const name = eq === -1 ? token.slice(2) : token.slice(2, eq);
+    const spec = FLAGS.find((f) => f.name === name);
+    if (!spec) throw new ConfigError(`unknown flag --${name} (see --help)`);
+    if (!spec.arg) {
+      values.set(name, 'true');
+    } else if (eq !== -1) {
+      values.set(name, token.slice(eq + 1));
+    } else {
+      const next = argv[index + 1];
+      if (next === undefined) throw new ConfigError(`--${name} needs a value (${spec.arg})`);
+      values.set(name, next);
+      index++;
+    }
+  }
+  return values;
+}
+
+function parsePort(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`--${name} must be a port number 0-65535, got "${raw}"`);
+  }
+  return port;
+}
+
+function parseCount(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const count = Number(raw);
+  if (!Number.isInteger(count) || count < 0 || count > 256) {
+    throw new ConfigError(`--${name} must be an integer 0-256, got "${raw}"`);
+  }
+  return count;
+}
+
+export function readConfig(
+  argv: readonly string[] = process.argv.slice(2),
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Config {
+  const flags = parseFlags(argv);
+  const tlsCert = flags.get('tls-cert');
+  const tlsKey = flags.get('tls-key');
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
+    throw new ConfigError('--tls-cert and --tls-key go together');
+  }
+  const kafkaTlsCert = flags.get('kafka-tls-cert');
+  const kafkaTlsKey = flags.get('kafka-tls-key');
+  if ((kafkaTlsCert === undefined) !== (kafkaTlsKey === undefined)) {
+    throw new ConfigError('--kafka-tls-cert and --kafka-tls-key go together');
+  }
+  const orgKey = flags.get('org-key') ?? (env['TALLY_ORG_KEY'] || undefined);
+  return Object.freeze({
+    dataDir: flags.get('data') ?? './data',
+    host: flags.get('host') ?? '127.0.0.1',
+    httpPort: parsePort('http-port', flags.get('http-port'), 8080),
+    kafkaInPort: parsePort('kafka-in-port', flags.get('kafka-in-port'), 9092),
+    kafkaOutPort: parsePort('kafka-out-port', flags.get('kafka-out-port'), 9093),
+    kafkaAdvertisedHost: flags.get('kafka-advertised-host'),
+    orgId: flags.get('org-id') ?? 'default',
+    orgKey,
+    tlsCert,
+    tlsKey,
+    kafkaTlsCert,
+    kafkaTlsKey,
+    kafkaBridge: flags.get('kafka-bridge'),
+    trustProxy: flags.has('trust-proxy'),
+    geoipDb: flags.get('geoip-db'),
+    queryWorkers: parseCount('query-workers', flags.get('query-workers')),
+    fsync: !flags.has('no-fsync'),
+    help: flags.has('help'),
+  });
+}

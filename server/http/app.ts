@@ -1,0 +1,36 @@
+/**
+ * The route table of the HTTP API, on one screen. Paths are matched by router.ts (`/v3` is an
+ * alias of `/3.0`); HEAD reaches GET handlers; a known path with another method → 405, an unknown
+ * path → 404.
+ */
+import { limits } from '../../engine/index.js';
+import { Router } from './router.js';
+import { recordBatch, recordBeaconOrInspect, recordEvent } from './routes/events.js';
+import { getProperty, listCollections } from './routes/inspect.js';
+import { createProject, getProject, listProjects, regenerateKey } from './routes/organizations.js';
+import { runQuery } from './routes/queries.js';
+import { getVersions } from './routes/versions.js';
+import type { RouteSpec } from './types.js';
+
+/** Bodies of organization and query requests are small JSON objects; the event bound fits. */
+const SMALL_BODY_BYTES_MAX = limits.EVENT_BYTES_MAX;
+
+const O = '/3.0/organizations/:org';
+const P = '/3.0/projects/:project';
+
+export const ROUTES: readonly RouteSpec[] = [
+  { pattern: '/', methods: { GET: getVersions } },
+  { pattern: `${O}/projects`, methods: { GET: listProjects, POST: createProject } },
+  { pattern: `${O}/projects/:project`, methods: { GET: getProject } },
+  { pattern: `${P}/api_keys/:kind/regenerate`, methods: { POST: regenerateKey } },
+  { pattern: `${P}/events`, methods: { GET: listCollections, POST: recordBatch },
+    bodyBytesMax: limits.BATCH_BYTES_MAX },
+  { pattern: `${P}/events/:collection`, methods: { GET: recordBeaconOrInspect, POST: recordEvent },
+    bodyBytesMax: limits.EVENT_BYTES_MAX },
+  { pattern: `${P}/events/:collection/properties/:property`, methods: { GET: getProperty } },
+  { pattern: `${P}/queries/:analysis`, methods: { GET: runQuery, POST: runQuery } },
+].map((route) => ({ bodyBytesMax: SMALL_BODY_BYTES_MAX, ...route }));
+
+export function createRouter(): Router {
+  return new Router(ROUTES);
+}

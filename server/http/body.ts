@@ -1,0 +1,59 @@
+/**
+ * The bounded request-body reader. It copies uWS's neutered chunks into one buffer and stops the
+ * moment the body passes its bound (413 RequestTooLargeError); it never buffers past the bound.
+ * The caller attaches onAborted first and answers exactly once; this module writes no response.
+ */
+import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
+import { ApiError } from '../../engine/index.js';
+
+export function tooLarge(maxBytes: number): ApiError {
+  return new ApiError(
+    'RequestTooLargeError',
+    `The request body is larger than ${maxBytes} bytes; send fewer or smaller events per request.`,
+  );
+}
+
+/**
+ * Reads the body of `res`; must be called synchronously inside the uWS handler. `declaredBytes` is
+ * the Content-Length (null when absent): a declared length over the bound fails before reading.
+ */
+export function readBody(
+  res: HttpResponse, declaredBytes: number | null, maxBytes: number,
+): Promise<Buffer> {
+  let done = false;
+  return new Promise<Buffer>((resolve, reject) => {
+    if (declaredBytes !== null && declaredBytes > maxBytes) {
+      done = true;
+      reject(tooLarge(maxBytes));
+      return;
+    }
+    // With a declared length we fill one buffer; otherwise we collect chunks.
+    const target = declaredBytes !== null ? Buffer.allocUnsafe(declaredBytes) : null;
+    const chunks: Buffer[] = [];
+    let receivedBytes = 0;
+    res.onData((chunk, isLast) => {
+      if (done) return;
+      const bytes = chunk.byteLength;
+      const totalBytes = receivedBytes + bytes;
+      if (totalBytes > maxBytes || (target !== null && totalBytes > target.length)) {
+        done = true;
+        reject(totalBytes > maxBytes ? tooLarge(maxBytes) : badLength());
+        return;
+      }
+      const view = new Uint8Array(chunk);
+      if (target !== null) target.set(view, receivedBytes);
+      else chunks.push(Buffer.from(view)); // copy: uWS neuters the chunk when we return
+      receivedBytes += bytes;
+      if (!isLast) return;
+      done = true;
+      resolve(target !== null
+        ? target.subarray(0, receivedBytes)
+        : Buffer.concat(chunks, receivedBytes));
+    });
+  });
+}
+
+function badLength(): ApiError {
+  return new ApiError('InvalidJsonError',
+    'The request body is longer than its Content-Length header.');
+}

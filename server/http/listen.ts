@@ -1,0 +1,70 @@
+/**
+ * Starting and stopping the HTTP(S) listener on uWebSockets.js. close() stops accepting, lets the
+ * requests being served finish (bounded by a drain timeout), then closes the remaining connections.
+ */
+import uWS from '@trufflesuite/uws-js-unofficial';
+import type { TallyEngine } from '../../engine/index.js';
+import { createRouter } from './app.js';
+import { createDispatcher, type ServeState } from './dispatch.js';
+
+export interface HttpOptions {
+  readonly engine: TallyEngine;
+  readonly host: string;
+  /** 0 = any free port; the bound port is in the result. */
+  readonly port: number;
+  readonly trustProxy: boolean;
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  readonly log: (line: string) => void;
+}
+
+export interface HttpListener {
+  readonly port: number;
+  readonly url: string;
+  /** Stops accepting, waits up to drainMs for in-flight requests, closes connections. */
+  close(drainMs: number): Promise<void>;
+}
+
+function urlHost(host: string): string {
+  const shown = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return shown.includes(':') ? `[${shown}]` : shown;
+}
+
+export function startHttp(options: HttpOptions): Promise<HttpListener> {
+  const app = options.tls
+    ? uWS.SSLApp({ cert_file_name: options.tls.certFile, key_file_name: options.tls.keyFile })
+    : uWS.App();
+  const state: ServeState = { inFlight: 0, closing: false, onIdle: () => {} };
+  const deps = { engine: options.engine, log: options.log };
+  app.any('/*', createDispatcher(createRouter(), deps, options.trustProxy, state));
+  return new Promise((resolve, reject) => {
+    app.listen(options.host, options.port, (socket) => {
+      if (!socket) {
+        const where = `${options.host}:${options.port}`;
+        reject(new Error(`cannot listen on ${where} (in use, or bad TLS files?)`));
+        return;
+      }
+      const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
+      const scheme = options.tls ? 'https' : 'http';
+      resolve({
+        port,
+        url: `${scheme}://${urlHost(options.host)}:${port}`,
+        close: (drainMs) => closeListener(app, socket, state, drainMs),
+      });
+    });
+  });
+}
+
+async function closeListener(
+  app: uWS.TemplatedApp, socket: uWS.us_listen_socket, state: ServeState, drainMs: number,
+): Promise<void> {
+  state.closing = true;
+  uWS.us_listen_socket_close(socket);
+  if (state.inFlight > 0) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, drainMs);
+      state.onIdle = () => { clearTimeout(timer); resolve(); };
+    });
+  }
+  // uWS ≥ 20.27 has app.close(): it ends the idle keep-alive connections too.
+  (app as unknown as { close?: () => void }).close?.();
+}

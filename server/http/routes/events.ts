@@ -1,0 +1,104 @@
+/**
+ * Recording events (spec/api.md §4): a single POST, the GET beacon, and the batch POST. Each
+ * handler parses the request, makes one engine.appendEvents call and shapes its results;
+ * validation and enrichment are the engine's. GET without `data` is inspection (routes/inspect.ts).
+ */
+import { ApiError, limits, type AppendResult, type EventToWrite } from '../../../engine/index.js';
+import { requireProjectKey } from '../auth.js';
+import { parseBase64Json, parseJsonBody, prefersImage } from '../parse.js';
+import { json } from '../respond.js';
+import type { Ctx, Handler, Reply } from '../types.js';
+import { getCollection } from './inspect.js';
+
+/** The smallest transparent GIF: 1x1, one colour. */
+const PIXEL_GIF = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+
+function writeContext(ctx: Ctx): { ip: string; userAgent: string } {
+  return { ip: ctx.ip, userAgent: ctx.userAgent };
+}
+
+async function appendOne(ctx: Ctx, deps: Parameters<Handler>[1], event: unknown): Promise<void> {
+  const { project, collection } = ctx.params as { project: string; collection: string };
+  const events = [{ collection, event }];
+  const [result] = await deps.engine.appendEvents(project, events, writeContext(ctx));
+  if (result === undefined) throw new Error('appendEvents returned no result for one event');
+  if (!result.ok) throw result.error;
+}
+
+export const recordEvent: Handler = async (ctx, deps) => {
+  requireProjectKey(deps.engine, ctx.params['project']!, ctx.key, ['write']);
+  await appendOne(ctx, deps, parseJsonBody(ctx.body));
+  return json(201, { created: true });
+};
+
+/** `redirect` gets `http://` when it names no protocol (seed). */
+function redirectTarget(raw: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`;
+}
+
+/** GET .../events/<c>: with `data` a beacon write (Write Key), without it schema inspection. */
+export const recordBeaconOrInspect: Handler = async (ctx, deps) => {
+  const data = ctx.query.get('data');
+  if (data === null) return getCollection(ctx, deps);
+  requireProjectKey(deps.engine, ctx.params['project']!, ctx.key, ['write']);
+  await appendOne(ctx, deps, parseBase64Json(data));
+  const redirect = ctx.query.get('redirect');
+  if (redirect !== null && redirect !== '') {
+    return { status: 302, headers: [['Location', redirectTarget(redirect)]] };
+  }
+  if (prefersImage(ctx.accept)) {
+    const headers = [['Cache-Control', 'no-store']] as const;
+    return { status: 200, body: PIXEL_GIF, contentType: 'image/gif', headers };
+  }
+  return json(201, { created: true });
+};
+
+function invalidBatch(why: string): ApiError {
+  return new ApiError('InvalidBatchError',
+    `${why} A batch is a JSON object of collection name → array of events.`);
+}
+
+/** The batch body flattened in submission order, checked for shape and the event-count bound. */
+function flattenBatch(batch: unknown): { events: EventToWrite[]; collections: [string, number][] } {
+  if (batch === null || typeof batch !== 'object' || Array.isArray(batch)) {
+    throw invalidBatch('The body is not a JSON object.');
+  }
+  const events: EventToWrite[] = [];
+  const collections: [string, number][] = [];
+  for (const [collection, list] of Object.entries(batch)) {
+    if (!Array.isArray(list)) throw invalidBatch(`The value of "${collection}" is not an array.`);
+    if (events.length + list.length > limits.BATCH_EVENTS_MAX) {
+      throw invalidBatch(`The batch holds more than ${limits.BATCH_EVENTS_MAX} events; split it.`);
+    }
+    for (const event of list) events.push({ collection, event });
+    collections.push([collection, list.length]);
+  }
+  return { events, collections };
+}
+
+type BatchEntry =
+  | { success: true }
+  | { success: false; error: { name: string; description: string } };
+
+function toEntry(result: AppendResult): BatchEntry {
+  if (result.ok) return { success: true };
+  const { error_code: name, message: description } = result.error;
+  return { success: false, error: { name, description } };
+}
+
+export const recordBatch: Handler = async (ctx, deps) => {
+  const project = ctx.params['project']!;
+  requireProjectKey(deps.engine, project, ctx.key, ['write']);
+  const { events, collections } = flattenBatch(parseJsonBody(ctx.body));
+  const results = await deps.engine.appendEvents(project, events, writeContext(ctx));
+  if (results.length !== events.length) throw new Error('appendEvents returned a result per event');
+  const body: Record<string, BatchEntry[]> = {};
+  let index = 0;
+  for (const [collection, count] of collections) {
+    body[collection] = results.slice(index, index + count).map(toEntry);
+    index += count;
+  }
+  return json(200, body);
+};
+
+export type { Reply };

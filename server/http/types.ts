@@ -1,0 +1,52 @@
+/**
+ * The shapes shared by the HTTP layer: what a route handler receives (Ctx, copied out of uWS's
+ * stack-allocated request) and what it returns (Reply). Handlers never touch uWS objects.
+ */
+import type { TallyEngine } from '../../engine/index.js';
+
+export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
+
+export interface Ctx {
+  /** Upper case; HEAD requests reach GET handlers with method 'HEAD'. */
+  readonly method: string;
+  /** Path after the /v3 → /3.0 alias, without the query string. */
+  readonly path: string;
+  /** Percent-decoded path parameters by name. */
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  /** The raw query string, for parameters URLSearchParams would mangle ('+' in base64). */
+  readonly rawQuery: string;
+  /** The API key from `Authorization` or `?api_key=`, '' when absent. */
+  readonly key: string;
+  readonly accept: string;
+  readonly userAgent: string;
+  /** Client IP: socket peer, or the first X-Forwarded-For entry behind a trusted proxy. */
+  readonly ip: string;
+  /** The request body; empty for methods without one. */
+  readonly body: Buffer;
+}
+
+export interface Reply {
+  readonly status: number;
+  /** Serialized as the JSON body. */
+  readonly json?: unknown;
+  /** A raw body; wins over json. */
+  readonly body?: Uint8Array;
+  readonly contentType?: string;
+  readonly headers?: ReadonlyArray<readonly [string, string]>;
+}
+
+export interface Deps {
+  readonly engine: TallyEngine;
+  readonly log: (line: string) => void;
+}
+
+export type Handler = (ctx: Ctx, deps: Deps) => Reply | Promise<Reply>;
+
+export interface RouteSpec {
+  /** Segments; ':name' captures one segment. */
+  readonly pattern: string;
+  readonly methods: Partial<Record<'GET' | 'POST' | 'DELETE', Handler>>;
+  /** Largest body accepted (413 RequestTooLargeError beyond it). */
+  readonly bodyBytesMax?: number;
+}

@@ -1,0 +1,229 @@
+/**
+ * Produce on the inbound listener: each record value is one event as JSON, topic = collection.
+ * A partition's records are checked first (framing, CRC, compression, JSON objects); any bad record
+ * rejects that partition's whole data with 87 INVALID_RECORD and record_errors, nothing stored.
+ * Good partitions go to engine.appendEvents in one call; the answer waits for it (durable).
+ */
+import { ApiError, isApiError } from '../../../../engine/errors.js';
+import { BATCH_EVENTS_MAX } from '../../../../engine/limits.js';
+import type { EventToWrite } from '../../../../engine/index.js';
+import { DecompressError, UnsupportedCompressionError } from '../../protocol/compression.js';
+import { KafkaError, kafkaErrorFor } from '../../protocol/errors.js';
+import { KafkaDecodeError } from '../../protocol/reader.js';
+import { CorruptBatchError, decodeRecordBatch, splitBatches } from '../../protocol/record-batch.js';
+import type { BrokerContext, Session } from '../context.js';
+import { BATCH_RECORDS_BYTES_MAX } from '../limits.js';
+import { topicNameError } from './metadata.js';
+import type { Handler } from './handler.js';
+
+interface RecordError { batch_index: number; batch_index_error_message: string | null }
+
+interface PartitionResult {
+  error_code: number;
+  base_offset: number;
+  record_errors: RecordError[];
+  error_message: string | null;
+}
+
+interface TopicData { name: string; partition_data: { index: number; records: Buffer | null }[] }
+
+/** Idempotence fields of a partition's first batch (producerId -1 when not idempotent). */
+interface ProducerInfo { producerId: number; epoch: number; baseSequence: number }
+
+interface Accepted {
+  topic: string; result: PartitionResult; events: EventToWrite[]; producer: ProducerInfo;
+}
+
+export const handleProduce: Handler = async (ctx, session, request) => {
+  const { acks, topic_data } = request.body as { acks: number; topic_data: TopicData[] };
+  const version = request.header.api_version;
+  const accepted: Accepted[] = [];
+  const results = topic_data.map((topic) => topic.partition_data.map((partition) => {
+    const rejection = checkPartition(ctx, version, acks, topic.name, partition.index);
+    if (rejection) return rejection;
+    const { result, events, producer } = parsePartition(topic.name, partition.records);
+    if (result.error_code !== KafkaError.NONE) return result;
+    const duplicate = ctx.sequences.duplicateOf(session.projectId!, topic.name, producer.producerId,
+      producer.epoch, producer.baseSequence, events.length);
+    if (duplicate !== undefined) result.base_offset = duplicate;
+    else accepted.push({ topic: topic.name, result, events, producer });
+    return result;
+  }));
+  await appendAccepted(ctx, session, accepted);
+  if (acks === 0) return null;
+  const responses = topic_data.map((topic, t) => ({
+    name: topic.name,
+    partition_responses: topic.partition_data.map((partition, p) => ({
+      index: partition.index, log_append_time_ms: -1, log_start_offset: 0, ...results[t]![p]!,
+    })),
+  }));
+  return { responses, throttle_time_ms: 0 };
+};
+
+function checkPartition(
+  ctx: BrokerContext, version: number, acks: number, topic: string, index: number,
+): PartitionResult | null {
+  const fail = (error_code: number, message: string): PartitionResult =>
+    ({ error_code, base_offset: -1, record_errors: [], error_message: message });
+  if (version < 3) {
+    return fail(KafkaError.UNSUPPORTED_VERSION, 'Produce v3+ (RecordBatch v2) only.');
+  }
+  if (ctx.role !== 'in') {
+    return fail(KafkaError.TOPIC_AUTHORIZATION_FAILED, 'Produce to the inbound listener.');
+  }
+  if (acks !== 0 && acks !== 1 && acks !== -1) {
+    return fail(KafkaError.INVALID_REQUIRED_ACKS, 'acks must be -1, 0 or 1.');
+  }
+  if (topicNameError(topic) !== KafkaError.NONE) {
+    return fail(KafkaError.INVALID_TOPIC_EXCEPTION, `Illegal topic name "${topic}".`);
+  }
+  if (index !== 0) return fail(KafkaError.UNKNOWN_TOPIC_OR_PARTITION, 'Topics have one partition.');
+  return null;
+}
+
+/** Decodes and checks every record of one partition's data, keeping the parsed events. */
+function parsePartition(topic: string, records: Buffer | null):
+  { result: PartitionResult; events: EventToWrite[]; producer: ProducerInfo } {
+  const producer: ProducerInfo = { producerId: -1, epoch: -1, baseSequence: -1 };
+  const result: PartitionResult = {
+    error_code: KafkaError.NONE, base_offset: -1, record_errors: [], error_message: null,
+  };
+  const events: EventToWrite[] = [];
+  try {
+    for (const raw of splitBatches(records ?? Buffer.alloc(0))) {
+      const batch = decodeRecordBatch(raw, BATCH_RECORDS_BYTES_MAX);
+      if (events.length === 0) {
+        producer.producerId = batch.producerId;
+        producer.epoch = batch.producerEpoch;
+        producer.baseSequence = batch.baseSequence;
+      }
+      for (const record of batch.records) {
+        const parsed = parseValue(record.value);
+        if (typeof parsed === 'string') {
+          const batch_index = events.length;
+          result.record_errors.push({ batch_index, batch_index_error_message: parsed });
+        }
+        events.push({ collection: topic, event: parsed });
+      }
+    }
+  } catch (error) {
+    result.error_code = batchErrorCode(error);
+    result.error_message = (error as Error).message;
+    return { result, events: [], producer };
+  }
+  if (result.record_errors.length > 0) {
+    result.error_code = KafkaError.INVALID_RECORD;
+    result.error_message = `${result.record_errors.length} invalid record(s) in "${topic}"; ` +
+      'the batch was rejected and nothing of it stored.';
+  }
+  return { result, events, producer };
+}
+
+function batchErrorCode(error: unknown): number {
+  if (error instanceof UnsupportedCompressionError) return KafkaError.UNSUPPORTED_COMPRESSION_TYPE;
+  if (error instanceof CorruptBatchError || error instanceof DecompressError ||
+      error instanceof KafkaDecodeError) return KafkaError.CORRUPT_MESSAGE;
+  throw error;
+}
+
+/** The parsed event object, or a string saying why the value is not one. */
+function parseValue(value: Buffer | null): object | string {
+  if (value === null) return 'The record value is null; it must be one event as a JSON object.';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value.toString('utf8'));
+  } catch (error) {
+    return `The record value is not JSON: ${(error as Error).message}`;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    return 'The record value must be one event as a JSON object.';
+  }
+  return parsed;
+}
+
+/**
+ * Appends the accepted partitions in one engine call per BATCH_EVENTS_MAX events. A base offset is
+ * the collection's end offset when first seen, then counted forward by this listener's appends.
+ * It drifts when HTTP writes interleave or events are refused: appendEvents returns no offsets.
+ */
+async function appendAccepted(
+  ctx: BrokerContext, session: Session, accepted: Accepted[],
+): Promise<void> {
+  const projectId = session.projectId!;
+  const all: EventToWrite[] = [];
+  const owners: { result: PartitionResult; first: number }[] = [];
+  for (const item of accepted) {
+    const key = `${projectId}\u0000${item.topic}`;
+    // logBounds copies the engine's write buffer, so it is read once per collection and listener.
+    const end = ctx.reservedEnd.get(key) ?? logEnd(ctx, projectId, item.topic);
+    item.result.base_offset = end;
+    ctx.reservedEnd.set(key, end + item.events.length);
+    owners.push({ result: item.result, first: all.length });
+    for (const event of item.events) all.push(event);
+  }
+  const ctxWrite = { ip: session.remoteAddress, userAgent: session.clientId ?? '' };
+  for (let from = 0; from < all.length; from += BATCH_EVENTS_MAX) {
+    const slice = all.slice(from, from + BATCH_EVENTS_MAX);
+    let results;
+    try {
+      results = await ctx.engine.appendEvents(projectId, slice, ctxWrite);
+    } catch (error) {
+      failOwners(owners, from, slice.length, error, ctx);
+      continue;
+    }
+    results.forEach((r, i) => {
+      if (r.ok) return;
+      const owner = ownerOf(owners, from + i);
+      owner.result.error_code = kafkaErrorFor(r.error);
+      owner.result.record_errors.push({
+        batch_index: from + i - owner.first, batch_index_error_message: r.error.message,
+      });
+      owner.result.error_message = r.error.message;
+    });
+  }
+  for (const item of accepted) {
+    if (item.result.error_code !== KafkaError.NONE) continue;
+    const { producerId, epoch, baseSequence } = item.producer;
+    ctx.sequences.record(projectId, item.topic, producerId, epoch, baseSequence,
+      item.events.length, item.result.base_offset);
+  }
+}
+
+function failOwners(
+  owners: { result: PartitionResult; first: number }[], from: number, count: number,
+  error: unknown, ctx: BrokerContext,
+): void {
+  if (!isApiError(error)) ctx.log(`kafka produce: append failed: ${(error as Error).stack}`);
+  const code = isApiError(error) ? kafkaErrorFor(error) : KafkaError.UNKNOWN_SERVER_ERROR;
+  const message = isApiError(error) ? error.message : 'Internal error while storing events.';
+  for (let i = from; i < from + count; i++) {
+    const owner = ownerOf(owners, i);
+    owner.result.error_code = code;
+    owner.result.error_message = message;
+  }
+}
+
+function ownerOf(owners: { result: PartitionResult; first: number }[], index: number) {
+  let found = owners[0]!;
+  for (const owner of owners) if (owner.first <= index) found = owner;
+  return found;
+}
+
+/** The end offset of a collection's log; a collection not yet created starts at 0. */
+export function logEnd(ctx: BrokerContext, projectId: string, collection: string): number {
+  return logBoundsOf(ctx, projectId, collection).end;
+}
+
+export function logBoundsOf(
+  ctx: BrokerContext, projectId: string, collection: string,
+): { start: number; end: number } {
+  try {
+    return ctx.engine.logBounds(projectId, collection);
+  } catch (error) {
+    if (error instanceof ApiError && error.error_code === 'ResourceNotFoundError') {
+      return { start: 0, end: 0 };
+    }
+    throw error;
+  }
+}
+

@@ -1,0 +1,87 @@
+/**
+ * A Kafka listener: a TCP (or TLS) server whose connections share one BrokerContext: engine, role,
+ * advertised address, group coordinator and the Fetch long-poll waiters fed by engine.onAppend.
+ */
+import net from 'node:net';
+import tls from 'node:tls';
+import type { TallyEngine } from '../../../engine/index.js';
+import { Connection } from './connection.js';
+import type { BrokerContext, ListenerRole } from './context.js';
+import { FetchWaiters } from './fetch-waiters.js';
+import { GroupCoordinator } from './group-coordinator.js';
+import { ProducerSequences } from './producer-sequences.js';
+
+export interface KafkaListenerOptions {
+  engine: TallyEngine;
+  host: string;
+  port: number;
+  role: ListenerRole;
+  /** Host put in Metadata and FindCoordinator; must match the TLS certificate. */
+  advertisedHost?: string;
+  /** Port put in Metadata and FindCoordinator when it differs from the bound one (NAT, proxy). */
+  advertisedPort?: number;
+  tls?: { cert: Buffer; key: Buffer };
+  log?: (msg: string) => void;
+  /** Delay before an empty group's first generation (tests shorten it). */
+  groupInitialDelayMs?: number;
+}
+
+export interface KafkaListener {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export async function startKafkaListener(opts: KafkaListenerOptions): Promise<KafkaListener> {
+  const log = opts.log ?? (() => {});
+  const ctx: BrokerContext = {
+    engine: opts.engine,
+    role: opts.role,
+    nodeId: 1,
+    advertisedHost: opts.advertisedHost ?? defaultAdvertisedHost(opts.host),
+    advertisedPort: opts.port,
+    groups: new GroupCoordinator({ initialDelayMs: opts.groupInitialDelayMs, log }),
+    waiters: new FetchWaiters(),
+    log,
+    now: Date.now,
+    reservedEnd: new Map(),
+    sequences: new ProducerSequences(),
+    nextProducerId: Date.now() % 2 ** 31,
+  };
+  const connections = new Set<Connection>();
+  const accept = (socket: net.Socket): void => {
+    const connection = new Connection(ctx, socket);
+    connections.add(connection);
+    socket.on('close', () => connections.delete(connection));
+  };
+  const server = opts.tls
+    ? tls.createServer({ cert: opts.tls.cert, key: opts.tls.key }, accept)
+    : net.createServer(accept);
+  if (opts.tls) {
+    server.on('tlsClientError', (error) => log(`kafka ${opts.role}: TLS: ${error.message}`));
+  }
+  const unsubscribe = opts.engine.onAppend((projectId, collection) => {
+    ctx.waiters.notify(projectId, collection);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => resolve());
+  });
+  const port = (server.address() as net.AddressInfo).port;
+  ctx.advertisedPort = opts.advertisedPort ?? port;
+  log(`kafka ${opts.role}: listening on ${opts.host}:${port}${opts.tls ? ' (TLS)' : ''}`);
+  return {
+    port,
+    async close() {
+      unsubscribe();
+      ctx.groups.close();
+      ctx.waiters.wakeAll();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const connection of connections) connection.destroy();
+      await closed;
+    },
+  };
+}
+
+function defaultAdvertisedHost(host: string): string {
+  return host === '0.0.0.0' || host === '::' || host === '' ? 'localhost' : host;
+}

@@ -1,0 +1,162 @@
+/**
+ * The server's entry point: reads the config, opens the engine, starts HTTP(S) and, when built and
+ * enabled, the Kafka listeners and bridge; prints the first-start banner and the ready line; on
+ * SIGTERM/SIGINT stops accepting, finishes in-flight writes, closes the engine and exits 0.
+ */
+import { readFileSync } from 'node:fs';
+import { openEngine, type TallyEngine } from '../engine/index.js';
+import { ConfigError, readConfig, usage, type Config } from './config.js';
+import { startHttp, type HttpListener } from './http/listen.js';
+
+/** How long shutdown waits for in-flight requests before closing connections. */
+const SHUTDOWN_DRAIN_MS = 30_000;
+
+interface Closable {
+  close(): Promise<void> | void;
+}
+
+function log(line: string): void {
+  process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+}
+
+/** Imports a sibling module that may not be built yet; null when it is absent. */
+async function importOptional(relativePath: string): Promise<Record<string, unknown> | null> {
+  const url = new URL(relativePath, import.meta.url);
+  try {
+    return (await import(url.href)) as Record<string, unknown>;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    const message = String((error as Error).message);
+    if (code === 'ERR_MODULE_NOT_FOUND' && message.includes(url.pathname)) return null;
+    log(`cannot load ${relativePath}: ${(error as Error).message}`);
+    return null;
+  }
+}
+
+type KafkaStart = (options: Record<string, unknown>) => Promise<{ port: number } & Closable>;
+type BridgeStart = (options: Record<string, unknown>) => Promise<Closable>;
+
+async function startKafka(
+  config: Config, engine: TallyEngine, role: 'in' | 'out', port: number,
+): Promise<{ address: string; listener: Closable | null }> {
+  if (port === 0) return { address: 'off', listener: null };
+  const broker = await importOptional('./kafka/broker/index.js');
+  const start = broker?.['startKafkaListener'] as KafkaStart | undefined;
+  if (typeof start !== 'function') {
+    log(`kafka_${role} is off: the Kafka broker module is not available`);
+    return { address: 'off', listener: null };
+  }
+  const tls = config.kafkaTlsCert && config.kafkaTlsKey
+    ? { cert: readFileSync(config.kafkaTlsCert), key: readFileSync(config.kafkaTlsKey) }
+    : undefined;
+  const listener = await start({
+    engine, host: config.host, port, role, log,
+    ...(config.kafkaAdvertisedHost !== undefined && { advertisedHost: config.kafkaAdvertisedHost }),
+    ...(tls !== undefined && { tls }),
+  });
+  const host = config.kafkaAdvertisedHost ?? config.host;
+  return { address: `${host}:${listener.port}`, listener };
+}
+
+async function startBridge(config: Config, engine: TallyEngine): Promise<Closable | null> {
+  if (config.kafkaBridge === undefined) return null;
+  const bridge = await importOptional('./kafka/bridge/index.js');
+  const start = bridge?.['startKafkaBridge'] as BridgeStart | undefined;
+  if (typeof start !== 'function') {
+    log('--kafka-bridge ignored: the Kafka bridge module is not available');
+    return null;
+  }
+  // The bridge feeds the default project: the first one, created on the first start.
+  const project = engine.listProjects()[0];
+  if (project === undefined) throw new Error('--kafka-bridge needs a project to write to');
+  const brokers = config.kafkaBridge.split(',').map((b) => b.trim()).filter((b) => b !== '');
+  return start({ engine, projectId: project.id, brokers, log });
+}
+
+/** The first-start banner: the only place a key is ever printed. */
+function printBanner(engine: TallyEngine, http: HttpListener): void {
+  const project = engine.listProjects()[0];
+  const lines = [
+    '',
+    'Tally created a new organization and a default project.',
+    `  organization id:  ${engine.orgId}`,
+    `  organization key: ${engine.orgKey}`,
+  ];
+  if (project !== undefined) {
+    lines.push(
+      `  project id:       ${project.id}`,
+      `  master key:       ${project.api_keys.master}`,
+      `  write key:        ${project.api_keys.write}`,
+      `  read key:         ${project.api_keys.read}`,
+      '',
+      'Record an event:',
+      `  curl -X POST '${http.url}/3.0/projects/${project.id}/events/purchases' \\`,
+      `    -H 'Authorization: ${project.api_keys.write}' -H 'Content-Type: application/json' \\`,
+      `    -d '{"item": "golden widget", "price": 25.5}'`,
+    );
+  }
+  lines.push('Keep these keys; they are not printed again.', '');
+  process.stdout.write(lines.join('\n') + '\n');
+}
+
+function openOptions(config: Config): Parameters<typeof openEngine>[0] {
+  return {
+    dataDir: config.dataDir,
+    orgId: config.orgId,
+    ...(config.orgKey !== undefined && { orgKey: config.orgKey }),
+    ...(config.geoipDb !== undefined && { geoipDbPath: config.geoipDb }),
+    ...(config.queryWorkers !== undefined && { queryWorkers: config.queryWorkers }),
+    fsync: config.fsync,
+  };
+}
+
+async function main(): Promise<void> {
+  const config = readConfig();
+  if (config.help) {
+    process.stdout.write(usage() + '\n');
+    return;
+  }
+  const engine = await openEngine(openOptions(config));
+  const http = await startHttp({
+    engine, host: config.host, port: config.httpPort, trustProxy: config.trustProxy, log,
+    ...(config.tlsCert && config.tlsKey
+      && { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }),
+  });
+  const kafkaIn = await startKafka(config, engine, 'in', config.kafkaInPort);
+  const kafkaOut = await startKafka(config, engine, 'out', config.kafkaOutPort);
+  const bridge = await startBridge(config, engine);
+  if (engine.created) printBanner(engine, http);
+  const ready = `http=${http.url} kafka_in=${kafkaIn.address} kafka_out=${kafkaOut.address}`;
+  process.stdout.write(`tally ready ${ready}\n`);
+
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: stopping; finishing in-flight requests`);
+    await bridge?.close();
+    await Promise.all([
+      kafkaIn.listener?.close(), kafkaOut.listener?.close(), http.close(SHUTDOWN_DRAIN_MS),
+    ]);
+    await engine.close();
+    log('stopped');
+    process.exit(0);
+  };
+  const onSignal = (signal: string) => {
+    stop(signal).catch((error: unknown) => {
+      log(`shutdown failed: ${(error as Error).stack ?? String(error)}`);
+      process.exit(1);
+    });
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`tally: ${error.message}\n\n${usage()}\n`);
+    process.exit(2);
+  }
+  log(`tally failed to start: ${(error as Error).stack ?? String(error)}`);
+  process.exit(1);
+});
