@@ -25,8 +25,18 @@ export interface EventToWrite {
   readonly event: unknown;
 }
 
-/** Result of one event of an append, in submission order. A duplicate token counts as ok. */
-export type AppendResult = { readonly ok: true } | { readonly ok: false; readonly error: ApiError };
+/**
+ * Result of one event of an append, in submission order: its log offset, or -1 when it was not
+ * stored though valid (a duplicate uniqueness token, or another event refused in an atomic append).
+ */
+export type AppendResult =
+  | { readonly ok: true; readonly offset: number }
+  | { readonly ok: false; readonly error: ApiError };
+
+export interface AppendOptions {
+  /** One refused event means none of the call's events is stored (a Kafka produce batch). */
+  readonly atomic?: boolean;
+}
 
 export interface CollectionSchema {
   readonly name: string;
@@ -93,7 +103,9 @@ export interface TallyEngine {
    * Validates, enriches and durably appends events. Resolves once every accepted event is fsynced.
    * Never rejects for bad events: each gets its own result. Rejects only on I/O failure.
    */
-  appendEvents(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]>;
+  appendEvents(
+    projectId: string, events: readonly EventToWrite[], ctx: WriteContext, options?: AppendOptions,
+  ): Promise<AppendResult[]>;
 
   listCollections(projectId: string): CollectionSchema[];
   getCollection(projectId: string, collection: string): CollectionSchema | undefined;

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type {
-  AppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
+  AppendOptions, AppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, TallyEngine, WriteContext,
 } from './api.js';
 import { createEnricher, type Enricher } from './enrich/pipeline.js';
@@ -166,12 +166,14 @@ class Engine implements TallyEngine {
 
   // Writes.
 
-  appendEvents(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]> {
+  appendEvents(
+    projectId: string, events: readonly EventToWrite[], ctx: WriteContext, options?: AppendOptions,
+  ): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new ApiError('ServiceUnavailableError', 'Tally is shutting down.'));
     if (!this.projects.get(projectId)) {
       return Promise.reject(new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`));
     }
-    return this.writes.append(projectId, events, ctx);
+    return this.writes.append(projectId, events, ctx, options?.atomic ?? false);
   }
 
   // Inspection.

@@ -20,7 +20,7 @@ export class LogReader {
   bounds(project: string, collection: string): { start: number; end: number } {
     const store = this.storeOf(project, collection);
     if (!store) return { start: 0, end: 0 };
-    let start = store.buffer.rows > 0 ? store.buffer.snapshot().seq[0] : store.nextSeq;
+    let start = store.buffer.rows > 0 ? store.buffer.firstSeq : store.nextSeq;
     for (const segment of store.segments) start = Math.min(start, segment.footer.seqMin);
     return { start, end: store.buffer.rows > 0 ? store.buffer.lastSeq + 1 : store.flushedSeq };
   }

@@ -13,7 +13,7 @@ export interface WalEvent {
   /** Collection. */
   readonly c: string;
   /** Log offset (seq). */
-  readonly s: number;
+  s: number;
   /** svc.timestamp, ms. */
   readonly t: number;
   /** svc.created_at, ms. */

@@ -28,14 +28,20 @@ interface BatchState {
   readonly leaves: Leaves;
 }
 
-/** An accepted event waiting for its WAL append; its leaves are batch.leaves[from, to). */
-interface Staged extends WalEvent {
+/** An event that passed validation; its leaves are leaves[from, to); `s` is set on commit. */
+interface Validated extends WalEvent {
   readonly store: CollectionStore;
+  readonly leaves: Leaves;
   readonly from: number;
   readonly to: number;
+  s: number;
 }
 
-const OK: AppendResult = Object.freeze({ ok: true });
+/** A committed event waiting for its WAL append. */
+type Staged = Validated;
+
+const DUPLICATE: AppendResult = Object.freeze({ ok: true, offset: -1 });
+const NOT_STORED: AppendResult = Object.freeze({ ok: true, offset: -1 });
 
 export interface WritePathDeps {
   readonly clock: () => number;
@@ -53,20 +59,32 @@ export class WritePath {
 
   constructor(private readonly deps: WritePathDeps) {}
 
-  append(project: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]> {
+  /**
+   * Appends events; each gets its own result. With `atomic`, one refused event means none is
+   * stored: the refused ones carry their errors, the others `{ ok: true, offset: -1 }`.
+   */
+  append(project: string, events: readonly EventToWrite[], ctx: WriteContext, atomic = false): Promise<AppendResult[]> {
     const now = this.deps.clock();
     const batch: BatchState = { now, nowIso: formatTimestamp(now), stores: new Map(), leaves: newLeaves() };
     const results: AppendResult[] = new Array(events.length);
     const staged: Staged[] = [];
+    const validated: (Validated | null)[] = new Array(events.length);
+    let refused = false;
     for (let i = 0; i < events.length; i++) {
       try {
-        const item = this.stage(project, events[i], ctx, batch);
-        if (item) staged.push(item);
-        results[i] = OK;
+        validated[i] = this.validate(project, events[i], ctx, batch);
       } catch (error) {
         if (!isApiError(error)) throw error;
         batch.leaves.count = batch.leaves.start; // drop the refused event's leaves
         results[i] = { ok: false, error };
+        refused = true;
+        validated[i] = null;
+      }
+      if (!atomic && validated[i]) results[i] = this.commit(validated[i]!, staged, batch.now);
+    }
+    if (atomic) {
+      for (let i = 0; i < events.length; i++) {
+        if (validated[i]) results[i] = refused ? NOT_STORED : this.commit(validated[i]!, staged, batch.now);
       }
     }
     if (staged.length === 0) return Promise.resolve(results);
@@ -90,8 +108,8 @@ export class WritePath {
     await Promise.allSettled([...this.inFlight]);
   }
 
-  /** Validates one event and reserves its log offset; null for a silently dropped duplicate. */
-  private stage(project: string, item: EventToWrite, ctx: WriteContext, batch: BatchState): Staged | null {
+  /** Checks one event and makes its stored JSON; nothing of the store changes yet. */
+  private validate(project: string, item: EventToWrite, ctx: WriteContext, batch: BatchState): Validated {
     const now = batch.now;
     batch.leaves.start = batch.leaves.count; // a refusal below rolls back to here
     let store = batch.stores.get(item.collection);
@@ -105,21 +123,35 @@ export class WritePath {
     const leaves = batch.leaves;
     flattenEvent(prepared.event, leaves);
     store.schema.check(leaves);
-    const token = prepared.uniquenessToken;
-    if (token !== null && store.tokens.has(token, now)) {
-      leaves.count = leaves.start;
-      return null;
-    }
     const raw = JSON.stringify(prepared.event);
     if (raw.length > EVENT_BYTES_MAX && Buffer.byteLength(raw) > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES) {
       throw new ApiError('InvalidEventError', `An event may be at most ${EVENT_BYTES_MAX} bytes of JSON.`);
     }
-    store.schema.observe(leaves);
-    if (token !== null) store.tokens.add(token, now, false);
     return {
-      store, from: leaves.start, to: leaves.count,
-      c: item.collection, s: store.nextSeq++, t: prepared.tsMs, a: prepared.createdAtMs, j: raw, k: token,
+      store, leaves, from: leaves.start, to: leaves.count,
+      c: item.collection, s: -1, t: prepared.tsMs, a: prepared.createdAtMs, j: raw, k: prepared.uniquenessToken,
     };
+  }
+
+  /**
+   * Makes a validated event part of its collection: schema, token, log offset. A token seen
+   * within the window drops the event silently (the result looks stored, with the offset -1).
+   */
+  private commit(event: Validated, staged: Staged[], now: number): AppendResult {
+    const store = event.store;
+    if (event.k !== null) {
+      if (store.tokens.has(event.k, now)) return DUPLICATE;
+      store.tokens.add(event.k, now, false);
+    }
+    const leaves = event.leaves;
+    leaves.start = event.from;
+    const end = leaves.count;
+    leaves.count = event.to;
+    store.schema.observe(leaves);
+    leaves.count = end;
+    event.s = store.nextSeq++;
+    staged.push(event);
+    return { ok: true, offset: event.s };
   }
 
   private applyAll(project: string, staged: readonly Staged[], leaves: Leaves): void {

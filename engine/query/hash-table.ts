@@ -171,6 +171,11 @@ export class PartitionedPairSet {
     if (++this.pending === PENDING_MAX) this.flush();
   }
 
+  /** At least the number of distinct keys so far, without flushing. */
+  get sizeBound(): number {
+    return this.stored + this.pending;
+  }
+
   /** Distinct keys so far (flushes the buffer). */
   get size(): number {
     this.flush();

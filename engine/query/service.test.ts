@@ -71,15 +71,16 @@ t.test('a query on a worker is cancelled past the timeout (504); waiters get 503
   });
   t.teardown(() => s.close());
   const filters = [{ property_name: 's', operator: 'regex', property_value: '^(a+)+$' }];
+  t.same(await s.run('p', 'count', base), { result: 1 }, 'the worker is up');
+  const started = Date.now();
   const stuck = s.run('p', 'count', { ...base, filters }).catch((error: ApiError) => error);
   const waiting = code(s.run('p', 'count', base));
   t.equal(await waiting, 'ServiceUnavailableError', '503 when a query cannot start in time');
-  const started = Date.now();
   const error = await stuck;
   t.equal((error as ApiError).error_code, 'QueryIncompleteError');
   t.equal((error as ApiError).status, 504);
   t.match((error as ApiError).message, /did not finish in 1500 ms/);
-  t.ok(Date.now() - started < 5000, 'cancelled promptly');
+  t.ok(Date.now() - started < 1500 + 3000, `cancelled promptly (${Date.now() - started} ms)`);
   t.same(await s.run('p', 'count', base), { result: 1 }, 'a fresh worker serves the next query');
 });
 

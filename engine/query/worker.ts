@@ -19,7 +19,8 @@ export type WorkerReply =
   | { readonly id: number; readonly ok: true; readonly body: Record<string, unknown> }
   | { readonly id: number; readonly ok: false; readonly code: string | null; readonly message: string };
 
-const port = parentPort!;
+const port = parentPort;
+if (port === null) throw new Error('engine/query/worker.js runs only as a worker thread');
 const { cacheBytes } = workerData as { cacheBytes: number };
 const views = new ColumnViews();
 /** Opened on the first task that reads segment files: Arrow's import is slow to load. */

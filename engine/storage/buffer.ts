@@ -100,6 +100,10 @@ export class WriteBuffer {
     return this.count;
   }
 
+  get firstSeq(): number {
+    return this.count === 0 ? -1 : this.seq[0];
+  }
+
   get lastSeq(): number {
     return this.count === 0 ? -1 : this.seq[this.count - 1];
   }

@@ -44,7 +44,9 @@ export class CountUniqueAggregator implements Aggregator {
     if (column.str !== null && column.dict !== null) this.updateStrings(column, input);
     const otherKinds = (1 << TAG_NUM) | (1 << TAG_BOOL) | (1 << TAG_LIST);
     if ((input.tagMask & otherKinds) !== 0) this.updateOthers(column, input);
-    if (this.single !== null && this.single.size > this.exactMax) this.toSketches();
+    // Flushing is what makes the partitioned set fast, so only count exactly when it may matter.
+    const single = this.single;
+    if (single !== null && single.sizeBound > this.exactMax && single.size > this.exactMax) this.toSketches();
   }
 
   private updateOthers(column: Column, input: UpdateInput): void {

@@ -20,11 +20,6 @@ export interface BrokerContext {
   readonly waiters: FetchWaiters;
   readonly log: (msg: string) => void;
   readonly now: () => number;
-  /**
-   * Per project/collection, the end offset after the appends this listener has started: the
-   * engine assigns offsets only once an append is staged, so pipelined produces read it here.
-   */
-  readonly reservedEnd: Map<string, number>;
   readonly sequences: ProducerSequences;
   /** Next id for InitProducerId. */
   nextProducerId: number;

@@ -11,7 +11,7 @@ import { Group, type Member, type MemberProtocol } from './group.js';
 import {
   GROUP_INITIAL_REBALANCE_DELAY_MS, GROUP_MEMBERS_MAX, GROUP_SESSION_TIMEOUT_MS_MAX,
   GROUP_SESSION_TIMEOUT_MS_MIN,
-} from './limits.js';
+} from '../../../engine/limits.js';
 
 export interface JoinRequest {
   readonly projectId: string;

@@ -43,7 +43,6 @@ export async function startKafkaListener(opts: KafkaListenerOptions): Promise<Ka
     waiters: new FetchWaiters(),
     log,
     now: Date.now,
-    reservedEnd: new Map(),
     sequences: new ProducerSequences(),
     nextProducerId: Date.now() % 2 ** 31,
   };

@@ -4,7 +4,7 @@
  * with its original base offset and not stored again. Anything else is accepted: after a restart
  * the cache is empty, and refusing unknown sequences (error 45) would be fatal to librdkafka.
  */
-import { PRODUCER_BATCHES_KEPT, PRODUCERS_TRACKED_MAX } from './limits.js';
+import { PRODUCER_BATCHES_KEPT, PRODUCERS_TRACKED_MAX } from '../../../engine/limits.js';
 
 interface SeenBatch { baseSequence: number; count: number; baseOffset: number }
 

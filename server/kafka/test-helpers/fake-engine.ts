@@ -48,7 +48,7 @@ export function fakeEngine(): TallyEngine {
         const svc = { id, created_at: new Date(createdAtMs).toISOString() };
         log.push({ offset: log.length, id, createdAtMs, json: JSON.stringify({ ...ev, svc }) });
         touched.add(e.collection);
-        return { ok: true };
+        return { ok: true, offset: log.length - 1 };
       });
       for (const c of touched) for (const l of listeners) l(projectId, c);
       return results;

@@ -189,6 +189,21 @@ t.test('an invalid JSON record rejects its whole batch and stores nothing', asyn
   t.equal(broker.te.engine.logBounds(broker.te.project.id, 'bad').end, 0, 'nothing stored');
 });
 
+t.test('a record the engine refuses rejects its whole batch and stores nothing', async (t) => {
+  const broker = await startTestBroker();
+  t.teardown(() => broker.stop());
+  const producer = broker.kafka('in').producer({ retry: { retries: 0 } });
+  await producer.connect();
+  const messages = [{ value: '{"ok":1}' }, { value: '{"bad.name":1}' }, { value: '{"ok":2}' }];
+  const error = await producer.send({ topic: 'refused', messages }).catch((e) => e);
+  t.match(String(error), /INVALID_RECORD|invalid record|record/i, `error: ${error}`);
+  t.equal(broker.te.engine.logBounds(broker.te.project.id, 'refused').end, 0, 'nothing stored');
+  t.notOk(broker.te.engine.getCollection(broker.te.project.id, 'refused')?.properties.ok, 'no schema trace');
+  const [meta] = await producer.send({ topic: 'refused', messages: [{ value: '{"ok":3}' }, { value: '{"ok":4}' }] });
+  t.equal(Number(meta.baseOffset), 0, 'the next batch starts the log at offset 0');
+  await producer.disconnect();
+});
+
 t.test('committed offsets survive a restart', async (t) => {
   let broker = await startTestBroker();
   await produce(broker, 'resume', events(4, 'first'));

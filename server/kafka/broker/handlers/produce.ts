@@ -5,14 +5,13 @@
  * Good partitions go to engine.appendEvents in one call; the answer waits for it (durable).
  */
 import { ApiError, isApiError } from '../../../../engine/errors.js';
-import { BATCH_EVENTS_MAX } from '../../../../engine/limits.js';
 import type { EventToWrite } from '../../../../engine/index.js';
 import { DecompressError, UnsupportedCompressionError } from '../../protocol/compression.js';
 import { KafkaError, kafkaErrorFor } from '../../protocol/errors.js';
 import { KafkaDecodeError } from '../../protocol/reader.js';
 import { CorruptBatchError, decodeRecordBatch, splitBatches } from '../../protocol/record-batch.js';
 import type { BrokerContext, Session } from '../context.js';
-import { BATCH_RECORDS_BYTES_MAX } from '../limits.js';
+import { BATCH_RECORDS_BYTES_MAX } from '../../../../engine/limits.js';
 import { topicNameError } from './metadata.js';
 import type { Handler } from './handler.js';
 
@@ -142,51 +141,45 @@ function parseValue(value: Buffer | null): object | string {
 }
 
 /**
- * Appends the accepted partitions in one engine call per BATCH_EVENTS_MAX events. A base offset is
- * the collection's end offset when first seen, then counted forward by this listener's appends.
- * It drifts when HTTP writes interleave or events are refused: appendEvents returns no offsets.
+ * Appends each accepted partition's records in one atomic engine call: a record the engine
+ * refuses fails its whole batch (87 INVALID_RECORD with record_errors) and nothing of it is stored.
+ * The calls of one request run together so their fsyncs share a group commit. A partition's base
+ * offset is the log offset the engine gave its first record.
  */
 async function appendAccepted(
   ctx: BrokerContext, session: Session, accepted: Accepted[],
 ): Promise<void> {
   const projectId = session.projectId!;
-  const all: EventToWrite[] = [];
-  const owners: { result: PartitionResult; first: number }[] = [];
-  for (const item of accepted) {
-    const key = `${projectId}\u0000${item.topic}`;
-    // logBounds copies the engine's write buffer, so it is read once per collection and listener.
-    const end = ctx.reservedEnd.get(key) ?? logEnd(ctx, projectId, item.topic);
-    item.result.base_offset = end;
-    ctx.reservedEnd.set(key, end + item.events.length);
-    owners.push({ result: item.result, first: all.length });
-    for (const event of item.events) all.push(event);
-  }
   const ctxWrite = { ip: session.remoteAddress, userAgent: session.clientId ?? '' };
-  for (let from = 0; from < all.length; from += BATCH_EVENTS_MAX) {
-    const slice = all.slice(from, from + BATCH_EVENTS_MAX);
-    let results;
-    try {
-      results = await ctx.engine.appendEvents(projectId, slice, ctxWrite);
-    } catch (error) {
-      failOwners(owners, from, slice.length, error, ctx);
-      continue;
-    }
-    results.forEach((r, i) => {
-      if (r.ok) return;
-      const owner = ownerOf(owners, from + i);
-      owner.result.error_code = kafkaErrorFor(r.error);
-      owner.result.record_errors.push({
-        batch_index: from + i - owner.first, batch_index_error_message: r.error.message,
-      });
-      owner.result.error_message = r.error.message;
-    });
-  }
+  await Promise.all(accepted.map((item) => appendPartition(ctx, projectId, ctxWrite, item)));
   for (const item of accepted) {
     if (item.result.error_code !== KafkaError.NONE) continue;
     const { producerId, epoch, baseSequence } = item.producer;
     ctx.sequences.record(projectId, item.topic, producerId, epoch, baseSequence,
       item.events.length, item.result.base_offset);
   }
+}
+
+async function appendPartition(
+  ctx: BrokerContext, projectId: string, ctxWrite: { ip: string; userAgent: string }, item: Accepted,
+): Promise<void> {
+  const owner = [{ result: item.result, first: 0 }];
+  let results;
+  try {
+    results = await ctx.engine.appendEvents(projectId, item.events, ctxWrite, { atomic: true });
+  } catch (error) {
+    failOwners(owner, 0, item.events.length, error, ctx);
+    return;
+  }
+  results.forEach((r, i) => {
+    if (r.ok) return;
+    item.result.error_code = kafkaErrorFor(r.error);
+    item.result.record_errors.push({ batch_index: i, batch_index_error_message: r.error.message });
+    item.result.error_message = r.error.message;
+  });
+  if (item.result.error_code !== KafkaError.NONE) return;
+  const stored = results.find((r) => r.ok && r.offset >= 0);
+  item.result.base_offset = stored?.ok ? stored.offset : logEnd(ctx, projectId, item.topic);
 }
 
 function failOwners(
