@@ -120,7 +120,14 @@ async function main(): Promise<void> {
     const batched = await runPhase(port, batchConnections, seconds, batches, 200);
     report(`batched (${batchConnections} connections)`, batched, BATCH_EVENTS, `≥ ${GOAL_BATCH_EVENTS_PER_S.toLocaleString('en')} events/s`, GOAL_BATCH_EVENTS_PER_S);
 
-    const singles = Array.from({ length: 256 }, (_, i) => request(host, `${base}/bench_single`, server.keys.write, JSON.stringify(event(i))));
+    // The HTTP layer alone: same requests with a wrong key are answered 401 before any engine write.
+    const rejected = Array.from({ length: 16 }, (_, i) =>
+      request(host, `${base}/bench_single`, 'f'.repeat(64), JSON.stringify(event(i))));
+    const httpOnly = await runPhase(port, concurrency, Math.min(seconds, 5), rejected, 401);
+    report('http layer only (401, no write)', httpOnly, 1, 'none; the ceiling of this client and machine', 0);
+
+    const singles = Array.from({ length: 256 }, (_, i) =>
+      request(host, `${base}/bench_single`, server.keys.write, JSON.stringify(event(i))));
     const single = await runPhase(port, concurrency, seconds, singles, 201);
     report(`single (concurrency ${concurrency})`, single, 1, `≥ ${GOAL_SINGLE_REQUESTS_PER_S.toLocaleString('en')} requests/s`, GOAL_SINGLE_REQUESTS_PER_S);
 

@@ -31,6 +31,9 @@ interface Head {
   readonly peer: string;
 }
 
+/** IP text is ASCII; a shared decoder is stateless and cheaper than Buffer.from().toString(). */
+const LATIN1 = new TextDecoder('latin1');
+
 function readHead(res: HttpResponse, req: HttpRequest, trustProxy: boolean): Head {
   const length = req.getHeader('content-length');
   const parsedLength = /^\d+$/.test(length) ? Number(length) : null;
@@ -44,7 +47,7 @@ function readHead(res: HttpResponse, req: HttpRequest, trustProxy: boolean): Hea
     forwardedFor: trustProxy ? req.getHeader('x-forwarded-for') : '',
     contentLength: parsedLength,
     requestHeaders: req.getHeader('access-control-request-headers'),
-    peer: Buffer.from(res.getRemoteAddressAsText()).toString(),
+    peer: LATIN1.decode(res.getRemoteAddressAsText()),
   };
 }
 
@@ -120,6 +123,14 @@ export function createDispatcher(
     const answer = (reply: Reply): void => {
       if (aborted || answered) return;
       answered = true;
+      try {
+        write(reply);
+      } catch (error) {
+        // The socket went away between our check and the write; there is no one left to answer.
+        deps.log(`cannot write a response: ${(error as Error).message}`);
+      }
+    };
+    const write = (reply: Reply): void => {
       // An early 413 keeps the connection: uWS discards the rest of the body itself (the reader has
       // stopped copying), and closing while the client still uploads would reset the connection
       // before it reads our answer.
@@ -138,12 +149,11 @@ export function createDispatcher(
         body = readBody(res, head.contentLength, spec.bodyBytesMax ?? 0);
       }
       state.inFlight++;
-      void serve(head, params, handler, body, deps)
-        .then(answer)
-        .finally(() => {
-          state.inFlight--;
-          if (state.inFlight === 0) state.onIdle();
-        });
+      void serve(head, params, handler, body, deps).then((reply) => {
+        answer(reply);
+        state.inFlight--;
+        if (state.inFlight === 0) state.onIdle();
+      });
     } catch (error) {
       answer(errorReply(error, deps.log));
     }

@@ -84,6 +84,11 @@ t.test('beacon: redirect (protocol added when missing) and the image response', 
   t.equal(bare.headers.get('location'), 'http://example.com/landing');
   const full = await api.get(`${p()}/events/beacon?api_key=${server.keys.write}&data=${data}&redirect=${encodeURIComponent('https://example.org/x?y=1')}`);
   t.equal(full.headers.get('location'), 'https://example.org/x?y=1');
+  for (const hostile of ['javascript:alert(1)', 'example.com/%0d%0aSet-Cookie:%20x=1', 'http://[bad']) {
+    const refused = await api.get(`${p()}/events/refused?api_key=${server.keys.write}&data=${data}&redirect=${encodeURIComponent(hostile)}`);
+    t.ok(refused.status === 400 || !/[\r\n]/.test(refused.headers.get('location') ?? ''), hostile);
+    t.equal(refused.headers.get('set-cookie'), null, `${hostile}: no injected header`);
+  }
   const image = await fetch(`${server.url}${p()}/events/beacon?api_key=${server.keys.write}&data=${data}`, {
     headers: { Accept: 'image/avif,image/webp,image/apng,image/*,*/*;q=0.8' },
   });

@@ -121,9 +121,11 @@ t.test('--help lists the flags and exits 0; a bad flag exits 2', async (t) => {
     '--tls-cert', '--tls-key', '--kafka-tls-cert', '--kafka-tls-key', '--kafka-bridge', '--trust-proxy']) {
     t.match(help, name);
   }
-  const failed = await promisify(execFile)(process.execPath, [MAIN_JS, '--bogus'], { env: { ...process.env, NODE_OPTIONS: '' } })
-    .then(() => 0, (error: { code?: number }) => error.code);
-  t.equal(failed, 2);
+  const env = { ...process.env, NODE_OPTIONS: '' };
+  const failed = await promisify(execFile)(process.execPath, [MAIN_JS, '--bogus'], { env })
+    .then(() => ({ code: 0, stderr: '' }), (error: { code?: number; stderr?: string }) => error);
+  t.equal(failed.code, 2, String(failed.stderr).slice(0, 300));
+  t.match(String(failed.stderr), /unknown flag --bogus/);
 });
 
 t.test('HTTPS with --tls-cert and --tls-key', async (t) => {

@@ -7,7 +7,7 @@ import { ApiError, limits, type AppendResult, type EventToWrite } from '../../..
 import { requireProjectKey } from '../auth.js';
 import { parseBase64Json, parseJsonBody, prefersImage } from '../parse.js';
 import { json } from '../respond.js';
-import type { Ctx, Handler, Reply } from '../types.js';
+import type { Ctx, Handler } from '../types.js';
 import { getCollection } from './inspect.js';
 
 /** The smallest transparent GIF: 1x1, one colour. */
@@ -31,9 +31,19 @@ export const recordEvent: Handler = async (ctx, deps) => {
   return json(201, { created: true });
 };
 
-/** `redirect` gets `http://` when it names no protocol (seed). */
+/**
+ * `redirect` gets `http://` when it names no protocol (seed). Parsing it as a URL normalizes it
+ * (no raw control characters reach the Location header); what does not parse is refused.
+ */
 function redirectTarget(raw: string): string {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`;
+  const withProtocol = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`;
+  try {
+    const url = new URL(withProtocol);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return url.href;
+  } catch {
+    // not a URL: refused below
+  }
+  throw new ApiError('InvalidQueryError', 'The redirect parameter is not an http(s) URL.');
 }
 
 /** GET .../events/<c>: with `data` a beacon write (Write Key), without it schema inspection. */
@@ -41,11 +51,10 @@ export const recordBeaconOrInspect: Handler = async (ctx, deps) => {
   const data = ctx.query.get('data');
   if (data === null) return getCollection(ctx, deps);
   requireProjectKey(deps.engine, ctx.params['project']!, ctx.key, ['write']);
-  await appendOne(ctx, deps, parseBase64Json(data));
   const redirect = ctx.query.get('redirect');
-  if (redirect !== null && redirect !== '') {
-    return { status: 302, headers: [['Location', redirectTarget(redirect)]] };
-  }
+  const location = redirect !== null && redirect !== '' ? redirectTarget(redirect) : null;
+  await appendOne(ctx, deps, parseBase64Json(data));
+  if (location !== null) return { status: 302, headers: [['Location', location]] };
   if (prefersImage(ctx.accept)) {
     const headers = [['Cache-Control', 'no-store']] as const;
     return { status: 200, body: PIXEL_GIF, contentType: 'image/gif', headers };
@@ -100,5 +109,3 @@ export const recordBatch: Handler = async (ctx, deps) => {
   }
   return json(200, body);
 };
-
-export type { Reply };
