@@ -39,7 +39,11 @@ export type Selection = (src: Int32Array, dst: Int32Array, n: number) => number;
 export function compileFilters(
   filters: readonly FilterNode[], chunk: ColumnChunk, views: ColumnViews, scratch: Scratch,
 ): Selection {
-  const steps = filters.map((node) => compileNode(node, chunk, views, scratch));
+  const { ranges, rest } = splitRanges(filters);
+  const steps = [
+    ...ranges.map((range) => compileRange(range, chunk, views)),
+    ...rest.map((node) => compileNode(node, chunk, views, scratch)),
+  ];
   return (src, dst, n) => {
     if (steps.length === 0) {
       if (src !== dst) dst.set(src.subarray(0, n));
@@ -49,6 +53,54 @@ export function compileFilters(
     for (let s = 1; s < steps.length && n > 0; s++) n = steps[s](dst, dst, n);
     return n;
   };
+}
+
+/** Numeric bounds on one path from several ANDed lt/lte/gt/gte filters, checked in one pass. */
+interface RangeBounds {
+  path: string;
+  lo: number;
+  hi: number;
+  loOpen: boolean;
+  hiOpen: boolean;
+}
+
+/** Merges top-level numeric comparisons on the same path (price >= 10 AND price < 50). */
+function splitRanges(filters: readonly FilterNode[]): { ranges: RangeBounds[]; rest: FilterNode[] } {
+  const byPath = new Map<string, RangeBounds>();
+  const rest: FilterNode[] = [];
+  for (const node of filters) {
+    if (node.kind !== 'compare' || typeof node.value !== 'number' ||
+      node.operator === 'eq' || node.operator === 'ne') {
+      rest.push(node);
+      continue;
+    }
+    let range = byPath.get(node.path);
+    if (!range) {
+      range = { path: node.path, lo: -Infinity, hi: Infinity, loOpen: false, hiOpen: false };
+      byPath.set(node.path, range);
+    }
+    const v = node.value;
+    if (node.operator === 'gt' || node.operator === 'gte') {
+      const open = node.operator === 'gt';
+      if (v > range.lo || (v === range.lo && open)) [range.lo, range.loOpen] = [v, open];
+    } else {
+      const open = node.operator === 'lt';
+      if (v < range.hi || (v === range.hi && open)) [range.hi, range.hiOpen] = [v, open];
+    }
+  }
+  return { ranges: [...byPath.values()], rest };
+}
+
+function compileRange(range: RangeBounds, chunk: ColumnChunk, views: ColumnViews): Selection {
+  const column = views.column(chunk, range.path);
+  const m = emptyMatcher(false);
+  m.numMode = 1;
+  m.lo = range.lo;
+  m.hi = range.hi;
+  m.loOpen = range.loOpen;
+  m.hiOpen = range.hiOpen;
+  const mask = column === undefined ? 1 << TAG_MISSING : views.tagMask(column);
+  return (src, dst, n) => applyMatcher(column, mask, m, src, dst, n);
 }
 
 /** Reusable buffers for `or` evaluation, sized to the largest chunk seen. */
@@ -211,7 +263,8 @@ function applyMatcher(
     (!has(TAG_MISSING) || !m.missingMatch) && (!has(TAG_LIST) || m.listTest === null) &&
     (!has(TAG_BOOL) || (m.boolMatch[0] === 0 && m.boolMatch[1] === 0));
   if (quiet && (!has(TAG_NUM) || m.numMode === 0)) {
-    return m.strMatch === null || !has(TAG_STR) ? 0 : applyStrings(column, m.strMatch, src, dst, n);
+    if (m.strMatch === null || !has(TAG_STR)) return 0;
+    return applyStrings(column, m.strMatch, mask === 1 << TAG_STR, src, dst, n);
   }
   if (quiet && m.numMode === 1 && (!has(TAG_STR) || m.strMatch === null)) {
     return applyRange(column.tags, column.num!, m, mask === 1 << TAG_NUM, src, dst, n);
@@ -224,11 +277,22 @@ function copyAll(src: Int32Array, dst: Int32Array, n: number): number {
   return n;
 }
 
-function applyStrings(column: Column, match: Uint8Array, src: Int32Array, dst: Int32Array, n: number): number {
+/** Dictionary-code lookup; `allStrings` when every row of the column is a string (no tag test). */
+function applyStrings(
+  column: Column, match: Uint8Array, allStrings: boolean, src: Int32Array, dst: Int32Array, n: number,
+): number {
   const tags = column.tags;
   const str = column.str;
   if (str === null) return 0;
   let w = 0;
+  if (allStrings) {
+    for (let k = 0; k < n; k++) {
+      const i = src[k];
+      dst[w] = i;
+      w += match[str[i]];
+    }
+    return w;
+  }
   // Branch-free: write every candidate, advance only past the matches.
   for (let k = 0; k < n; k++) {
     const i = src[k];

@@ -171,9 +171,9 @@ export class PartitionedPairSet {
     if (++this.pending === PENDING_MAX) this.flush();
   }
 
-  /** At least the number of distinct keys so far, without flushing. */
-  get sizeBound(): number {
-    return this.stored + this.pending;
+  /** Distinct keys as of the last flush (a lower bound), without flushing. */
+  get storedSize(): number {
+    return this.stored;
   }
 
   /** Distinct keys so far (flushes the buffer). */

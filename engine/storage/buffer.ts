@@ -176,6 +176,13 @@ export class WriteBuffer {
     return next;
   }
 
+  /** A copy of the buffered rows that no one else holds (a flush moves it to another thread). */
+  detachedSnapshot(): ColumnChunk {
+    const chunk = this.snapshot();
+    this.cached = null;
+    return chunk;
+  }
+
   /** A copy of the buffered rows as a chunk; reused until the next append. */
   snapshot(): ColumnChunk {
     if (this.cached) return this.cached;

@@ -86,7 +86,7 @@ export class CollectionStore {
   planFlush(): FlushPlan | null {
     const buffer = this.buffer;
     if (buffer.rows === 0) return null;
-    const chunk = buffer.snapshot();
+    const chunk = buffer.detachedSnapshot();
     const parts: FlushPart[] = [];
     for (const [day, indices] of rowsByPartition(chunk)) {
       const part = indices.length === chunk.rows ? chunk : gatherChunk(chunk, indices);

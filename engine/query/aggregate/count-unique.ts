@@ -44,9 +44,9 @@ export class CountUniqueAggregator implements Aggregator {
     if (column.str !== null && column.dict !== null) this.updateStrings(column, input);
     const otherKinds = (1 << TAG_NUM) | (1 << TAG_BOOL) | (1 << TAG_LIST);
     if ((input.tagMask & otherKinds) !== 0) this.updateOthers(column, input);
-    // Flushing is what makes the partitioned set fast, so only count exactly when it may matter.
-    const single = this.single;
-    if (single !== null && single.sizeBound > this.exactMax && single.size > this.exactMax) this.toSketches();
+    // Flushing in big batches is what makes the partitioned set fast: check the limit as of the
+    // last flush here (the buffer bounds the overshoot), and exactly in check().
+    if (this.single !== null && this.single.storedSize > this.exactMax) this.toSketches();
   }
 
   private updateOthers(column: Column, input: UpdateInput): void {
@@ -183,5 +183,7 @@ export class CountUniqueAggregator implements Aggregator {
     return cell < this.counts.length ? this.counts[cell] : 0;
   }
 
-  check(): void {}
+  check(): void {
+    if (this.single !== null && this.single.size > this.exactMax) this.toSketches();
+  }
 }
