@@ -48,8 +48,10 @@ export function prepareEvent(
   const svc: JsonObject = svcValue ?? {};
   for (const key in value) {
     if (key === 'svc') continue;
-    checkName(key, key);
-    value[key] = checkValue(value[key], key, 1, ctx);
+    checkName(key, '');
+    const before = value[key];
+    const after = checkValue(before, '', key, 1, ctx);
+    if (after !== before) value[key] = after;
   }
   if (svc.addons !== undefined) svc.addons = replacePlaceholdersDeep(svc.addons, ctx);
   value.svc = svc;
@@ -100,56 +102,68 @@ function checkLocation(location: unknown): JsonObject {
   return location as JsonObject;
 }
 
-function checkName(name: string, path: string): void {
+/** `parent` is the path of the object holding the name ('' at the top), for messages. */
+function checkName(name: string, parent: string): void {
   if (name.length === 0) {
-    throw new ApiError('InvalidPropertyNameError', `Property names must not be empty (at "${path}").`);
+    throw new ApiError('InvalidPropertyNameError', `Property names must not be empty (in "${parent}").`);
   }
   if (name.length > PROPERTY_NAME_CHARS_MAX) {
     throw new ApiError('InvalidPropertyNameError',
       `Property names must be fewer than 256 characters; "${name.slice(0, 40)}..." has ${name.length}.`);
   }
   if (name.includes('.')) {
-    throw new ApiError('InvalidPropertyNameError', `Property names must not contain ".": "${path}".`);
+    throw new ApiError('InvalidPropertyNameError', `Property names must not contain ".": "${join(parent, name)}".`);
   }
 }
 
-function checkValue(value: unknown, path: string, depth: number, ctx: Placeholders): unknown {
+/**
+ * Checks one value; `parent` is the dotted path of the object holding it and `key` its name (''
+ * for a list item). Path strings are built only for errors and nested objects: no per-leaf garbage.
+ * Returns the value to store (a placeholder replaced).
+ */
+function checkValue(value: unknown, parent: string, key: string, depth: number, ctx: Placeholders): unknown {
   switch (typeof value) {
-    case 'string': return checkString(value, path, ctx);
-    case 'number': return checkNumber(value, path);
+    case 'string': return checkString(value, parent, key, ctx);
+    case 'number': return checkNumber(value, parent, key);
     case 'boolean': return value;
     case 'object': break;
     default:
-      throw new ApiError('InvalidPropertyValueError', `Unsupported value at "${path}".`);
+      throw new ApiError('InvalidPropertyValueError', `Unsupported value at "${join(parent, key)}".`);
   }
   if (value === null) return null;
+  const path = join(parent, key);
   if (depth >= EVENT_DEPTH_MAX) {
     throw new ApiError('InvalidEventError', `Events may nest at most ${EVENT_DEPTH_MAX} levels ("${path}").`);
   }
   if (Array.isArray(value)) return checkList(value, path, ctx);
   const object = value as JsonObject;
-  for (const key in object) {
-    const child = `${path}.${key}`;
-    checkName(key, child);
-    object[key] = checkValue(object[key], child, depth + 1, ctx);
+  for (const child in object) {
+    checkName(child, path);
+    const before = object[child];
+    const after = checkValue(before, path, child, depth + 1, ctx);
+    if (after !== before) object[child] = after;
   }
   return object;
 }
 
-function checkString(value: string, path: string, ctx: Placeholders): string {
+function join(parent: string, key: string): string {
+  return parent === '' ? key : key === '' ? parent : `${parent}.${key}`;
+}
+
+function checkString(value: string, parent: string, key: string, ctx: Placeholders): string {
   if (value === IP_PLACEHOLDER) return ctx.ip;
   if (value === UA_PLACEHOLDER) return ctx.userAgent;
   if (value.length > STRING_VALUE_CHARS_MAX) {
     throw new ApiError('InvalidPropertyValueError',
-      `String values must be fewer than 10,000 characters; "${path}" has ${value.length}.`);
+      `String values must be fewer than 10,000 characters; "${join(parent, key)}" has ${value.length}.`);
   }
   return value;
 }
 
-function checkNumber(value: number, path: string): number {
+function checkNumber(value: number, parent: string, key: string): number {
   if (!Number.isFinite(value) || value < NUMBER_MIN || value > NUMBER_MAX) {
     throw new ApiError('InvalidPropertyValueError',
-      `Numbers must lie between -2^63 and 2^63 - 1; "${path}" is ${value}.`);
+      `Numbers must lie between -2^63 and 2^63 - 1; "${join(parent, key)}" is ${value}.`);
   }
   return value;
 }
@@ -172,7 +186,8 @@ function checkList(list: unknown[], path: string, ctx: Placeholders): unknown[] 
       throw new ApiError('InvalidPropertyValueError', `Lists must hold values of one type ("${path}").`);
     }
     kind = itemKind;
-    list[i] = checkValue(item, `${path}[${i}]`, 0, ctx);
+    const after = checkValue(item, path, '', 0, ctx);
+    if (after !== item) list[i] = after;
   }
   return list;
 }
