@@ -30,12 +30,29 @@ export interface WalPayload {
   readonly e: readonly WalEvent[];
 }
 
-export function encodeWalPayload(payload: WalPayload): Uint8Array {
-  let text = payload.p + '\n';
-  for (const e of payload.e) {
-    text += `${e.c}\t${e.s}\t${e.t}\t${e.a}\t${e.k === null ? 'null' : JSON.stringify(e.k)}\t${e.j}\n`;
-  }
-  return Buffer.from(text, 'utf8');
+/**
+ * Encodes the payload into one buffer. When `rawRanges` is given, it receives each event's JSON
+ * byte range [start, end) in the result, so the write buffer can copy those bytes instead of
+ * encoding the same text to UTF-8 a second time.
+ */
+export function encodeWalPayload(payload: WalPayload, rawRanges?: Int32Array): Buffer {
+  let chars = payload.p.length + 1;
+  for (const e of payload.e) chars += e.c.length + e.j.length + (e.k === null ? 4 : e.k.length * 6 + 2) + 80;
+  const out = Buffer.allocUnsafe(chars * 3); // UTF-8 needs at most 3 bytes per UTF-16 unit
+  let at = out.write(payload.p, 0, 'utf8');
+  out[at++] = 0x0a;
+  payload.e.forEach((e, i) => {
+    const token = e.k === null ? 'null' : JSON.stringify(e.k);
+    at += out.write(`${e.c}\t${e.s}\t${e.t}\t${e.a}\t${token}\t`, at, 'utf8');
+    const start = at;
+    at += out.write(e.j, at, 'utf8');
+    if (rawRanges) {
+      rawRanges[2 * i] = start;
+      rawRanges[2 * i + 1] = at;
+    }
+    out[at++] = 0x0a;
+  });
+  return out.subarray(0, at);
 }
 
 export function decodeWalPayload(bytes: Uint8Array): WalPayload {

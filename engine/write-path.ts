@@ -10,7 +10,7 @@ import { ApiError, isApiError } from './errors.js';
 import { IdSource } from './ids.js';
 import { BUFFER_ROWS_MAX, EVENT_BYTES_MAX } from './limits.js';
 import { validateCollectionName } from './schema/collection-name.js';
-import { flattenEvent, newLeaves, type Leaves } from './schema/flatten.js';
+import { PathJoiner, flattenEvent, newLeaves, type Leaves } from './schema/flatten.js';
 import { prepareEvent } from './schema/prepare.js';
 import { formatTimestamp } from './schema/timestamp.js';
 import type { CollectionStore } from './storage/collection.js';
@@ -55,6 +55,7 @@ export interface WritePathDeps {
 
 export class WritePath {
   private readonly ids = new IdSource();
+  private readonly paths = new PathJoiner();
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly deps: WritePathDeps) {}
@@ -88,9 +89,10 @@ export class WritePath {
       }
     }
     if (staged.length === 0) return Promise.resolve(results);
-    const payload = encodeWalPayload({ p: project, e: staged });
+    const rawRanges = new Int32Array(staged.length * 2);
+    const payload = encodeWalPayload({ p: project, e: staged }, rawRanges);
     const done = this.deps.wal.append(payload).then(() => {
-      this.applyAll(project, staged, batch.leaves);
+      this.applyAll(project, staged, batch.leaves, payload, rawRanges);
       return results;
     });
     this.inFlight.add(done);
@@ -121,7 +123,7 @@ export class WritePath {
     const prepared = prepareEvent(item.event, now, this.ids.take(), ctx, batch.nowIso);
     if (prepared.hasAddons) this.deps.enricher.apply(prepared.event, now);
     const leaves = batch.leaves;
-    flattenEvent(prepared.event, leaves);
+    flattenEvent(prepared.event, leaves, this.paths);
     store.schema.check(leaves);
     const raw = JSON.stringify(prepared.event);
     if (raw.length > EVENT_BYTES_MAX && Buffer.byteLength(raw) > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES) {
@@ -154,11 +156,16 @@ export class WritePath {
     return { ok: true, offset: event.s };
   }
 
-  private applyAll(project: string, staged: readonly Staged[], leaves: Leaves): void {
+  /** Adds durable events to their buffers, copying their JSON bytes out of the WAL payload. */
+  private applyAll(
+    project: string, staged: readonly Staged[], leaves: Leaves, payload: Uint8Array, rawRanges: Int32Array,
+  ): void {
     const touched = new Set<CollectionStore>();
-    for (const event of staged) {
+    for (let i = 0; i < staged.length; i++) {
+      const event = staged[i];
       const store = event.store;
-      store.apply(event.s, event.t, event.a, event.j, leaves, event.from, event.to);
+      const raw = payload.subarray(rawRanges[2 * i], rawRanges[2 * i + 1]);
+      store.apply(event.s, event.t, event.a, raw, leaves, event.from, event.to);
       if (event.k !== null) store.tokens.add(event.k, event.a, true);
       touched.add(store);
     }

@@ -22,25 +22,60 @@ export function newLeaves(): Leaves {
   return { paths: [], values: [], start: 0, count: 0 };
 }
 
+/** Distinct joined paths kept; past it the cache starts over (junk paths of refused events). */
+const JOINED_PATHS_MAX = 100_000;
+
+/**
+ * Joins parent paths and keys once per distinct pair, so flattening the millionth event with
+ * `user.id` allocates no string. Owned by the write path; not shared across threads.
+ */
+export class PathJoiner {
+  private readonly byParent = new Map<string, Map<string, string>>();
+  private size = 0;
+
+  join(parent: string, key: string): string {
+    let children = this.byParent.get(parent);
+    if (children === undefined) {
+      if (this.size >= JOINED_PATHS_MAX) this.clear();
+      children = new Map();
+      this.byParent.set(parent, children);
+    }
+    let joined = children.get(key);
+    if (joined === undefined) {
+      joined = `${parent}.${key}`;
+      children.set(key, joined);
+      this.size++;
+    }
+    return joined;
+  }
+
+  private clear(): void {
+    this.byParent.clear();
+    this.size = 0;
+  }
+}
+
+const UNCACHED: Pick<PathJoiner, 'join'> = { join: (parent, key) => `${parent}.${key}` };
+
 /** Appends the leaves of `event` after the existing ones and marks them as the current event's. */
-export function flattenEvent(event: JsonObject, out: Leaves): void {
+export function flattenEvent(event: JsonObject, out: Leaves, paths: Pick<PathJoiner, 'join'> = UNCACHED): void {
   out.start = out.count;
   for (const key in event) {
     const value = event[key];
     if (key === 'svc' && isPlainObject(value)) {
       for (const svcKey in value) {
         if (SKIPPED_SVC.has(svcKey)) continue;
-        visit(value[svcKey], `svc.${svcKey}`, out);
+        visit(value[svcKey], paths.join('svc', svcKey), out, paths);
       }
       continue;
     }
-    visit(value, key, out);
+    visit(value, key, out, paths);
   }
 }
 
-function visit(value: unknown, path: string, out: Leaves): void {
+function visit(value: unknown, path: string, out: Leaves, paths: Pick<PathJoiner, 'join'>): void {
   if (isPlainObject(value)) {
-    for (const key in value) visit(value[key], `${path}.${key}`, out);
+    for (const key in value) visit(value[key], paths.join(path, key), out, paths);
     return;
   }
   out.paths[out.count] = path;

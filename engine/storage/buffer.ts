@@ -109,7 +109,9 @@ export class WriteBuffer {
   }
 
   /** Appends one row whose leaves are leaves[from, to). */
-  append(tsMs: number, createdAtMs: number, seq: number, rawJson: string, leaves: Leaves, from: number, to: number): void {
+  append(
+    tsMs: number, createdAtMs: number, seq: number, rawJson: string | Uint8Array, leaves: Leaves, from: number, to: number,
+  ): void {
     assert(this.count === 0 || seq > this.seq[this.count - 1], 'buffer rows arrive in log order');
     if (this.count === this.capacity) this.grow(this.capacity * 2);
     const row = this.count;
@@ -132,15 +134,22 @@ export class WriteBuffer {
     this.cached = null;
   }
 
-  private appendRaw(row: number, rawJson: string): void {
+  /** Appends a row's JSON, as text or as its UTF-8 bytes. */
+  private appendRaw(row: number, rawJson: string | Uint8Array): void {
     const start = this.rawOffsets[row];
-    const needed = start + rawJson.length * 3; // UTF-8 needs at most 3 bytes per UTF-16 unit
+    const bytes = typeof rawJson === 'string' ? rawJson.length * 3 : rawJson.length; // ≤ 3 bytes per UTF-16 unit
+    const needed = start + bytes;
     if (needed > this.rawBytes.length) {
       const next = Buffer.allocUnsafe(Math.max(needed, this.rawBytes.length * 2));
       this.rawBytes.copy(next, 0, 0, start);
       this.rawBytes = next;
     }
-    this.rawOffsets[row + 1] = start + this.rawBytes.write(rawJson, start, 'utf8');
+    if (typeof rawJson === 'string') {
+      this.rawOffsets[row + 1] = start + this.rawBytes.write(rawJson, start, 'utf8');
+    } else {
+      this.rawBytes.set(rawJson, start);
+      this.rawOffsets[row + 1] = start + rawJson.length;
+    }
   }
 
   private grow(capacity: number): void {

@@ -67,7 +67,9 @@ export class CollectionStore {
   }
 
   /** Adds an acknowledged (or replayed) row to the buffer. */
-  apply(seq: number, tsMs: number, createdAtMs: number, raw: string, leaves: Leaves, from: number, to: number): void {
+  apply(
+    seq: number, tsMs: number, createdAtMs: number, raw: string | Uint8Array, leaves: Leaves, from: number, to: number,
+  ): void {
     assert(seq >= this.flushedSeq, 'only unflushed rows enter the buffer');
     this.buffer.append(tsMs, createdAtMs, seq, raw, leaves, from, to);
   }
