@@ -56,6 +56,9 @@ export interface WritePathDeps {
 export class WritePath {
   private readonly ids = new IdSource();
   private readonly paths = new PathJoiner();
+  /** The last receipt time and its ISO text: single-event requests arrive many per millisecond. */
+  private lastNow = NaN;
+  private lastNowIso = '';
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly deps: WritePathDeps) {}
@@ -66,7 +69,11 @@ export class WritePath {
    */
   append(project: string, events: readonly EventToWrite[], ctx: WriteContext, atomic = false): Promise<AppendResult[]> {
     const now = this.deps.clock();
-    const batch: BatchState = { now, nowIso: formatTimestamp(now), stores: new Map(), leaves: newLeaves() };
+    if (now !== this.lastNow) {
+      this.lastNow = now;
+      this.lastNowIso = formatTimestamp(now);
+    }
+    const batch: BatchState = { now, nowIso: this.lastNowIso, stores: new Map(), leaves: newLeaves() };
     const results: AppendResult[] = new Array(events.length);
     const staged: Staged[] = [];
     const validated: (Validated | null)[] = new Array(events.length);
