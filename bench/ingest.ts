@@ -12,6 +12,7 @@ import { startServer } from '../test/helpers/server.js';
 
 const GOAL_BATCH_EVENTS_PER_S = 200_000;
 const GOAL_SINGLE_REQUESTS_PER_S = 30_000;
+const GOAL_ENRICHED_EVENTS_PER_S = 50_000;
 const BATCH_EVENTS = 5_000;
 /** Upper bound on requests of one phase, whatever the duration. */
 const PHASE_REQUESTS_MAX = 2_000_000;
@@ -95,6 +96,30 @@ function event(index: number): Record<string, unknown> {
     referrer: 'https://example.com/search?q=widgets', tags: ['a', 'b'], device: { os: 'linux', mobile: false } };
 }
 
+const USER_AGENTS = Array.from({ length: 50 }, (_, i) => i % 2 === 0
+  ? `Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/${100 + i}.0.0.0 Safari/537.36`
+  : `Mozilla/5.0 (iPhone; CPU iPhone OS 17_${i % 7} like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.${i % 7} Mobile/15E148 Safari/604.1`);
+const REFERRERS = ['https://www.google.com/search?q=widgets', 'https://shop.example.com/cart',
+  'https://mail.google.com/mail/u/0/', 'https://t.co/abc', 'https://www.bing.com/search?q=tally'];
+
+/** An event that uses all five add-ons, with a realistic mix of repeating inputs. */
+function enrichedEvent(index: number): Record<string, unknown> {
+  return {
+    ...event(index),
+    ip: `${8 + (index % 60)}.${(index * 7) % 250}.${(index * 13) % 250}.${1 + (index % 200)}`,
+    ua: USER_AGENTS[index % USER_AGENTS.length],
+    page_url: `https://shop.example.com/products/${index % 500}?utm_source=news#top`,
+    referrer: REFERRERS[index % REFERRERS.length],
+    svc: { addons: [
+      { name: 'svc:ip_to_geo', input: { ip: 'ip' }, output: 'geo' },
+      { name: 'svc:ua_parser', input: { ua_string: 'ua' }, output: 'agent' },
+      { name: 'svc:url_parser', input: { url: 'page_url' }, output: 'page_parts' },
+      { name: 'svc:referrer_parser', input: { referrer_url: 'referrer', page_url: 'page_url' }, output: 'ref' },
+      { name: 'svc:date_time_parser', input: { date_time: 'svc.timestamp' }, output: 'when' },
+    ] },
+  };
+}
+
 function report(name: string, result: PhaseResult, eventsPerRequest: number, goal: string, goalValue: number): void {
   const rate = (result.requests * eventsPerRequest) / result.seconds;
   const requestRate = result.requests / result.seconds;
@@ -120,6 +145,12 @@ async function main(): Promise<void> {
     console.log(`batch body ${batches[0]!.length.toLocaleString('en')} bytes, ${BATCH_EVENTS} events; fsync on`);
     const batched = await runPhase(port, batchConnections, seconds, batches, 200);
     report(`batched (${batchConnections} connections)`, batched, BATCH_EVENTS, `≥ ${GOAL_BATCH_EVENTS_PER_S.toLocaleString('en')} events/s`, GOAL_BATCH_EVENTS_PER_S);
+
+    const enriched = Array.from({ length: 4 }, (_, b) => request(host, base, server.keys.write,
+      JSON.stringify({ bench_enriched: Array.from({ length: BATCH_EVENTS }, (_, i) => enrichedEvent(b * BATCH_EVENTS + i)) })));
+    const withAddons = await runPhase(port, batchConnections, seconds, enriched, 200);
+    report(`batched, all five add-ons (${batchConnections} connections)`, withAddons, BATCH_EVENTS,
+      `≥ ${GOAL_ENRICHED_EVENTS_PER_S.toLocaleString('en')} events/s`, GOAL_ENRICHED_EVENTS_PER_S);
 
     // The HTTP layer alone: same requests with a wrong key are answered 401 before any engine write.
     const rejected = Array.from({ length: 16 }, (_, i) =>
