@@ -13,7 +13,9 @@ import { apiVersions } from '../protocol/messages/index.js';
 import type { BrokerContext, Session } from './context.js';
 import { HANDLERS, PRE_AUTH_APIS } from './handlers/index.js';
 import { authenticatePlain } from './handlers/sasl.js';
-import { CONNECTION_QUEUE_MAX, PRODUCE_PIPELINE_MAX } from '../../../engine/limits.js';
+import { limits } from '../../../engine/index.js';
+
+const { CONNECTION_QUEUE_MAX, PRODUCE_PIPELINE_MAX } = limits;
 
 const EMPTY_TOKEN_FRAME = Buffer.alloc(4);
 

@@ -8,10 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { KafkaError } from '../protocol/errors.js';
 import type { Struct } from '../protocol/schema.js';
 import { Group, type Member, type MemberProtocol } from './group.js';
-import {
-  GROUP_INITIAL_REBALANCE_DELAY_MS, GROUP_MEMBERS_MAX, GROUP_SESSION_TIMEOUT_MS_MAX,
-  GROUP_SESSION_TIMEOUT_MS_MIN,
-} from '../../../engine/limits.js';
+import { limits } from '../../../engine/index.js';
+
+const { GROUP_INITIAL_REBALANCE_DELAY_MS, GROUP_MEMBERS_MAX, GROUP_SESSION_TIMEOUT_MS_MAX, GROUP_SESSION_TIMEOUT_MS_MIN } = limits;
 
 export interface JoinRequest {
   readonly projectId: string;

@@ -4,7 +4,9 @@
  * with its original base offset and not stored again. Anything else is accepted: after a restart
  * the cache is empty, and refusing unknown sequences (error 45) would be fatal to librdkafka.
  */
-import { PRODUCER_BATCHES_KEPT, PRODUCERS_TRACKED_MAX } from '../../../engine/limits.js';
+import { limits } from '../../../engine/index.js';
+
+const { PRODUCER_BATCHES_KEPT, PRODUCERS_TRACKED_MAX } = limits;
 
 interface SeenBatch { baseSequence: number; count: number; baseOffset: number }
 

@@ -4,16 +4,18 @@
  * rejects that partition's whole data with 87 INVALID_RECORD and record_errors, nothing stored.
  * Good partitions go to engine.appendEvents in one call; the answer waits for it (durable).
  */
-import { ApiError, isApiError } from '../../../../engine/errors.js';
+import { ApiError, isApiError } from '../../../../engine/index.js';
 import type { EventToWrite } from '../../../../engine/index.js';
 import { DecompressError, UnsupportedCompressionError } from '../../protocol/compression.js';
 import { KafkaError, kafkaErrorFor } from '../../protocol/errors.js';
 import { KafkaDecodeError } from '../../protocol/reader.js';
 import { CorruptBatchError, decodeRecordBatch, splitBatches } from '../../protocol/record-batch.js';
 import type { BrokerContext, Session } from '../context.js';
-import { BATCH_RECORDS_BYTES_MAX } from '../../../../engine/limits.js';
+import { limits } from '../../../../engine/index.js';
 import { topicNameError } from './metadata.js';
 import type { Handler } from './handler.js';
+
+const { BATCH_RECORDS_BYTES_MAX } = limits;
 
 interface RecordError { batch_index: number; batch_index_error_message: string | null }
 
