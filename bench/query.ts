@@ -3,7 +3,8 @@
  * days with a realistic schema, writes them as one segment per day (the engine's partitioning),
  * loads the same rows into an in-memory DuckDB, runs each query warm on both and prints one
  * table: query, Tally ms, DuckDB ms, ratio. Usage: node dist/bench/query.js [--rows N]
- * [--workers N]. Tally runs each query on one worker thread; DuckDB uses its default threads.
+ * [--workers N]. Tally fans each query out over `workers` worker threads (default: one per
+ * core, as when queries are the only load); DuckDB uses its default threads.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -127,7 +128,7 @@ const SCHEMA = {
 
 async function main(): Promise<void> {
   const rows = Number(arg('rows', '10000000'));
-  const workers = Number(arg('workers', '1'));
+  const workers = Number(arg('workers', String(os.availableParallelism())));
   const rnd = random(42);
   const userNames = Array.from({ length: USERS }, (_, u) => `user-${u.toString(36).padStart(5, '0')}`);
   const pageNames = Array.from({ length: PATHS }, (_, p) => `/docs/section-${p % 37}/page-${p}`);

@@ -32,14 +32,28 @@ export function executePlan(plan: Plan, sources: readonly ScanSource[], env: Exe
     body = runFunnel(plan, sources, env, buffers);
     propertiesPerEvent = 1;
   }
-  if (plan.includeMetadata) {
-    body.execution_metadata = {
-      total_processing_time: (Date.now() - startedMs) / 1000,
-      events_scanned: buffers.eventsScanned,
-      properties_per_event: propertiesPerEvent,
-      total_properties_scanned: buffers.eventsScanned * propertiesPerEvent,
-    };
-  }
+  if (plan.includeMetadata) addMetadata(body, startedMs, buffers.eventsScanned, propertiesPerEvent);
+  return body;
+}
+
+function addMetadata(
+  body: Record<string, unknown>, startedMs: number, eventsScanned: number, propertiesPerEvent: number,
+): void {
+  body.execution_metadata = {
+    total_processing_time: (Date.now() - startedMs) / 1000,
+    events_scanned: eventsScanned,
+    properties_per_event: propertiesPerEvent,
+    total_properties_scanned: eventsScanned * propertiesPerEvent,
+  };
+}
+
+/** The response body of an aggregate plan from merged partial states (fan-out). */
+export function finishAggregate(
+  plan: AggregatePlan, outcome: AggregateOutcome, eventsScanned: number, startedMs: number,
+): Record<string, unknown> {
+  for (const aggregator of outcome.aggregators) aggregator.check();
+  const body = shapeAggregate(plan, outcome);
+  if (plan.includeMetadata) addMetadata(body, startedMs, eventsScanned, propertiesRead(plan));
   return body;
 }
 
@@ -57,9 +71,14 @@ function propertiesRead(plan: AggregatePlan): number {
   return paths.size;
 }
 
-/** Scans `source` into partial states: one per aggregate plus row counts per cell. */
+/**
+ * Scans `source` into partial states: one per aggregate plus row counts per cell. With `whole`
+ * (fan-out: `source` is one worker's share of `whole`) the footer-sketch shortcut looks at the
+ * whole source and the whole-query checks are left to the coordinator's merged states.
+ */
 export function aggregateOver(
   plan: AggregatePlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers,
+  whole: ScanSource | null = null,
 ): AggregateOutcome {
   const aggregators = plan.aggregates.map((spec) => createAggregator(spec, env.limits, env.views));
   // A count aggregate already counts rows per cell; reuse it rather than count twice.
@@ -98,13 +117,13 @@ export function aggregateOver(
       aggregators[a].update({ ...input, column, tagMask });
     }
   };
-  const estimate = countUniqueFromSketches(plan, source, env, buffers);
+  const estimate = countUniqueFromSketches(plan, whole ?? source, env, buffers);
   if (estimate !== null) {
     return { aggregators: [new FixedAggregator(estimate)], rowsPerCell, groups, bucketCount };
   }
   scanSource(source, { range: plan.range, filters: plan.filters, raw: false, answerFromFooter },
     env, buffers, visit);
-  for (const aggregator of aggregators) aggregator.check();
+  if (whole === null) for (const aggregator of aggregators) aggregator.check();
   return { aggregators: aggregators as Aggregator[], rowsPerCell, groups, bucketCount };
 }
 
@@ -130,7 +149,7 @@ function assignBuckets(
 }
 
 /** A finished result standing in for a partial state (the footer-sketch estimate). */
-class FixedAggregator implements Aggregator {
+export class FixedAggregator implements Aggregator {
   constructor(private readonly value: number) {}
   update(): void {}
   merge(): void {}
@@ -138,4 +157,5 @@ class FixedAggregator implements Aggregator {
     return this.value;
   }
   check(): void {}
+  remap(): void {}
 }

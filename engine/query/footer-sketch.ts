@@ -7,7 +7,7 @@
  */
 import { HLL_PRECISION } from '../limits.js';
 import { HyperLogLog } from '../sketch/hyperloglog.js';
-import type { Column, ColumnChunk, ScanSource } from '../storage/chunk.js';
+import type { Column, ColumnChunk, ScanSource, SegmentRef } from '../storage/chunk.js';
 import { sketchColumn } from '../storage/segment/sketches.js';
 import { TIME_PATHS } from './filter.js';
 import type { AggregatePlan } from './plan.js';
@@ -27,13 +27,13 @@ export function countUniqueFromSketches(
   const target = spec.targetProperty!;
   const { startMs, endMs } = plan.range;
   const union = new HyperLogLog(HLL_PRECISION);
-  const boundary: ColumnChunk[] = [];
+  const boundaryRefs: SegmentRef[] = [];
   let insideRows = 0;
   for (const ref of source.segments) {
     const footer = ref.footer;
     if (footer.tsMax < startMs || footer.tsMin >= endMs) continue;
     if (footer.tsMin < startMs || footer.tsMax >= endMs) {
-      boundary.push(cache.load(ref, false));
+      boundaryRefs.push(ref);
       continue;
     }
     insideRows += footer.rows;
@@ -44,6 +44,7 @@ export function countUniqueFromSketches(
     union.merge(sketch);
   }
   if (union.estimate() <= env.limits.countUniqueExactMax * CLEARLY_ABOVE) return null;
+  const boundary: ColumnChunk[] = boundaryRefs.map((ref) => cache.load(ref, false));
   if (source.memory !== null && source.memory.rows > 0) boundary.push(source.memory);
   for (const chunk of boundary) {
     buffers.ensure(chunk.rows);

@@ -66,6 +66,15 @@ export class ValueIds {
     return id;
   }
 
+  /** The id of a value as tuple() returns it (null, boolean, number, string or list). */
+  idOfValue(value: GroupValue): number {
+    if (value === null) return this.idOfNull();
+    if (typeof value === 'string') return this.idOfString(value);
+    if (typeof value === 'number') return this.idOfNumber(value);
+    if (typeof value === 'boolean') return this.idOfBool(value ? 1 : 0);
+    return this.idOfList(value as readonly Primitive[]);
+  }
+
   /** Writes the value id of row idx[k] into out[k]. */
   mapRows(
     column: Column | undefined, idx: Int32Array, n: number, out: Int32Array, stringsOnly = false,
@@ -155,6 +164,30 @@ export class GroupTable {
         out[k] = id;
       }
     }
+  }
+
+  /** The group id of a tuple of property values (as tuple() returns them), added if new. */
+  idOfTuple(values: readonly GroupValue[]): number {
+    let id = this.props[0].idOfValue(values[0]);
+    if (this.paths.length === 1) {
+      if (this.props[0].values.length > this.limit) throw tooManyGroups(this.limit);
+      return id;
+    }
+    for (let p = 1; p < this.paths.length; p++) {
+      const value = this.props[p].idOfValue(values[p]);
+      const pairs = this.pairs[p - 1];
+      const parents = this.parents[p - 1];
+      const key = id * VALUE_IDS_MAX + value;
+      let next = pairs.get(key);
+      if (next === -1) {
+        next = parents.length / 2;
+        if (next >= this.limit) throw tooManyGroups(this.limit);
+        pairs.set(key, next);
+        parents.push(id, value);
+      }
+      id = next;
+    }
+    return id;
   }
 
   /** The property values of group `group`, in group_by order. */

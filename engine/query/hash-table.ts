@@ -112,6 +112,10 @@ export class TripleSet {
   }
 }
 
+function pairHash(hi: number, lo: number): number {
+  return mix32(hi ^ Math.imul(lo, 0x9e3779b1));
+}
+
 /** A set of 64-bit keys (hi, lo); `used` marks slots because (0, 0) is a valid key. */
 class PairSet {
   his = new Int32Array(64);
@@ -120,9 +124,14 @@ class PairSet {
   size = 0;
 
   add(hi: number, lo: number): void {
+    this.addHashed(hi, lo, pairHash(hi, lo));
+  }
+
+  /** add() with the key's pairHash already computed. */
+  addHashed(hi: number, lo: number, hash: number): void {
     if ((this.size + 1) * 2 > this.his.length) this.grow();
     const mask = this.his.length - 1;
-    for (let s = mix32(hi ^ Math.imul(lo, 0x9e3779b1)) & mask; ; s = (s + 1) & mask) {
+    for (let s = hash & mask; ; s = (s + 1) & mask) {
       if (this.used[s] === 0) {
         this.used[s] = 1;
         this.his[s] = hi;
@@ -138,6 +147,12 @@ class PairSet {
     for (let s = 0; s < this.his.length; s++) if (this.used[s] === 1) fn(this.his[s], this.los[s]);
   }
 
+  /** Adds every key of `other`. */
+  addAll(other: PairSet): void {
+    const { his, los, used } = other;
+    for (let s = 0; s < his.length; s++) if (used[s] === 1) this.add(his[s], los[s]);
+  }
+
   private grow(): void {
     const { his, los, used } = this;
     const capacity = his.length * 2;
@@ -150,8 +165,8 @@ class PairSet {
 }
 
 const PARTITION_BITS = 8;
-/** Keys buffered before they are sorted into partitions; bounds the buffer at 16 MiB. */
-const PENDING_MAX = 1 << 21;
+/** Keys buffered before they are sorted into partitions; bounds the buffer at 4 MiB. */
+const PENDING_MAX = 1 << 19;
 
 /**
  * A large set of 64-bit keys built cache-friendly: keys are buffered, then radix-partitioned by
@@ -166,6 +181,10 @@ export class PartitionedPairSet {
   private stored = 0;
 
   add(hi: number, lo: number): void {
+    if (this.pendingHi.length === 0) {
+      this.pendingHi = new Int32Array(PENDING_MAX);
+      this.pendingLo = new Int32Array(PENDING_MAX);
+    }
     this.pendingHi[this.pending] = hi;
     this.pendingLo[this.pending] = lo;
     if (++this.pending === PENDING_MAX) this.flush();
@@ -187,33 +206,62 @@ export class PartitionedPairSet {
     for (const part of this.parts) part.forEach(fn);
   }
 
+  /** Adds every key of `other`, partition by partition (both partition keys alike). */
+  addAll(other: PartitionedPairSet): void {
+    this.flush();
+    other.flush();
+    let stored = 0;
+    for (let p = 0; p < this.parts.length; p++) {
+      this.parts[p].addAll(other.parts[p]);
+      stored += this.parts[p].size;
+    }
+    this.stored = stored;
+  }
+
+  /** Flushes and drops the key buffer (before the set is copied to another thread). */
+  beforePack(): void {
+    this.flush();
+    this.pendingHi = new Int32Array(0);
+    this.pendingLo = new Int32Array(0);
+  }
+
   private flush(): void {
     const n = this.pending;
     if (n === 0) return;
+    // Radix-partition the buffered keys (interleaved hi, lo: one write stream per partition),
+    // then fill each partition's small set while it is in cache.
     const shift = 32 - PARTITION_BITS;
-    const partOf = new Uint8Array(n);
+    const { partOf, pairs } = flushScratch();
+    const pendingHi = this.pendingHi;
+    const pendingLo = this.pendingLo;
     const starts = new Int32Array((1 << PARTITION_BITS) + 1);
     for (let k = 0; k < n; k++) {
-      const p = mix32(this.pendingHi[k] ^ Math.imul(this.pendingLo[k], 0x85ebca6b)) >>> shift;
+      const p = pairHash(pendingHi[k], pendingLo[k]) >>> shift;
       partOf[k] = p;
       starts[p + 1]++;
     }
     for (let p = 0; p < 1 << PARTITION_BITS; p++) starts[p + 1] += starts[p];
     const next = starts.slice(0, 1 << PARTITION_BITS);
-    const his = new Int32Array(n);
-    const los = new Int32Array(n);
     for (let k = 0; k < n; k++) {
-      const at = next[partOf[k]]++;
-      his[at] = this.pendingHi[k];
-      los[at] = this.pendingLo[k];
+      const at = 2 * next[partOf[k]]++;
+      pairs[at] = pendingHi[k];
+      pairs[at + 1] = pendingLo[k];
     }
     let stored = 0;
     for (let p = 0; p < 1 << PARTITION_BITS; p++) {
       const part = this.parts[p];
-      for (let at = starts[p]; at < starts[p + 1]; at++) part.add(his[at], los[at]);
+      const end = 2 * starts[p + 1];
+      for (let at = 2 * starts[p]; at < end; at += 2) part.add(pairs[at], pairs[at + 1]);
       stored += part.size;
     }
     this.stored = stored;
     this.pending = 0;
   }
+}
+
+/** flush()'s buffers, shared by every set of the thread (flush is synchronous). */
+let scratchBuffers: { partOf: Uint8Array; pairs: Int32Array } | null = null;
+
+function flushScratch(): { partOf: Uint8Array; pairs: Int32Array } {
+  return scratchBuffers ??= { partOf: new Uint8Array(PENDING_MAX), pairs: new Int32Array(2 * PENDING_MAX) };
 }

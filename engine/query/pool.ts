@@ -1,7 +1,9 @@
 /**
- * A fixed pool of query worker threads (worker.ts). The caller (admission) never submits more
- * tasks than there are workers. A task past its timeout is really cancelled: its worker is
- * terminated and replaced, and the task fails with 504 QueryIncompleteError.
+ * A fixed pool of query worker threads (worker.ts). A query runs as one task on one worker, or
+ * fanned out as one task per worker (partial.ts); each worker runs its tasks one at a time from
+ * its own queue. A query past its timeout is really cancelled: its queued tasks are dropped, the
+ * workers running its tasks are terminated and replaced, and the query fails with 504
+ * QueryIncompleteError.
  */
 import { Worker } from 'node:worker_threads';
 import { assert } from '../assert.js';
@@ -10,11 +12,18 @@ import { queryIncomplete } from './scan.js';
 import type { QueryTask } from './task.js';
 import type { WorkerReply } from './worker.js';
 
+interface Job {
+  readonly id: number;
+  readonly task: QueryTask;
+  readonly settle: (reply: WorkerReply | Error) => void;
+}
+
 interface Slot {
   worker: Worker;
   /** Resolves once the worker has loaded its modules; a query's timeout starts after it. */
   ready: Promise<void>;
-  busy: ((reply: WorkerReply | Error) => void) | null;
+  current: Job | null;
+  readonly queue: Job[];
 }
 
 export class WorkerPool {
@@ -24,56 +33,136 @@ export class WorkerPool {
 
   constructor(size: number, private readonly cacheBytes: number) {
     assert(size >= 1, 'a pool has at least one worker');
-    for (let s = 0; s < size; s++) this.slots.push(this.spawn());
+    for (let s = 0; s < size; s++) {
+      const slot = { current: null, queue: [] } as unknown as Slot;
+      this.spawn(slot);
+      this.slots.push(slot);
+    }
   }
 
-  private spawn(): Slot {
+  get size(): number {
+    return this.slots.length;
+  }
+
+  private spawn(slot: Slot): void {
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
       workerData: { cacheBytes: this.cacheBytes },
     });
     let markReady = () => {};
-    const slot: Slot = { worker, ready: new Promise((resolve) => (markReady = resolve)), busy: null };
+    slot.worker = worker;
+    slot.ready = new Promise((resolve) => (markReady = resolve));
     worker.on('message', (reply: WorkerReply | 'ready') => {
+      if (slot.worker !== worker) return;
       if (reply === 'ready') markReady();
-      else this.settle(slot, reply);
+      else this.finish(slot, reply);
     });
-    worker.on('error', (error) => this.settle(slot, error));
-    worker.on('exit', (code) => {
-      if (!this.closed && slot.busy) this.settle(slot, new Error(`query worker exited (${code})`));
-    });
-    return slot;
+    const fail = (error: Error) => {
+      if (this.closed || slot.worker !== worker) return;
+      this.replace(slot);
+      this.finish(slot, error);
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`query worker exited (${code})`)));
   }
 
-  private settle(slot: Slot, reply: WorkerReply | Error): void {
-    const done = slot.busy;
-    slot.busy = null;
-    done?.(reply);
+  /** Terminates the slot's worker (abandoning its current task) and starts a fresh one. */
+  private replace(slot: Slot): void {
+    void slot.worker.terminate();
+    this.spawn(slot);
   }
 
+  private finish(slot: Slot, reply: WorkerReply | Error): void {
+    const job = slot.current;
+    slot.current = null;
+    job?.settle(reply);
+    this.pump(slot);
+  }
+
+  private pump(slot: Slot): void {
+    if (slot.current !== null || this.closed) return;
+    const job = slot.queue.shift();
+    if (job === undefined) return;
+    slot.current = job;
+    slot.worker.postMessage({ id: job.id, task: job.task });
+  }
+
+  /** Runs one task on the least loaded worker. */
   async run(task: QueryTask): Promise<Record<string, unknown>> {
-    const slot = this.slots.find((candidate) => candidate.busy === null);
-    assert(slot !== undefined, 'admission never runs more tasks than workers');
-    const id = this.nextId++;
-    slot.busy = () => {};
-    await slot.ready;
-    const started: QueryTask = { ...task, deadlineMs: Date.now() + task.timeoutMs };
+    let best = 0;
+    const load = (slot: Slot) => slot.queue.length + (slot.current === null ? 0 : 1);
+    for (let s = 1; s < this.slots.length; s++) if (load(this.slots[s]) < load(this.slots[best])) best = s;
+    const tasks: (QueryTask | null)[] = this.slots.map((_, s) => (s === best ? task : null));
+    return (await this.runAll(tasks, task.timeoutMs))[best]!;
+  }
+
+  /**
+   * Runs tasks[s] on worker s (null: none) as one query: resolves with every body once all
+   * succeed, rejects on the first failure or at the timeout (cancelling the other tasks).
+   */
+  async runAll(tasks: readonly (QueryTask | null)[], timeoutMs: number): Promise<(Record<string, unknown> | null)[]> {
+    assert(tasks.length <= this.slots.length, 'one task per worker at most');
+    await Promise.all(tasks.map((task, s) => (task === null ? undefined : this.slots[s].ready)));
+    const deadlineMs = Date.now() + timeoutMs;
+    const bodies: (Record<string, unknown> | null)[] = tasks.map(() => null);
+    const jobs: { slot: Slot; job: Job }[] = [];
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        slot.busy = null;
-        void slot.worker.terminate();
-        this.slots[this.slots.indexOf(slot)] = this.spawn();
-        reject(queryIncomplete(task.timeoutMs));
-      }, task.timeoutMs);
-      slot.busy = (reply) => {
+      let pending = 0;
+      let settled = false;
+      const cancel = () => {
+        settled = true;
         clearTimeout(timer);
-        if (reply instanceof Error) {
-          this.slots[this.slots.indexOf(slot)] = this.spawn();
-          reject(reply);
-        } else if (reply.ok) resolve(reply.body);
-        else if (reply.code !== null) reject(new ApiError(reply.code as ErrorCode, reply.message));
-        else reject(new Error(`query worker failed: ${reply.message}`));
+        for (const { slot, job } of jobs) {
+          const queued = slot.queue.indexOf(job);
+          if (queued >= 0) slot.queue.splice(queued, 1);
+        }
       };
-      slot.worker.postMessage({ id, task: started });
+      const timer = setTimeout(() => {
+        if (settled) return;
+        cancel();
+        for (const { slot, job } of jobs) {
+          if (slot.current !== job) continue;
+          slot.current = null;
+          this.replace(slot);
+          this.pump(slot);
+        }
+        reject(queryIncomplete(timeoutMs));
+      }, timeoutMs);
+      tasks.forEach((task, s) => {
+        if (task === null) return;
+        pending++;
+        const slot = this.slots[s];
+        const job: Job = {
+          id: this.nextId++,
+          task: { ...task, deadlineMs },
+          settle: (reply) => {
+            if (settled) return;
+            if (reply instanceof Error) {
+              cancel();
+              reject(reply);
+            } else if (!reply.ok) {
+              cancel();
+              reject(reply.code !== null ? new ApiError(reply.code as ErrorCode, reply.message)
+                : new Error(`query worker failed: ${reply.message}`));
+            } else {
+              bodies[s] = reply.body;
+              if (--pending === 0) {
+                settled = true;
+                clearTimeout(timer);
+                resolve(bodies);
+              }
+            }
+          },
+        };
+        jobs.push({ slot, job });
+        slot.queue.push(job);
+      });
+      if (pending === 0) {
+        settled = true;
+        clearTimeout(timer);
+        resolve(bodies);
+        return;
+      }
+      for (const { slot } of jobs) this.pump(slot);
     });
   }
 

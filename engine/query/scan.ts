@@ -40,8 +40,19 @@ export class ScanBuffers {
   ensure(rows: number): void {
     if (this.idx.length >= rows) return;
     this.idx = new Int32Array(rows);
-    this.identity = Int32Array.from({ length: rows }, (_, i) => i);
+    this.identity = identityOf(rows);
   }
+}
+
+/** 0, 1, 2, ...: shared by every scan of the thread (never written), grown as needed. */
+let sharedIdentity: Int32Array<ArrayBuffer> = new Int32Array(0);
+
+function identityOf(rows: number): Int32Array<ArrayBuffer> {
+  if (sharedIdentity.length < rows) {
+    sharedIdentity = new Int32Array(Math.max(rows, 2 * sharedIdentity.length));
+    for (let i = 0; i < sharedIdentity.length; i++) sharedIdentity[i] = i;
+  }
+  return sharedIdentity;
 }
 
 export interface ScanOptions {

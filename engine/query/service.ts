@@ -14,7 +14,10 @@ import { RateLimiter } from './rate-limit.js';
 import { parseRequest } from './request.js';
 import { queryIncomplete } from './scan.js';
 import { loadSegmentFiles } from './segment-reader.js';
-import { runTask, type QueryTask } from './task.js';
+import { checkResponseBytes, runTask, type QueryTask } from './task.js';
+import { FixedAggregator, finishAggregate } from './execute.js';
+import { mergeOutcomes, splitSource, unpack, type PartialBody } from './partial.js';
+import type { AggregateOutcome } from './result.js';
 
 export interface QueryLimits extends ExecLimits {
   readonly queriesPerMinute: number;
@@ -55,6 +58,11 @@ export interface QueryServiceOptions {
   projectLimits?: (projectId: string) => Partial<QueryLimits> | undefined;
   /** Byte budget of each worker's decoded-segment cache. */
   cacheBytes?: number;
+  /**
+   * Workers one aggregate query's segments are split across (each scans its share into partial
+   * states, merged here); default every worker of the pool. 1 = each query on one worker.
+   */
+  fanOut?: number;
 }
 
 export class QueryService {
@@ -85,7 +93,7 @@ export class QueryService {
         plan, sources: this.sourcesOf(projectId, plan), limits,
         deadlineMs: Date.now() + limits.timeoutMs, timeoutMs: limits.timeoutMs,
       };
-      if (this.pool !== null) return await this.pool.run(task);
+      if (this.pool !== null) return await this.runOnPool(task);
       const env = await (this.local ??= this.openLocal());
       const body = runTask(task, env);
       if (Date.now() > task.deadlineMs) throw queryIncomplete(task.timeoutMs);
@@ -93,6 +101,34 @@ export class QueryService {
     } finally {
       release();
     }
+  }
+
+  private async runOnPool(task: QueryTask): Promise<Record<string, unknown>> {
+    const pool = this.pool!;
+    const plan = task.plan;
+    const fanOut = Math.min(pool.size, Math.max(1, this.opts.fanOut ?? pool.size));
+    // Extraction and funnel run whole on one worker; so do plain counts, which the segment
+    // footers answer without reading the segments.
+    const footerCount = plan.kind === 'aggregate' && plan.filters.length === 0 &&
+      plan.groupBy === null && plan.buckets === null && plan.aggregates.every((spec) => spec.kind === 'count');
+    if (plan.kind !== 'aggregate' || fanOut <= 1 || footerCount) return pool.run(task);
+    const whole = task.sources[0];
+    const shares = splitSource(whole, fanOut);
+    if (shares.filter((share) => share !== null).length <= 1) return pool.run(task);
+    const startedMs = Date.now();
+    const tasks = shares.map((share): QueryTask | null => (share === null ? null
+      : { ...task, sources: [share], whole }));
+    const bodies = await pool.runAll(tasks, task.timeoutMs);
+    const partials = bodies.filter((body) => body !== null) as unknown as PartialBody[];
+    const outcomes = partials.map((partial) => unpack(partial.outcome) as AggregateOutcome);
+    const merged = mergeOutcomes(plan, outcomes);
+    // A footer-sketch estimate is computed over the whole source by every worker: count once.
+    const eventsScanned = merged.aggregators[0] instanceof FixedAggregator
+      ? partials[outcomes.indexOf(merged)].eventsScanned
+      : partials.reduce((total, partial) => total + partial.eventsScanned, 0);
+    const body = finishAggregate(plan, merged, eventsScanned, startedMs);
+    checkResponseBytes(body, task.limits.responseBytesMax);
+    return body;
   }
 
   private sourcesOf(projectId: string, plan: Plan): ScanSource[] {

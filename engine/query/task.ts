@@ -4,9 +4,12 @@
  */
 import { ApiError } from '../errors.js';
 import type { ScanSource } from '../storage/chunk.js';
-import { executePlan } from './execute.js';
+import { aggregateOver, executePlan } from './execute.js';
+import { pack, type PartialBody } from './partial.js';
 import type { ExecLimits, Plan } from './plan.js';
-import type { ExecEnv } from './scan.js';
+import { ScanBuffers, type ExecEnv } from './scan.js';
+
+export { checkResponseBytes };
 
 export interface QueryTask {
   readonly plan: Plan;
@@ -14,9 +17,22 @@ export interface QueryTask {
   readonly limits: ExecLimits;
   readonly deadlineMs: number;
   readonly timeoutMs: number;
+  /**
+   * Fan-out: set on a share of an aggregate plan; sources[0] is this worker's share of `whole`,
+   * and the task returns its packed partial states (partial.ts) instead of a response body.
+   */
+  readonly whole?: ScanSource;
 }
 
 export function runTask(task: QueryTask, env: Omit<ExecEnv, 'limits' | 'deadlineMs' | 'timeoutMs'>): Record<string, unknown> {
+  if (task.whole !== undefined && task.plan.kind === 'aggregate') {
+    const buffers = new ScanBuffers();
+    const outcome = aggregateOver(task.plan, task.sources[0], {
+      ...env, limits: task.limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs,
+    }, buffers, task.whole);
+    const partial: PartialBody = { outcome: pack(outcome), eventsScanned: buffers.eventsScanned };
+    return partial as unknown as Record<string, unknown>;
+  }
   const body = executePlan(task.plan, task.sources, {
     ...env, limits: task.limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs,
   });

@@ -26,10 +26,18 @@ const views = new ColumnViews();
 /** Opened on the first task that reads segment files: Arrow's import is slow to load. */
 let cache: ChunkCache | null = null;
 
-port.on('message', async ({ id, task }: WorkerRequest) => {
+/** Tasks run one at a time, in arrival order (the first one may wait for Arrow's import). */
+let queue: Promise<void> = Promise.resolve();
+
+port.on('message', (request: WorkerRequest) => {
+  queue = queue.then(() => handle(request));
+});
+
+async function handle({ id, task }: WorkerRequest): Promise<void> {
   let reply: WorkerReply;
   try {
-    if (cache === null && task.sources.some((source) => source.segments.length > 0)) {
+    if (cache === null && (task.sources.some((source) => source.segments.length > 0) ||
+      (task.whole !== undefined && task.whole.segments.length > 0))) {
       cache = new ChunkCache(await loadSegmentFiles(), cacheBytes);
     }
     reply = { id, ok: true, body: runTask(task, { views, cache }) };
@@ -38,6 +46,6 @@ port.on('message', async ({ id, task }: WorkerRequest) => {
       ? { id, ok: false, code: error.error_code, message: error.message }
       : { id, ok: false, code: null, message: error instanceof Error ? error.stack ?? error.message : String(error) };
   }
-  port.postMessage(reply);
-});
+  port!.postMessage(reply);
+}
 port.postMessage('ready');

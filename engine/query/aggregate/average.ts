@@ -1,6 +1,6 @@
 /** average: mean of the numeric values per cell; null over none. */
 import { NumericGather } from './numeric.js';
-import { growF64, type Aggregator, type UpdateInput } from './types.js';
+import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class AverageAggregator implements Aggregator {
   sums = new Float64Array(1);
@@ -44,5 +44,10 @@ export class AverageAggregator implements Aggregator {
 
   check(): void {
     this.gather.check(this.target);
+  }
+
+  remap(map: Int32Array): void {
+    this.sums = remapF64(this.sums, map);
+    this.counts = remapF64(this.counts, map);
   }
 }

@@ -12,7 +12,7 @@ import {
 import type { ColumnViews, DictKeys } from '../columns.js';
 import { PartitionedPairSet, TripleSet } from '../hash-table.js';
 import { sketchHash, valueKeys, type KeyPair } from './value-key.js';
-import { growF64, type Aggregator, type UpdateInput } from './types.js';
+import { growF64, remapF64, remapSparse, type Aggregator, type UpdateInput } from './types.js';
 
 /** Cells × dictionary codes up to which a chunk deduplicates with a bitmap before hashing. */
 const SEEN_BITMAP_MAX = 1 << 22;
@@ -156,6 +156,14 @@ export class CountUniqueAggregator implements Aggregator {
 
   merge(other: Aggregator): void {
     const source = other as CountUniqueAggregator;
+    if (source.single !== null && this.single === null && this.set !== null && this.set.size === 0) {
+      this.single = new PartitionedPairSet();
+    }
+    if (source.single !== null && this.single !== null) {
+      this.single.addAll(source.single);
+      if (this.single.size > this.exactMax) this.toSketches();
+      return;
+    }
     if (source.single !== null) {
       source.single.forEach((hi, lo) => {
         if (this.single === null && this.set !== null && this.set.size === 0) this.single = new PartitionedPairSet();
@@ -185,5 +193,30 @@ export class CountUniqueAggregator implements Aggregator {
 
   check(): void {
     if (this.single !== null && this.single.size > this.exactMax) this.toSketches();
+  }
+
+  remap(map: Int32Array): void {
+    if (this.single !== null) {
+      // Only an ungrouped query holds `single`, and its one cell never moves.
+      if (map.length > 0 && map[0] === 0) return;
+      this.toExactSet();
+    }
+    this.counts = remapF64(this.counts, map);
+    if (this.set !== null) {
+      const set = this.set;
+      this.set = new TripleSet();
+      set.forEach((cell, hi, lo) => this.set!.add(map[cell], hi, lo));
+    }
+    if (this.sketches !== null) this.sketches = remapSparse(this.sketches, map);
+  }
+
+  private toExactSet(): void {
+    const single = this.single!;
+    this.single = null;
+    this.set = new TripleSet();
+    this.counts = growF64(this.counts, 1);
+    single.forEach((hi, lo) => {
+      if (this.set!.add(0, hi, lo)) this.counts[0]++;
+    });
   }
 }

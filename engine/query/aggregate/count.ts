@@ -1,5 +1,5 @@
 /** count: matching rows per cell. The target column is ignored. */
-import { growF64, type Aggregator, type UpdateInput } from './types.js';
+import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class CountAggregator implements Aggregator {
   counts = new Float64Array(1);
@@ -31,4 +31,8 @@ export class CountAggregator implements Aggregator {
   }
 
   check(): void {}
+
+  remap(map: Int32Array): void {
+    this.counts = remapF64(this.counts, map);
+  }
 }

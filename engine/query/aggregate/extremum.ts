@@ -1,6 +1,6 @@
 /** Shared state of minimum and maximum: the extreme numeric value per cell, null over none. */
 import { NumericGather } from './numeric.js';
-import { growF64, type Aggregator, type UpdateInput } from './types.js';
+import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class ExtremumAggregator implements Aggregator {
   best: Float64Array<ArrayBuffer>;
@@ -46,5 +46,9 @@ export class ExtremumAggregator implements Aggregator {
 
   check(): void {
     this.gather.check(this.target);
+  }
+
+  remap(map: Int32Array): void {
+    this.best = remapF64(this.best, map, this.empty);
   }
 }

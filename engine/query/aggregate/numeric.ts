@@ -7,6 +7,42 @@ import { ApiError } from '../../errors.js';
 import { TAG_NUM } from '../../storage/chunk.js';
 import type { UpdateInput } from './types.js';
 
+/** The last denseSum, reused when sum and average read the same column of the same chunk. */
+let lastValues: Float64Array | null = null;
+let lastCount = -1;
+let lastSum = 0;
+
+/** values[0] + ... + values[n - 1]. */
+export function denseSum(values: Float64Array, n: number): number {
+  if (values !== lastValues || n !== lastCount) {
+    lastSum = sumLoop(values, n);
+    lastValues = values;
+    lastCount = n;
+  }
+  return lastSum;
+}
+
+/** Four independent running sums (no add-latency chain); the tail first. */
+function sumLoop(values: Float64Array, n: number): number {
+  const head = n & 3;
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  for (let i = 0; i < head; i++) s0 += values[i];
+  for (let i = head; i < n; i += 4) {
+    s0 += values[i];
+    s1 += values[i + 1];
+    s2 += values[i + 2];
+    s3 += values[i + 3];
+  }
+  return (s0 + s1) + (s2 + s3);
+}
+
+// Run every path before the main loop is first optimized on stack: a path without type
+// feedback would deopt the optimized code at the end of each call.
+for (let warm = 0; warm < 8; warm++) sumLoop(new Float64Array(9 + warm), 9 + warm);
+
 export class NumericGather {
   values = new Float64Array(0);
   cells = new Int32Array(0);
@@ -70,7 +106,7 @@ export class NumericGather {
     let other = 0;
     if (input.dense && input.tagMask === 1 << TAG_NUM) {
       // Every row selected and numeric: a plain sum the JIT keeps in registers.
-      for (let i = 0; i < n; i++) total += num![i];
+      total = denseSum(num!, n);
       m = n;
     } else if (num === null) {
       for (let k = 0; k < n; k++) if (tags[idx[k]] > TAG_NUM) other++;

@@ -5,7 +5,7 @@
  */
 import { NumericGather } from './numeric.js';
 import { QuantileSketch } from './quantile-sketch.js';
-import type { Aggregator, UpdateInput } from './types.js';
+import { remapSparse, type Aggregator, type UpdateInput } from './types.js';
 
 export class QuantileAggregator implements Aggregator {
   values = new Float64Array(1024);
@@ -116,6 +116,12 @@ export class QuantileAggregator implements Aggregator {
 
   check(): void {
     this.gather.check(this.target);
+  }
+
+  remap(map: Int32Array): void {
+    for (let k = 0; k < this.count; k++) this.cells[k] = map[this.cells[k]];
+    if (this.sketches !== null) this.sketches = remapSparse(this.sketches, map);
+    this.sorted = null;
   }
 }
 

@@ -11,7 +11,7 @@ import type { Aggregator, UpdateInput } from './types.js';
 
 export class SelectUniqueAggregator implements Aggregator {
   readonly ids = new ValueIds(Number.MAX_SAFE_INTEGER);
-  readonly set = new TripleSet();
+  set = new TripleSet();
   pairs: number[] = [];
   private byCell: Map<number, GroupValue[]> | null = null;
 
@@ -63,4 +63,13 @@ export class SelectUniqueAggregator implements Aggregator {
   }
 
   check(): void {}
+
+  remap(map: Int32Array): void {
+    this.set = new TripleSet();
+    for (let p = 0; p < this.pairs.length; p += 2) {
+      this.pairs[p] = map[this.pairs[p]];
+      this.set.add(this.pairs[p], this.pairs[p + 1], 0);
+    }
+    this.byCell = null;
+  }
 }

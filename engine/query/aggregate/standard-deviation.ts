@@ -3,7 +3,7 @@
  * none. Welford's running mean and M2 per cell; merged with Chan's parallel formula.
  */
 import { NumericGather } from './numeric.js';
-import { growF64, type Aggregator, type UpdateInput } from './types.js';
+import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class StandardDeviationAggregator implements Aggregator {
   counts = new Float64Array(1);
@@ -57,5 +57,11 @@ export class StandardDeviationAggregator implements Aggregator {
 
   check(): void {
     this.gather.check(this.target);
+  }
+
+  remap(map: Int32Array): void {
+    this.counts = remapF64(this.counts, map);
+    this.means = remapF64(this.means, map);
+    this.m2s = remapF64(this.m2s, map);
   }
 }

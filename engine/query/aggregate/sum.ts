@@ -1,6 +1,6 @@
 /** sum: total of the numeric values per cell; 0 over none (spec/api.md §6). */
 import { NumericGather } from './numeric.js';
-import { growF64, type Aggregator, type UpdateInput } from './types.js';
+import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class SumAggregator implements Aggregator {
   sums = new Float64Array(1);
@@ -33,5 +33,9 @@ export class SumAggregator implements Aggregator {
 
   check(): void {
     this.gather.check(this.target);
+  }
+
+  remap(map: Int32Array): void {
+    this.sums = remapF64(this.sums, map);
   }
 }

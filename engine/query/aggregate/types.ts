@@ -29,6 +29,31 @@ export interface Aggregator {
   finalize(cell: number): unknown;
   /** Throws the aggregate's whole-query errors (e.g. NonNumericTargetPropertyError). */
   check(): void;
+  /**
+   * Renumbers the cells: old cell c becomes map[c] (injective; every used cell is below
+   * map.length). Used to merge partial states whose group ids differ (fan-out over workers).
+   */
+  remap(map: Int32Array): void;
+}
+
+/** `array` renumbered by `map` (old index c → map[c]); unmapped slots hold `fill`. */
+export function remapF64(array: Float64Array<ArrayBuffer>, map: Int32Array, fill = 0): Float64Array<ArrayBuffer> {
+  let size = 1;
+  for (let c = 0; c < map.length; c++) if (map[c] + 1 > size) size = map[c] + 1;
+  const out = new Float64Array(size);
+  if (fill !== 0) out.fill(fill);
+  const n = Math.min(array.length, map.length);
+  for (let c = 0; c < n; c++) out[map[c]] = array[c];
+  return out;
+}
+
+/** A sparse per-cell array renumbered by `map`. */
+export function remapSparse<T>(array: (T | undefined)[], map: Int32Array): (T | undefined)[] {
+  const out: (T | undefined)[] = [];
+  array.forEach((value, c) => {
+    if (value !== undefined && c < map.length) out[map[c]] = value;
+  });
+  return out;
 }
 
 /** A Float64Array at least `size` long, keeping `array`'s contents. */
