@@ -75,7 +75,7 @@ export interface EngineOptions {
   readonly clock?: () => number;
   /** How often buffered rows are flushed to segments; default FLUSH_INTERVAL_MS. */
   readonly flushIntervalMs?: number;
-  /** Worker threads for queries; default: cores - 1, at least 1. 0 runs queries in-process. */
+  /** Worker threads for queries; default: one per core. 0 runs queries in-process. */
   readonly queryWorkers?: number;
   /** Whether to fsync the WAL before acknowledging (default true). Only benchmarks turn it off. */
   readonly fsync?: boolean;

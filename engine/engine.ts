@@ -74,7 +74,9 @@ class Engine implements TallyEngine {
       log: (level, message) => process.stderr.write(`tally wal ${level}: ${message}\n`),
     });
     const enricher = await createEnricher({ geoipDbPath: options.geoipDbPath });
-    const workers = options.queryWorkers ?? Math.max(1, os.availableParallelism() - 1);
+    // One worker per core: a query fans out over all of them; the OS shares the cores with the
+    // thread that serves writes, which never runs a scan itself.
+    const workers = options.queryWorkers ?? os.availableParallelism();
     let engine: Engine;
     const queries = new QueryService({
       source: (project: string, collection: string, start: number, end: number) => engine.scanSource(project, collection, start, end),

@@ -55,7 +55,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'kafka-bridge', arg: 'BROKERS', help: 'consume from an external Kafka (host:port,...)' },
   { name: 'trust-proxy', help: 'client IP from the first X-Forwarded-For entry' },
   { name: 'geoip-db', arg: 'FILE', help: 'MaxMind-format City database for svc:ip_to_geo' },
-  { name: 'query-workers', arg: 'N', help: 'query worker threads (default cores - 1; 0 = inline)' },
+  { name: 'query-workers', arg: 'N', help: 'query worker threads (default one per core; 0 = inline)' },
   { name: 'no-fsync', help: 'acknowledge writes before fsync (benchmarks only; unsafe)' },
   { name: 'help', help: 'print this help and exit' },
 ];
