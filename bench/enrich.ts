@@ -10,6 +10,7 @@
  */
 import os from 'node:os';
 import { createEnricher, type Enricher } from '../engine/enrich/pipeline.js';
+import { mulberry32 as random } from '../test/helpers/random.js';
 
 const SEED = 0x5eed1234;
 const WARM_EVENTS = 20_000;
@@ -57,17 +58,6 @@ const PAGES = [
   'https://shop.example.com/cart', 'https://shop.example.com/search?q=shoes&page=2',
   'https://shop.example.com/blog/launch',
 ];
-
-/** mulberry32: a tiny seeded generator, so every run sees the same events. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(state ^ (state >>> 15), 1 | state);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const NON_PUBLIC_FIRST_OCTETS = new Set([0, 10, 100, 127, 169, 172, 192, 198, 203]);
 

@@ -15,6 +15,7 @@ import {
   TAG_BOOL, TAG_NUM, TAG_STR, type Column, type ColumnChunk, type ScanSource, type SegmentRef,
 } from '../engine/storage/chunk.js';
 import { writeSegment } from '../engine/storage/segment/writer.js';
+import { mulberry32 as random } from '../test/helpers/random.js';
 
 const DAY = 86_400_000;
 const START = Date.UTC(2024, 0, 1);
@@ -28,17 +29,6 @@ const PATHS = 1000;
 function arg(name: string, fallback: string): string {
   const at = process.argv.indexOf(`--${name}`);
   return at >= 0 && process.argv[at + 1] !== undefined ? process.argv[at + 1] : fallback;
-}
-
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** One day of generated rows as global codes/values, plus its ColumnChunk. */

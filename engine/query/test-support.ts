@@ -7,6 +7,8 @@ import {
   TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR,
   type Column, type ColumnChunk, type Primitive, type ScanSource,
 } from '../storage/chunk.js';
+import { mulberry32 as random } from '../../test/helpers/random.js';
+export { random };
 
 export type Value = Primitive | readonly Primitive[] | undefined;
 
@@ -99,18 +101,6 @@ function makeColumn(path: string, events: readonly TestEvent[]): Column {
 
 export function memorySource(events: readonly TestEvent[]): ScanSource {
   return { segments: [], memory: events.length ? makeChunk(events) : null, schema: {} };
-}
-
-/** Mulberry32: a small seeded PRNG. */
-export function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Seeded events over [startMs, startMs + spanMs) with mixed kinds, nulls and missing values. */

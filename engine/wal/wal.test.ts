@@ -9,6 +9,7 @@ import t from 'tap';
 import { encodeRecord } from './record.js';
 import { segmentPath } from './segment-file.js';
 import { Wal, type WalLog, type WalOptions } from './wal.js';
+import { mulberry32 } from '../../test/helpers/random.js';
 
 const quiet: WalLog = () => {};
 const durable: WalOptions = { fsync: true, log: quiet };
@@ -208,17 +209,6 @@ function randomBytes(random: () => number, lengthMax: number): Uint8Array {
   const out = new Uint8Array(Math.floor(random() * (lengthMax + 1)));
   for (let i = 0; i < out.length; i++) out[i] = Math.floor(random() * 256);
   return out;
-}
-
-/** Small seeded PRNG so a failing offset reproduces exactly. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(state ^ (state >>> 15), 1 | state);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
