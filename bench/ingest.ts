@@ -5,10 +5,13 @@
  * latency beside the goals of issue 2. The client is a minimal raw HTTP/1.1 client over net.Socket
  * so that it, not the server, is never the bottleneck on a 2-core machine.
  *
- *   node dist/bench/ingest.js [--seconds 10] [--batch-connections 4] [--concurrency 64]
+ * `--only NAME[,NAME]` runs just those phases: batched, enriched, http, single, heavy.
+ *
+ *   node dist/bench/ingest.js [--seconds 10] [--batch-connections 4] [--concurrency 64] [--only enriched]
  */
 import { connect, type Socket } from 'node:net';
 import { startServer } from '../test/helpers/server.js';
+import { enrichedEvent, plainEvent as event } from './events.js';
 
 const GOAL_BATCH_EVENTS_PER_S = 200_000;
 const GOAL_SINGLE_REQUESTS_PER_S = 30_000;
@@ -21,6 +24,9 @@ function flag(name: string, fallback: number): number {
   const index = process.argv.indexOf(`--${name}`);
   return index === -1 ? fallback : Number(process.argv[index + 1]);
 }
+
+const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1]!.split(',') : null;
+const runs = (phase: string) => ONLY === null || ONLY.includes(phase);
 
 function request(host: string, path: string, key: string, body: string): Buffer {
   const bytes = Buffer.from(body);
@@ -91,35 +97,6 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-function event(index: number): Record<string, unknown> {
-  return { user_id: `u${index % 10_000}`, page: `/products/${index % 500}`, price: (index % 100) + 0.5,
-    referrer: 'https://example.com/search?q=widgets', tags: ['a', 'b'], device: { os: 'linux', mobile: false } };
-}
-
-const USER_AGENTS = Array.from({ length: 50 }, (_, i) => i % 2 === 0
-  ? `Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/${100 + i}.0.0.0 Safari/537.36`
-  : `Mozilla/5.0 (iPhone; CPU iPhone OS 17_${i % 7} like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.${i % 7} Mobile/15E148 Safari/604.1`);
-const REFERRERS = ['https://www.google.com/search?q=widgets', 'https://shop.example.com/cart',
-  'https://mail.google.com/mail/u/0/', 'https://t.co/abc', 'https://www.bing.com/search?q=tally'];
-
-/** An event that uses all five add-ons, with a realistic mix of repeating inputs. */
-function enrichedEvent(index: number): Record<string, unknown> {
-  return {
-    ...event(index),
-    ip: `${8 + (index % 60)}.${(index * 7) % 250}.${(index * 13) % 250}.${1 + (index % 200)}`,
-    ua: USER_AGENTS[index % USER_AGENTS.length],
-    page_url: `https://shop.example.com/products/${index % 500}?utm_source=news#top`,
-    referrer: REFERRERS[index % REFERRERS.length],
-    svc: { addons: [
-      { name: 'svc:ip_to_geo', input: { ip: 'ip' }, output: 'geo' },
-      { name: 'svc:ua_parser', input: { ua_string: 'ua' }, output: 'agent' },
-      { name: 'svc:url_parser', input: { url: 'page_url' }, output: 'page_parts' },
-      { name: 'svc:referrer_parser', input: { referrer_url: 'referrer', page_url: 'page_url' }, output: 'ref' },
-      { name: 'svc:date_time_parser', input: { date_time: 'svc.timestamp' }, output: 'when' },
-    ] },
-  };
-}
-
 function report(name: string, result: PhaseResult, eventsPerRequest: number, goal: string, goalValue: number): void {
   const rate = (result.requests * eventsPerRequest) / result.seconds;
   const requestRate = result.requests / result.seconds;
@@ -140,55 +117,72 @@ async function main(): Promise<void> {
   const host = `127.0.0.1:${port}`;
   const base = `/3.0/projects/${server.projectId}/events`;
   try {
-    const batches = Array.from({ length: 4 }, (_, b) => request(host, base, server.keys.write,
-      JSON.stringify({ bench_batch: Array.from({ length: BATCH_EVENTS }, (_, i) => event(b * BATCH_EVENTS + i)) })));
-    console.log(`batch body ${batches[0]!.length.toLocaleString('en')} bytes, ${BATCH_EVENTS} events; fsync on`);
-    const batched = await runPhase(port, batchConnections, seconds, batches, 200);
-    report(`batched (${batchConnections} connections)`, batched, BATCH_EVENTS, `≥ ${GOAL_BATCH_EVENTS_PER_S.toLocaleString('en')} events/s`, GOAL_BATCH_EVENTS_PER_S);
+    if (runs('batched')) {
+      const batches = Array.from({ length: 4 }, (_, b) => request(host, base, server.keys.write,
+        JSON.stringify({ bench_batch: Array.from({ length: BATCH_EVENTS }, (_, i) => event(b * BATCH_EVENTS + i)) })));
+      console.log(`batch body ${batches[0]!.length.toLocaleString('en')} bytes, ${BATCH_EVENTS} events; fsync on`);
+      const batched = await runPhase(port, batchConnections, seconds, batches, 200);
+      report(`batched (${batchConnections} connections)`, batched, BATCH_EVENTS, `≥ ${GOAL_BATCH_EVENTS_PER_S.toLocaleString('en')} events/s`, GOAL_BATCH_EVENTS_PER_S);
+    }
 
-    const enriched = Array.from({ length: 4 }, (_, b) => request(host, base, server.keys.write,
-      JSON.stringify({ bench_enriched: Array.from({ length: BATCH_EVENTS }, (_, i) => enrichedEvent(b * BATCH_EVENTS + i)) })));
-    const withAddons = await runPhase(port, batchConnections, seconds, enriched, 200);
-    report(`batched, all five add-ons (${batchConnections} connections)`, withAddons, BATCH_EVENTS,
-      `≥ ${GOAL_ENRICHED_EVENTS_PER_S.toLocaleString('en')} events/s`, GOAL_ENRICHED_EVENTS_PER_S);
+    if (runs('enriched')) {
+      const enriched = Array.from({ length: 4 }, (_, b) => request(host, base, server.keys.write,
+        JSON.stringify({ bench_enriched: Array.from({ length: BATCH_EVENTS }, (_, i) => enrichedEvent(b * BATCH_EVENTS + i)) })));
+      console.log(`enriched batch body ${enriched[0]!.length.toLocaleString('en')} bytes, ${BATCH_EVENTS} events; fsync on`);
+      const withAddons = await runPhase(port, batchConnections, seconds, enriched, 200);
+      report(`batched, all five add-ons (${batchConnections} connections)`, withAddons, BATCH_EVENTS,
+        `≥ ${GOAL_ENRICHED_EVENTS_PER_S.toLocaleString('en')} events/s`, GOAL_ENRICHED_EVENTS_PER_S);
+    }
 
-    // The HTTP layer alone: same requests with a wrong key are answered 401 before any engine write.
-    const rejected = Array.from({ length: 16 }, (_, i) =>
-      request(host, `${base}/bench_single`, 'f'.repeat(64), JSON.stringify(event(i))));
-    const httpOnly = await runPhase(port, concurrency, Math.min(seconds, 5), rejected, 401);
-    report('http layer only (401, no write)', httpOnly, 1, 'no goal: the ceiling of this client and machine', 0);
+    if (runs('http')) {
+      // The HTTP layer alone: same requests with a wrong key are answered 401 before any engine write.
+      const rejected = Array.from({ length: 16 }, (_, i) =>
+        request(host, `${base}/bench_single`, 'f'.repeat(64), JSON.stringify(event(i))));
+      const httpOnly = await runPhase(port, concurrency, Math.min(seconds, 5), rejected, 401);
+      report('http layer only (401, no write)', httpOnly, 1, 'no goal: the ceiling of this client and machine', 0);
+    }
 
     const singles = Array.from({ length: 256 }, (_, i) =>
       request(host, `${base}/bench_single`, server.keys.write, JSON.stringify(event(i))));
-    const single = await runPhase(port, concurrency, seconds, singles, 201);
-    report(`single (concurrency ${concurrency})`, single, 1, `≥ ${GOAL_SINGLE_REQUESTS_PER_S.toLocaleString('en')} requests/s`, GOAL_SINGLE_REQUESTS_PER_S);
+    let acknowledged = 0;
+    let singleP99 = NaN;
+    if (runs('single')) {
+      const single = await runPhase(port, concurrency, seconds, singles, 201);
+      report(`single (concurrency ${concurrency})`, single, 1, `≥ ${GOAL_SINGLE_REQUESTS_PER_S.toLocaleString('en')} requests/s`, GOAL_SINGLE_REQUESTS_PER_S);
+      acknowledged += single.requests - single.failures;
+      singleP99 = percentile(single.latenciesMs, 99);
+    }
 
-    // Write latency while heavy queries run: queries execute on worker threads, never on the thread
-    // that serves writes, so the single-event p99 should barely move.
-    let queries = 0;
-    let querying = true;
-    const heavy = (async () => {
-      while (querying) {
-        await fetch(`${server.url}/3.0/projects/${server.projectId}/queries/count_unique`, {
-          method: 'POST', headers: { Authorization: server.keys.read, 'Content-Type': 'application/json' },
-          body: JSON.stringify({ event_collection: 'bench_batch', target_property: 'user_id', timeframe: 'this_1_days',
-            group_by: 'page', interval: 'hourly', filters: [{ property_name: 'price', operator: 'gt', property_value: 10 }] }),
-        }).then((r) => r.arrayBuffer());
-        queries++;
-      }
-    })();
-    const underQuery = await runPhase(port, concurrency, seconds, singles, 201);
-    querying = false;
-    await heavy;
-    report(`single while heavy queries run (${queries} queries)`, underQuery, 1,
-      `compare with the plain single phase: p99 ${percentile(single.latenciesMs, 99).toFixed(2)} ms`, 0);
+    if (runs('heavy')) {
+      // Write latency while heavy queries run: queries execute on worker threads, never on the thread
+      // that serves writes, so the single-event p99 should barely move.
+      let queries = 0;
+      let querying = true;
+      const heavy = (async () => {
+        while (querying) {
+          await fetch(`${server.url}/3.0/projects/${server.projectId}/queries/count_unique`, {
+            method: 'POST', headers: { Authorization: server.keys.read, 'Content-Type': 'application/json' },
+            body: JSON.stringify({ event_collection: 'bench_batch', target_property: 'user_id', timeframe: 'this_1_days',
+              group_by: 'page', interval: 'hourly', filters: [{ property_name: 'price', operator: 'gt', property_value: 10 }] }),
+          }).then((r) => r.arrayBuffer());
+          queries++;
+        }
+      })();
+      const underQuery = await runPhase(port, concurrency, seconds, singles, 201);
+      querying = false;
+      await heavy;
+      report(`single while heavy queries run (${queries} queries)`, underQuery, 1,
+        `compare with the plain single phase: p99 ${singleP99.toFixed(2)} ms`, 0);
+      acknowledged += underQuery.requests - underQuery.failures;
+    }
 
-    const count = await fetch(`${server.url}/3.0/projects/${server.projectId}/queries/count`, {
-      method: 'POST', headers: { Authorization: server.keys.read, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ event_collection: 'bench_single', timeframe: 'this_1_days' }),
-    }).then((r) => r.json() as Promise<{ result?: number }>);
-    const acknowledged = single.requests - single.failures + underQuery.requests - underQuery.failures;
-    console.log(`check: ${count.result} single events stored, ${acknowledged} acknowledged`);
+    if (runs('single') || runs('heavy')) {
+      const count = await fetch(`${server.url}/3.0/projects/${server.projectId}/queries/count`, {
+        method: 'POST', headers: { Authorization: server.keys.read, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ event_collection: 'bench_single', timeframe: 'this_1_days' }),
+      }).then((r) => r.json() as Promise<{ result?: number }>);
+      console.log(`check: ${count.result} single events stored, ${acknowledged} acknowledged`);
+    }
   } finally {
     await server.stop();
     server.cleanup();

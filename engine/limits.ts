@@ -38,6 +38,8 @@ export const NUMBER_MAX = 2 ** 63 - 1;
 export const BUFFER_ROWS_MAX = 200_000;
 /** Longest time rows stay only in the WAL and memory before a flush; bounds WAL replay time. */
 export const FLUSH_INTERVAL_MS = 5_000;
+/** Bytes of WAL frames the write path keeps for reuse (engine/byte-pool.ts). */
+export const WAL_POOL_BYTES_MAX = 64 * 1024 * 1024;
 /** Bytes of one WAL record; a batch body bounds it, plus framing. A longer length means corruption. */
 export const WAL_RECORD_BYTES_MAX = 64 * 1024 * 1024;
 /**
@@ -94,6 +96,10 @@ export const REGEX_PATTERN_CHARS_MAX = 256;
 export const ADDONS_PER_EVENT_MAX = 16;
 /** Parsed dotted add-on paths; clients send the same few configurations over and over. */
 export const PATH_CACHE_ENTRIES_MAX = 1_000;
+/** Add-on results (value, JSON, leaves) kept per add-on by input; ~1 KB each → ≤ ~10 MB per add-on. */
+export const FRAGMENT_CACHE_ENTRIES_MAX = 10_000;
+/** Longest input (all of an add-on's inputs joined) whose result is cached; longer ones are recomputed. */
+export const FRAGMENT_KEY_CHARS_MAX = 1_024;
 /** Parsed user agents kept in the LRU; a few thousand are hot; keys ≤ UA_CHARS_MAX → ≤ ~25 MB. */
 export const UA_CACHE_ENTRIES_MAX = 10_000;
 /** Characters of a user agent that are parsed; real UAs are shorter, and it bounds regex time. */

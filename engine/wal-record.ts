@@ -30,28 +30,42 @@ export interface WalPayload {
   readonly e: readonly WalEvent[];
 }
 
+/** An event to encode: its JSON is the UTF-8 in raw[rawStart, rawEnd) of the encoder's `raw`. */
+export interface StagedWalEvent {
+  readonly c: string;
+  s: number;
+  readonly t: number;
+  readonly a: number;
+  readonly k: string | null;
+  readonly rawStart: number;
+  readonly rawEnd: number;
+}
+
 /**
- * Encodes the payload into one buffer. When `rawRanges` is given, it receives each event's JSON
- * byte range [start, end) in the result, so the write buffer can copy those bytes instead of
- * encoding the same text to UTF-8 a second time.
+ * Encodes the payload into one buffer from `alloc`, after `room` bytes left free (the WAL frame
+ * header goes there). `rawRanges` receives each event's JSON byte range [start, end) in the
+ * result, so the write buffer can copy those bytes from it.
  */
-export function encodeWalPayload(payload: WalPayload, rawRanges?: Int32Array): Buffer {
-  let chars = payload.p.length + 1;
-  for (const e of payload.e) chars += e.c.length + e.j.length + (e.k === null ? 4 : e.k.length * 6 + 2) + 80;
-  const out = Buffer.allocUnsafe(chars * 3); // UTF-8 needs at most 3 bytes per UTF-16 unit
-  let at = out.write(payload.p, 0, 'utf8');
+export function encodeWalPayload(
+  project: string, events: readonly StagedWalEvent[], raw: Buffer, rawRanges: Int32Array,
+  room: number, alloc: (bytes: number) => Buffer,
+): Buffer {
+  let bytes = room + project.length * 3 + 1;
+  for (const e of events) {
+    bytes += (e.rawEnd - e.rawStart) + e.c.length * 3 + (e.k === null ? 4 : e.k.length * 6 + 2) + 80;
+  }
+  const out = alloc(bytes);
+  let at = room + out.write(project, room, 'utf8');
   out[at++] = 0x0a;
-  payload.e.forEach((e, i) => {
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
     const token = e.k === null ? 'null' : JSON.stringify(e.k);
     at += out.write(`${e.c}\t${e.s}\t${e.t}\t${e.a}\t${token}\t`, at, 'utf8');
-    const start = at;
-    at += out.write(e.j, at, 'utf8');
-    if (rawRanges) {
-      rawRanges[2 * i] = start;
-      rawRanges[2 * i + 1] = at;
-    }
+    rawRanges[2 * i] = at;
+    at += raw.copy(out, at, e.rawStart, e.rawEnd);
+    rawRanges[2 * i + 1] = at;
     out[at++] = 0x0a;
-  });
+  }
   return out.subarray(0, at);
 }
 

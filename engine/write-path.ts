@@ -5,17 +5,20 @@
  * crash re-applies exactly the rows that no flush had put in a segment.
  */
 import type { AppendResult, EventToWrite, WriteContext } from './api.js';
+import { BytePool } from './byte-pool.js';
+import { appendLeaves, appendedBytes, newAppended, spliceInto, type Appended } from './enrich/fragment.js';
 import type { Enricher } from './enrich/pipeline.js';
 import { ApiError, isApiError } from './errors.js';
 import { IdSource } from './ids.js';
-import { BUFFER_ROWS_MAX, EVENT_BYTES_MAX } from './limits.js';
+import { BUFFER_ROWS_MAX, EVENT_BYTES_MAX, WAL_POOL_BYTES_MAX } from './limits.js';
 import { validateCollectionName } from './schema/collection-name.js';
 import { PathJoiner, flattenEvent, newLeaves, type Leaves } from './schema/flatten.js';
 import { prepareEvent } from './schema/prepare.js';
 import { formatTimestamp } from './schema/timestamp.js';
 import type { CollectionStore } from './storage/collection.js';
 import type { Wal } from './wal/wal.js';
-import { decodeWalPayload, encodeWalPayload, type WalEvent } from './wal-record.js';
+import { RECORD_HEADER_BYTES, frameInPlace } from './wal/record.js';
+import { decodeWalPayload, encodeWalPayload, type StagedWalEvent } from './wal-record.js';
 
 /** Bytes the svc fields add to an event as sent; a batch item's stored JSON may exceed the limit by this. */
 const SVC_OVERHEAD_BYTES = 2_048;
@@ -28,8 +31,11 @@ interface BatchState {
   readonly leaves: Leaves;
 }
 
-/** An event that passed validation; its leaves are leaves[from, to); `s` is set on commit. */
-interface Validated extends WalEvent {
+/**
+ * An event that passed validation; its leaves are leaves[from, to), its JSON is the raw arena's
+ * [rawStart, rawEnd); `s` is set on commit.
+ */
+interface Validated extends StagedWalEvent {
   readonly store: CollectionStore;
   readonly leaves: Leaves;
   readonly from: number;
@@ -39,6 +45,9 @@ interface Validated extends WalEvent {
 
 /** A committed event waiting for its WAL append. */
 type Staged = Validated;
+
+/** The raw arena's size between calls; a larger batch grows it for its call only. */
+const ARENA_BYTES_KEPT = 16 * 1024 * 1024;
 
 const DUPLICATE: AppendResult = Object.freeze({ ok: true, offset: -1 });
 const NOT_STORED: AppendResult = Object.freeze({ ok: true, offset: -1 });
@@ -56,6 +65,13 @@ export interface WritePathDeps {
 export class WritePath {
   private readonly ids = new IdSource();
   private readonly paths = new PathJoiner();
+  /** Add-on results of the event being validated that go after its own properties. */
+  private readonly appended = newAppended();
+  /** The stored JSON of one call's events, as UTF-8, back to back; reused by every call. */
+  private arena = Buffer.allocUnsafeSlow(ARENA_BYTES_KEPT);
+  private arenaUsed = 0;
+  /** WAL frames, reused once their events are in the buffers. */
+  private readonly frames = new BytePool(WAL_POOL_BYTES_MAX);
   /** The last receipt time and its ISO text: single-event requests arrive many per millisecond. */
   private lastNow = NaN;
   private lastNowIso = '';
@@ -74,6 +90,7 @@ export class WritePath {
       this.lastNowIso = formatTimestamp(now);
     }
     const batch: BatchState = { now, nowIso: this.lastNowIso, stores: new Map(), leaves: newLeaves() };
+    this.arenaUsed = 0;
     const results: AppendResult[] = new Array(events.length);
     const staged: Staged[] = [];
     const validated: (Validated | null)[] = new Array(events.length);
@@ -97,10 +114,18 @@ export class WritePath {
     }
     if (staged.length === 0) return Promise.resolve(results);
     const rawRanges = new Int32Array(staged.length * 2);
-    const payload = encodeWalPayload({ p: project, e: staged }, rawRanges);
-    const done = this.deps.wal.append(payload).then(() => {
-      this.applyAll(project, staged, batch.leaves, payload, rawRanges);
+    let pooled: Buffer | null = null;
+    const frame = frameInPlace(encodeWalPayload(project, staged, this.arena, rawRanges, RECORD_HEADER_BYTES,
+      (bytes) => (pooled = this.frames.take(bytes))));
+    if (this.arena.length > ARENA_BYTES_KEPT) this.arena = Buffer.allocUnsafeSlow(ARENA_BYTES_KEPT);
+    const release = () => this.frames.give(pooled!);
+    const done = this.deps.wal.appendFrame(frame).then(() => {
+      this.applyAll(project, staged, batch.leaves, frame, rawRanges);
+      release();
       return results;
+    }, (error: unknown) => {
+      release();
+      throw error;
     });
     this.inFlight.add(done);
     const forget = () => this.inFlight.delete(done);
@@ -128,18 +153,38 @@ export class WritePath {
       batch.stores.set(item.collection, store);
     }
     const prepared = prepareEvent(item.event, now, this.ids.take(), ctx, batch.nowIso);
-    if (prepared.hasAddons) this.deps.enricher.apply(prepared.event, now);
+    const appended = this.appended;
+    appended.count = 0;
+    if (prepared.hasAddons) this.deps.enricher.apply(prepared.event, now, appended);
     const leaves = batch.leaves;
     flattenEvent(prepared.event, leaves, this.paths);
+    if (appended.count > 0) appendLeaves(appended, leaves, this.paths);
     store.schema.check(leaves);
-    const raw = JSON.stringify(prepared.event);
-    if (raw.length > EVENT_BYTES_MAX && Buffer.byteLength(raw) > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES) {
+    const rawStart = this.arenaUsed;
+    const rawEnd = this.writeRaw(JSON.stringify(prepared.event), appended);
+    if (rawEnd - rawStart > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES) {
+      this.arenaUsed = rawStart;
       throw new ApiError('InvalidEventError', `An event may be at most ${EVENT_BYTES_MAX} bytes of JSON.`);
     }
     return {
       store, leaves, from: leaves.start, to: leaves.count,
-      c: item.collection, s: -1, t: prepared.tsMs, a: prepared.createdAtMs, j: raw, k: prepared.uniquenessToken,
+      c: item.collection, s: -1, t: prepared.tsMs, a: prepared.createdAtMs, k: prepared.uniquenessToken,
+      rawStart, rawEnd,
     };
+  }
+
+  /** Writes an event's stored JSON (its own JSON with the appended results) at the arena's end. */
+  private writeRaw(json: string, appended: Appended): number {
+    const start = this.arenaUsed;
+    const needed = start + json.length * 3 + appendedBytes(appended);
+    if (needed > this.arena.length) {
+      const grown = Buffer.allocUnsafeSlow(Math.max(needed, this.arena.length * 2));
+      this.arena.copy(grown, 0, 0, start);
+      this.arena = grown;
+    }
+    const end = start + this.arena.write(json, start, 'utf8');
+    this.arenaUsed = spliceInto(this.arena, start, end, appended);
+    return this.arenaUsed;
   }
 
   /**

@@ -14,6 +14,12 @@
  *
  * An input naming `svc.timestamp` on an event without one reads the receipt time (receivedAtMs).
  * Add-ons run in order, so a later one may read an earlier one's output.
+ *
+ * Results are cached per add-on and distinct input as Fragments (fragment.ts). Given an Appended,
+ * apply leaves results whose output is a new top-level name out of the event and lists them there
+ * instead; the write path splices their JSON and leaves, which equal what the event's own
+ * serialization would give. Any other output (nested, an existing name, read by a later add-on)
+ * puts every result into the event as a fresh copy, as without an Appended.
  */
 import { assert } from '../assert.js';
 import { ApiError } from '../errors.js';
@@ -24,13 +30,19 @@ import { createReferrerParser, loadReferrerTable } from './addons/referrer-parse
 import { createUaParser } from './addons/ua-parser.js';
 import { loadUapRules } from './addons/uap-rules.js';
 import { createUrlParser } from './addons/url-parser.js';
-import { ADDONS_PER_EVENT_MAX, PATH_CACHE_ENTRIES_MAX } from '../limits.js';
+import {
+  ADDONS_PER_EVENT_MAX, FRAGMENT_CACHE_ENTRIES_MAX, FRAGMENT_KEY_CHARS_MAX, PATH_CACHE_ENTRIES_MAX,
+} from '../limits.js';
+import { cloneJson, makeFragment, type Appended, type Fragment } from './fragment.js';
 import { LruCache } from './lru.js';
 import { MISSING, deletePath, isObject, parsePath, readPath, writePath } from './path.js';
 
 export interface Enricher {
-  /** Enriches `event` in place; returns at once when it has no `svc.addons`. */
-  apply(event: Record<string, unknown>, receivedAtMs: number): void;
+  /**
+   * Enriches `event` in place; returns at once when it has no `svc.addons`. With `appended`, it
+   * may list results there instead (cleared first): they belong after the event's last property.
+   */
+  apply(event: Record<string, unknown>, receivedAtMs: number, appended?: Appended): void;
   /** Drops the databases and caches; apply must not be called afterwards. */
   close(): void;
 }
@@ -50,13 +62,19 @@ export async function createEnricher(opts: EnricherOptions): Promise<Enricher> {
     ['svc:referrer_parser', createReferrerParser(loadReferrerTable())],
     ['svc:date_time_parser', createDateTimeParser()],
   ]);
-  let context: Context | null = { addons, paths: new LruCache(PATH_CACHE_ENTRIES_MAX) };
+  const cached = new Map<string, CachedAddon>();
+  for (const [name, addon] of addons) {
+    cached.set(name, { addon, fragments: new LruCache(FRAGMENT_CACHE_ENTRIES_MAX) });
+  }
+  let context: Context | null = { addons: cached, paths: new LruCache(PATH_CACHE_ENTRIES_MAX), heads: new Map() };
   return {
-    apply(event, receivedAtMs) {
+    apply(event, receivedAtMs, appended) {
+      if (appended !== undefined) appended.count = 0;
       const svc = event.svc;
       if (!isObject(svc) || svc.addons === undefined) return;
       assert(context !== null, 'Enricher used after close()');
-      applyAddons(context, event, svc.addons, receivedAtMs);
+      applyAddons(context, event, svc.addons, receivedAtMs, appended ?? null);
+      if (appended !== undefined && appended.count < 0) appended.count = 0;
     },
     close() {
       context = null;
@@ -64,11 +82,19 @@ export async function createEnricher(opts: EnricherOptions): Promise<Enricher> {
   };
 }
 
+/** An add-on and its results by input. */
+interface CachedAddon {
+  readonly addon: Addon;
+  readonly fragments: LruCache<string, Fragment>;
+}
+
 /** What apply needs besides the event: the add-ons by name and parsed dotted paths. */
 interface Context {
-  readonly addons: ReadonlyMap<string, Addon>;
+  readonly addons: ReadonlyMap<string, CachedAddon>;
   /** Paths repeat across events, and splitting them was the hottest code of apply. */
   readonly paths: LruCache<string, readonly string[]>;
+  /** `"name":` as UTF-8 for output names; bounded like `paths`. */
+  readonly heads: Map<string, Buffer>;
 }
 
 function applyAddons(
@@ -76,6 +102,7 @@ function applyAddons(
   event: Record<string, unknown>,
   entries: unknown,
   receivedAtMs: number,
+  appended: Appended | null,
 ): void {
   if (!Array.isArray(entries)) invalid('svc.addons must be an array of add-on objects');
   if (entries.length > ADDONS_PER_EVENT_MAX) {
@@ -83,42 +110,115 @@ function applyAddons(
     invalid(`svc.addons has ${count} entries; at most ${ADDONS_PER_EVENT_MAX} are allowed`);
   }
   for (let index = 0; index < entries.length; index++) {
-    runAddon(context, event, entries[index], index, receivedAtMs);
+    runAddon(context, event, entries[index], index, receivedAtMs, appended);
+    if (appended !== null && appended.count < 0) appended = null; // results now live in the event
   }
 }
 
-/** One add-on entry. Messages are built only on failure: this runs for every enriched event. */
+/**
+ * One add-on entry. Messages are built only on failure: this runs for every enriched event.
+ * Sets `appended.count` to -1 once it has moved the appended results into the event.
+ */
 function runAddon(
   context: Context,
   event: Record<string, unknown>,
   entry: unknown,
   index: number,
   receivedAtMs: number,
+  appended: Appended | null,
 ): void {
   if (!isObject(entry)) {
     invalid(`svc.addons[${index}] must be an object with name, input and output`);
   }
   const name = entry.name;
-  const addon = typeof name === 'string' ? context.addons.get(name) : undefined;
-  if (addon === undefined) {
+  const cachedAddon = typeof name === 'string' ? context.addons.get(name) : undefined;
+  if (cachedAddon === undefined) {
     invalid(`svc.addons[${index}]: unknown add-on name ${JSON.stringify(name ?? null)}`);
   }
   const at: EntryRef = { name: name as string, index, paths: context.paths };
   const input = entry.input;
   if (!isObject(input)) fail(at, 'input must be an object of property paths');
-  const keys = addon.inputKeys;
+  const keys = cachedAddon.addon.inputKeys;
   const values: unknown[] = new Array(keys.length);
   for (let key = 0; key < keys.length; key++) {
-    values[key] = readInput(event, input, keys[key], at, receivedAtMs);
+    const segments = inputPath(input, keys[key], at);
+    if (appended !== null && listed(appended, segments[0])) {
+      moveIntoEvent(event, appended);
+      appended = null;
+    }
+    values[key] = readInput(event, input, segments, keys[key], at, receivedAtMs);
   }
   const removeIp = name === IP_TO_GEO ? removeIpFlag(input, at) : false;
   const output = outputPath(entry.output, at);
-  const result = addon.compute(values);
-  if (removeIp) deletePath(event, inputPath(input, 'ip', at));
-  const blocked = writePath(event, output, result);
+  const fragment = result(cachedAddon, values);
+  if (removeIp) {
+    const ipPath = inputPath(input, 'ip', at);
+    if (appended !== null && listed(appended, ipPath[0])) {
+      moveIntoEvent(event, appended);
+      appended = null;
+    }
+    deletePath(event, ipPath);
+  }
+  if (appended !== null && output.length === 1 && appendable(event, appended, output[0])) {
+    const head = outputHead(context, output[0]);
+    appended.heads[appended.count] = head;
+    appended.names[appended.count] = output[0];
+    appended.fragments[appended.count++] = fragment;
+    return;
+  }
+  if (appended !== null) moveIntoEvent(event, appended);
+  const blocked = writePath(event, output, cloneJson(fragment.value));
   if (blocked !== null) {
     fail(at, `output "${entry.output}" passes through "${blocked}", which is not an object`);
   }
+}
+
+/** The cached result for these input values; values other than strings, or long ones, are not cached. */
+function result(cachedAddon: CachedAddon, values: readonly unknown[]): Fragment {
+  let key: string | null = null;
+  if (values.length === 1) {
+    if (typeof values[0] === 'string') key = values[0];
+  } else if (values.every((value) => typeof value === 'string')) {
+    key = values.join('\u0000');
+  }
+  if (key === null || key.length > FRAGMENT_KEY_CHARS_MAX) return makeFragment(cachedAddon.addon.compute(values));
+  let fragment = cachedAddon.fragments.get(key);
+  if (fragment === undefined) {
+    fragment = makeFragment(cachedAddon.addon.compute(values));
+    cachedAddon.fragments.set(key, fragment);
+  }
+  return fragment;
+}
+
+/** True when `name` can be a new last property: absent from the event and from the list. */
+function appendable(event: Record<string, unknown>, appended: Appended, name: string): boolean {
+  // Names like "7" are array indices: objects order them first, not last.
+  return !Object.hasOwn(event, name) && !listed(appended, name) && !INDEX_LIKE.test(name);
+}
+
+const INDEX_LIKE = /^(?:0|[1-9][0-9]*)$/;
+
+function listed(appended: Appended, name: string): boolean {
+  for (let i = 0; i < appended.count; i++) {
+    if (appended.names[i] === name) return true;
+  }
+  return false;
+}
+
+/** Writes the listed results into the event as fresh copies and ends the list (count -1). */
+function moveIntoEvent(event: Record<string, unknown>, appended: Appended): void {
+  for (let i = 0; i < appended.count; i++) event[appended.names[i]] = cloneJson(appended.fragments[i].value);
+  appended.count = -1;
+}
+
+function outputHead(context: Context, name: string): Buffer {
+  let head = context.heads.get(name);
+  if (head === undefined) {
+    if (context.heads.size >= PATH_CACHE_ENTRIES_MAX) context.heads.clear();
+    head = Buffer.from(`${JSON.stringify(name)}:`, 'utf8');
+    context.heads.set(name, head);
+  }
+  return head;
 }
 
 /** Which entry an error is about: "add-on svc:url_parser (svc.addons[1]): …". */
@@ -132,11 +232,11 @@ interface EntryRef {
 function readInput(
   event: Record<string, unknown>,
   input: Record<string, unknown>,
+  segments: readonly string[],
   key: string,
   at: EntryRef,
   receivedAtMs: number,
 ): unknown {
-  const segments = inputPath(input, key, at);
   const value = readPath(event, segments);
   if (value !== MISSING) return value;
   if (input[key] === 'svc.timestamp') return new Date(receivedAtMs).toISOString();

@@ -73,6 +73,12 @@ export function flattenEvent(event: JsonObject, out: Leaves, paths: Pick<PathJoi
   }
 }
 
+/** Appends the leaves of a plain object, with no svc rule: add-on results, relative to their output. */
+export function flattenObject(object: JsonObject, out: Leaves, paths: Pick<PathJoiner, 'join'> = UNCACHED): void {
+  out.start = out.count;
+  for (const key in object) visit(object[key], key, out, paths);
+}
+
 function visit(value: unknown, path: string, out: Leaves, paths: Pick<PathJoiner, 'join'>): void {
   if (isPlainObject(value)) {
     for (const key in value) visit(value[key], paths.join(path, key), out, paths);

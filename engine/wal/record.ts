@@ -49,13 +49,22 @@ export interface DecodedRecords {
 
 /** Frames one payload. The engine bounds payloads long before here, so an oversize one is a bug. */
 export function encodeRecord(payload: Uint8Array): Buffer {
-  assert(payload.byteLength <= RECORD_PAYLOAD_BYTES_MAX, 'WAL payload over the frame limit');
   const frame = Buffer.allocUnsafe(RECORD_HEADER_BYTES + payload.byteLength);
+  frame.set(payload, RECORD_HEADER_BYTES);
+  return frameInPlace(frame);
+}
+
+/**
+ * Frames the payload that fills `frame` after its first RECORD_HEADER_BYTES, writing the header
+ * into that room: a writer that leaves the room saves copying the payload into a new frame.
+ */
+export function frameInPlace(frame: Buffer): Buffer {
+  const length = frame.length - RECORD_HEADER_BYTES;
+  assert(length >= 0 && length <= RECORD_PAYLOAD_BYTES_MAX, 'WAL payload over the frame limit');
   frame[0] = RECORD_MAGIC;
   frame[1] = RECORD_VERSION;
-  frame.writeUInt32BE(payload.byteLength, 2);
-  frame.set(payload, RECORD_HEADER_BYTES);
-  frame.writeUInt32BE(frameCrc(frame, payload.byteLength), 6);
+  frame.writeUInt32BE(length, 2);
+  frame.writeUInt32BE(frameCrc(frame, length), 6);
   return frame;
 }
 

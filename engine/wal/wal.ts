@@ -106,8 +106,15 @@ export class Wal {
 
   /** Resolves once the payload is written and fdatasync'ed, after every earlier append. */
   append(payload: Uint8Array): Promise<void> {
+    return this.appendFrame(encodeRecord(payload));
+  }
+
+  /**
+   * As append, for a payload written after RECORD_HEADER_BYTES of room (record.ts frameInPlace);
+   * the WAL holds `frame` until the promise settles, then the caller may reuse it.
+   */
+  appendFrame(frame: Buffer): Promise<void> {
     assert(!this.#closing, 'append after close');
-    const frame = encodeRecord(payload);
     return this.#enqueue<void>((waiter) => ({ kind: 'append', frame, ...waiter }));
   }
 
@@ -179,19 +186,21 @@ export class Wal {
   /** One write and one fdatasync for the whole group; all of it resolves or all of it rejects. */
   async #commit(group: Extract<Entry, { kind: 'append' }>[]): Promise<void> {
     if (this.#failure !== null) return rejectAll(group, this.#failure);
-    const frames = group.length === 1 ? group[0]!.frame : Buffer.concat(group.map((e) => e.frame));
-    assert(group.length === 1 || frames.length <= WAL_GROUP_BYTES_MAX, 'group over its bound');
+    const frames = group.map((e) => e.frame);
+    let length = 0;
+    for (const frame of frames) length += frame.length;
+    assert(group.length === 1 || length <= WAL_GROUP_BYTES_MAX, 'group over its bound');
     try {
-      await writeFully(this.#handle, frames, this.#currentBytes);
+      await writeFully(this.#handle, frames, length, this.#currentBytes);
       if (this.#options.fsync) await this.#sync();
     } catch (cause) {
       this.#failure = new ApiError('ServiceUnavailableError', 'WAL write failed', { cause });
       return rejectAll(group, this.#failure);
     }
-    this.#currentBytes += frames.length;
+    this.#currentBytes += length;
     this.stats.groups += 1;
     this.stats.appends += group.length;
-    this.stats.bytes += frames.length;
+    this.stats.bytes += length;
     for (const entry of group) entry.resolve();
   }
 
@@ -238,15 +247,30 @@ function rejectAll(group: Waiter<void>[], error: unknown): void {
 }
 
 /** Positional write that finishes short writes (a regular file may return one near ENOSPC). */
-async function writeFully(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
+/** Writes the frames back to back with writev: a group is not copied into one buffer first. */
+async function writeFully(handle: FileHandle, frames: readonly Buffer[], length: number, position: number): Promise<void> {
   let written = 0;
-  // Bound: each pass writes at least one byte or throws, so at most bytes.length passes.
-  while (written < bytes.length) {
-    const result = await handle.write(bytes, written, bytes.length - written, position + written);
+  let pending = frames;
+  // Bound: each pass writes at least one byte or throws, so at most `length` passes.
+  while (written < length) {
+    const result = await handle.writev(pending, position + written);
     // Not an assertion: a stuck device is an I/O failure, not a bug in this code.
     if (result.bytesWritten === 0) throw new Error('WAL write made no progress');
     written += result.bytesWritten;
+    if (written < length) pending = unwritten(frames, written);
   }
+}
+
+/** The frames' bytes from offset `from` on, as views (a short write's remainder). */
+function unwritten(frames: readonly Buffer[], from: number): Buffer[] {
+  const rest: Buffer[] = [];
+  let offset = 0;
+  for (const frame of frames) {
+    const end = offset + frame.length;
+    if (end > from) rest.push(offset >= from ? frame : frame.subarray(from - offset));
+    offset = end;
+  }
+  return rest;
 }
 
 function logToStderr(level: string, message: string, fields: Record<string, unknown>): void {

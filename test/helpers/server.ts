@@ -101,7 +101,9 @@ async function defaultProject(url: string, orgKey: string): Promise<{ id: string
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'tally-test-'));
   const orgKey = options.orgKey ?? randomBytes(32).toString('hex');
-  const args = [MAIN_JS, '--data', dataDir, '--host', '127.0.0.1', '--http-port', '0',
+  // TALLY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the server in benchmarks.
+  const nodeArgs = (process.env.TALLY_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '');
+  const args = [...nodeArgs, MAIN_JS, '--data', dataDir, '--host', '127.0.0.1', '--http-port', '0',
     '--kafka-in-port', '0', '--kafka-out-port', '0', '--org-key', orgKey, ...(options.args ?? [])];
   // Without tap's NODE_OPTIONS loaders (coverage, TS import hooks): the server runs as in production.
   const env = { ...process.env, NODE_OPTIONS: '' };

@@ -1,0 +1,119 @@
+/**
+ * The write path's two ways of storing add-on results must agree byte for byte: results listed in
+ * an Appended (spliced JSON, appended leaves) and results written into the event (its own
+ * JSON.stringify and flattenEvent). Random add-on lists cover nested, repeated and existing output
+ * names, index-like names, inputs that read earlier outputs, remove_ip_property, and errors.
+ */
+import t from 'tap';
+import { mulberry32 } from '../../test/helpers/random.js';
+import { flattenEvent, newLeaves } from '../schema/flatten.js';
+import { appendLeaves, appendedBytes, cloneJson, newAppended, spliceInto } from './fragment.js';
+import { createEnricher } from './pipeline.js';
+
+const enricher = await createEnricher({});
+const NOW = Date.UTC(2026, 10, 22, 12, 0, 0, 0);
+
+const ADDONS: Record<string, string[]> = {
+  'svc:ip_to_geo': ['ip'],
+  'svc:ua_parser': ['ua_string'],
+  'svc:url_parser': ['url'],
+  'svc:referrer_parser': ['referrer_url', 'page_url'],
+  'svc:date_time_parser': ['date_time'],
+};
+const INPUTS = ['ip', 'ua', 'page', 'ref', 'svc.timestamp', 'nested.ip', 'geo.city', 'out', 'missing', '7'];
+const OUTPUTS = ['geo', 'agent', 'out', 'nested.deep', 'geo.more', 'ip', '7', 'page', 'x.y.z', 'ua'];
+/** Names events never have: most add-on lists in practice. */
+const NEW_OUTPUTS = ['geo', 'agent', 'when', 'parts', 'source'];
+/** An input of the right kind, by input key. */
+const GOOD_INPUTS: Record<string, string> = {
+  ip: 'ip', ua_string: 'ua', url: 'page', referrer_url: 'ref', page_url: 'page', date_time: 'svc.timestamp',
+};
+const IPS = ['8.8.8.8', '81.2.69.160', '10.0.0.1', 'not an ip', '2001:4860:4860::8888'];
+const UAS = ['Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1',
+  'curl/8.5.0', ''];
+const URLS = ['https://shop.example.com/p/1?utm_source=news&x=ü#top', 'https://www.google.com/search?q=tally', 'nope'];
+
+function pick<T>(random: () => number, items: readonly T[]): T {
+  return items[Math.floor(random() * items.length)]!;
+}
+
+function randomEvent(random: () => number): Record<string, unknown> {
+  const event: Record<string, unknown> = {
+    ip: pick(random, IPS), ua: pick(random, UAS), page: pick(random, URLS), ref: pick(random, URLS),
+    nested: { ip: pick(random, IPS) },
+  };
+  if (random() < 0.2) event.geo = random() < 0.5 ? { city: 'Kept' } : 'a string';
+  if (random() < 0.1) event['7'] = 'index-like';
+  if (random() < 0.1) event.out = { existing: true };
+  const addons = [];
+  const count = Math.floor(random() * 6);
+  for (let i = 0; i < count; i++) {
+    const name = pick(random, Object.keys(ADDONS));
+    const input: Record<string, unknown> = {};
+    for (const key of ADDONS[name]!) input[key] = random() < 0.8 ? GOOD_INPUTS[key] : pick(random, INPUTS);
+    if (name === 'svc:ip_to_geo' && random() < 0.2) input.remove_ip_property = true;
+    addons.push({ name, input, output: pick(random, random() < 0.7 ? NEW_OUTPUTS : OUTPUTS) });
+  }
+  event.svc = { id: 'a'.repeat(24), created_at: '2026-11-22T12:00:00.000Z', timestamp: '2024-03-05T14:30:15.123Z', addons };
+  return event;
+}
+
+function run(fn: () => void): string | null {
+  try {
+    fn();
+    return null;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+t.test('appended results store the same JSON and leaves as results written into the event', async (t) => {
+  const random = mulberry32(20261122);
+  const appended = newAppended();
+  let compared = 0;
+  let spliced = 0;
+  for (let round = 0; round < 3000; round++) {
+    const original = randomEvent(random);
+    const inPlace = cloneJson(original);
+    const listed = cloneJson(original);
+    const inPlaceError = run(() => enricher.apply(inPlace, NOW));
+    const listedError = run(() => enricher.apply(listed, NOW, appended));
+    t.equal(listedError, inPlaceError, `round ${round}: same error`);
+    if (inPlaceError !== null || listedError !== null) continue;
+    const expectedLeaves = newLeaves();
+    flattenEvent(inPlace, expectedLeaves);
+    const leaves = newLeaves();
+    flattenEvent(listed, leaves);
+    appendLeaves(appended, leaves, { join: (parent, key) => `${parent}.${key}` });
+    const json = JSON.stringify(listed);
+    const target = Buffer.alloc(json.length * 3 + appendedBytes(appended));
+    const end = spliceInto(target, 0, target.write(json), appended);
+    const ok = target.toString('utf8', 0, end) === JSON.stringify(inPlace) &&
+      JSON.stringify(leaves.paths.slice(0, leaves.count)) === JSON.stringify(expectedLeaves.paths.slice(0, expectedLeaves.count)) &&
+      JSON.stringify(leaves.values.slice(0, leaves.count)) === JSON.stringify(expectedLeaves.values.slice(0, expectedLeaves.count));
+    if (!ok) {
+      t.fail(`round ${round} differs`, { event: original, got: target.toString('utf8', 0, end), want: JSON.stringify(inPlace) });
+      break;
+    }
+    compared++;
+    if (appended.count > 0) spliced++;
+  }
+  t.ok(compared > 1000, `${compared} events compared`);
+  t.ok(spliced > 300, `${spliced} of them had appended results`);
+});
+
+t.test('a cached result is shared, frozen, and copied when written into an event', async (t) => {
+  const appended = newAppended();
+  const event = () => ({ ip: '8.8.8.8', svc: { addons: [{ name: 'svc:ip_to_geo', input: { ip: 'ip' }, output: 'geo' }] } });
+  enricher.apply(event(), NOW, appended);
+  const first = appended.fragments[0];
+  enricher.apply(event(), NOW, appended);
+  t.equal(appended.fragments[0], first, 'the second event reuses the first one\'s result');
+  t.ok(Object.isFrozen(first!.value), 'the shared value is frozen');
+  const written: Record<string, unknown> = event();
+  enricher.apply(written, NOW);
+  t.not(written.geo, first!.value, 'an event gets its own copy');
+  t.same(written.geo, first!.value);
+  (written.geo as Record<string, unknown>).city = 'changed';
+  t.not(first!.value.city, 'changed');
+});
