@@ -49,6 +49,9 @@ type Staged = Validated;
 /** The raw arena's size between calls; a larger batch grows it for its call only. */
 const ARENA_BYTES_KEPT = 16 * 1024 * 1024;
 
+/** Leaves objects kept for reuse: about the number of calls in flight at once. */
+const LEAVES_KEPT = 8;
+
 const DUPLICATE: AppendResult = Object.freeze({ ok: true, offset: -1 });
 const NOT_STORED: AppendResult = Object.freeze({ ok: true, offset: -1 });
 
@@ -70,6 +73,8 @@ export class WritePath {
   /** The stored JSON of one call's events, as UTF-8, back to back; reused by every call. */
   private arena = Buffer.allocUnsafeSlow(ARENA_BYTES_KEPT);
   private arenaUsed = 0;
+  /** Leaves of finished calls, reused. */
+  private readonly freeLeaves: Leaves[] = [];
   /** WAL frames, reused once their events are in the buffers. */
   private readonly frames = new BytePool(WAL_POOL_BYTES_MAX);
   /** The last receipt time and its ISO text: single-event requests arrive many per millisecond. */
@@ -89,7 +94,10 @@ export class WritePath {
       this.lastNow = now;
       this.lastNowIso = formatTimestamp(now);
     }
-    const batch: BatchState = { now, nowIso: this.lastNowIso, stores: new Map(), leaves: newLeaves() };
+    const leaves = this.freeLeaves.pop() ?? newLeaves();
+    leaves.start = 0;
+    leaves.count = 0;
+    const batch: BatchState = { now, nowIso: this.lastNowIso, stores: new Map(), leaves };
     this.arenaUsed = 0;
     const results: AppendResult[] = new Array(events.length);
     const staged: Staged[] = [];
@@ -112,13 +120,19 @@ export class WritePath {
         if (validated[i]) results[i] = refused ? NOT_STORED : this.commit(validated[i]!, staged, batch.now);
       }
     }
-    if (staged.length === 0) return Promise.resolve(results);
+    if (staged.length === 0) {
+      this.releaseLeaves(leaves);
+      return Promise.resolve(results);
+    }
     const rawRanges = new Int32Array(staged.length * 2);
     let pooled: Buffer | null = null;
     const frame = frameInPlace(encodeWalPayload(project, staged, this.arena, rawRanges, RECORD_HEADER_BYTES,
       (bytes) => (pooled = this.frames.take(bytes))));
     if (this.arena.length > ARENA_BYTES_KEPT) this.arena = Buffer.allocUnsafeSlow(ARENA_BYTES_KEPT);
-    const release = () => this.frames.give(pooled!);
+    const release = () => {
+      this.frames.give(pooled!);
+      this.releaseLeaves(leaves);
+    };
     const done = this.deps.wal.appendFrame(frame).then(() => {
       this.applyAll(project, staged, batch.leaves, frame, rawRanges);
       release();
@@ -131,6 +145,11 @@ export class WritePath {
     const forget = () => this.inFlight.delete(done);
     done.then(forget, forget);
     return done;
+  }
+
+  /** Keeps a call's Leaves for the next call: its arrays have grown to a batch's size already. */
+  private releaseLeaves(leaves: Leaves): void {
+    if (this.freeLeaves.length < LEAVES_KEPT) this.freeLeaves.push(leaves);
   }
 
   get busy(): boolean {

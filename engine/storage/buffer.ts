@@ -89,12 +89,17 @@ export class WriteBuffer {
   private ts: Float64Array = new Float64Array(INITIAL_ROWS);
   private createdAt: Float64Array = new Float64Array(INITIAL_ROWS);
   private seq: Float64Array = new Float64Array(INITIAL_ROWS);
-  private rawBytes: Buffer = Buffer.allocUnsafe(1 << 20);
+  private rawBytes: Buffer;
   private rawOffsets: Int32Array = new Int32Array(INITIAL_ROWS + 1);
   private readonly columns = new Map<string, ColumnBuilder>();
   private cached: ColumnChunk | null = null;
   tsMin = Infinity;
   tsMax = -Infinity;
+
+  /** `rawBytes`: memory for the rows' JSON that no one else uses any more, to write over. */
+  constructor(rawBytes?: Buffer) {
+    this.rawBytes = rawBytes ?? Buffer.allocUnsafe(1 << 20);
+  }
 
   get rows(): number {
     return this.count;
@@ -166,9 +171,11 @@ export class WriteBuffer {
    * strings so the dictionaries shrink to what remaining rows use.
    */
   dropPrefix(count: number): WriteBuffer {
-    const next = new WriteBuffer();
-    if (count >= this.count) return next;
-    const chunk = this.snapshot();
+    const chunk = count >= this.count ? null : this.snapshot();
+    // The next buffer takes over this one's raw bytes (the snapshot holds a copy): memory that
+    // has been touched once costs no page faults when rows are written to it again.
+    const next = new WriteBuffer(this.rawBytes);
+    if (chunk === null) return next;
     const leaves: Leaves = { paths: [], values: [], start: 0, count: 0 };
     const columns = [...chunk.columns.values()];
     for (let row = count; row < chunk.rows; row++) {
@@ -179,7 +186,7 @@ export class WriteBuffer {
         leaves.paths[leaves.count] = column.path;
         leaves.values[leaves.count++] = valueAt(column, row);
       }
-      const raw = Buffer.from(chunk.raw.bytes.subarray(chunk.raw.offsets[row], chunk.raw.offsets[row + 1])).toString();
+      const raw = chunk.raw.bytes.subarray(chunk.raw.offsets[row], chunk.raw.offsets[row + 1]);
       next.append(chunk.ts[row], chunk.createdAt[row], chunk.seq[row], raw, leaves, 0, leaves.count);
     }
     return next;
