@@ -192,14 +192,27 @@ function checkList(list: unknown[], path: string, ctx: Placeholders): unknown[] 
   return list;
 }
 
+/** Replaces placeholders in place; only changed slots are written (add-on lists repeat per event). */
 function replacePlaceholdersDeep(value: unknown, ctx: Placeholders): unknown {
-  if (value === IP_PLACEHOLDER) return ctx.ip;
-  if (value === UA_PLACEHOLDER) return ctx.userAgent;
-  if (Array.isArray(value)) return value.map((item) => replacePlaceholdersDeep(item, ctx));
-  if (isObject(value)) {
-    for (const key in value) value[key] = replacePlaceholdersDeep(value[key], ctx);
+  if (typeof value === 'string') {
+    return value === IP_PLACEHOLDER ? ctx.ip : value === UA_PLACEHOLDER ? ctx.userAgent : value;
   }
-  return value;
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const before = value[i];
+      const after = replacePlaceholdersDeep(before, ctx);
+      if (after !== before) value[i] = after;
+    }
+    return value;
+  }
+  const object = value as JsonObject;
+  for (const key in object) {
+    const before = object[key];
+    const after = replacePlaceholdersDeep(before, ctx);
+    if (after !== before) object[key] = after;
+  }
+  return object;
 }
 
 export function isObject(value: unknown): value is JsonObject {
