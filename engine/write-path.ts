@@ -122,13 +122,14 @@ export class WritePath {
     }
     if (staged.length === 0) {
       this.releaseLeaves(leaves);
+      this.shrinkArena();
       return Promise.resolve(results);
     }
     const rawRanges = new Int32Array(staged.length * 2);
     let pooled: Buffer | null = null;
     const frame = frameInPlace(encodeWalPayload(project, staged, this.arena, rawRanges, RECORD_HEADER_BYTES,
       (bytes) => (pooled = this.frames.take(bytes))));
-    if (this.arena.length > ARENA_BYTES_KEPT) this.arena = Buffer.allocUnsafeSlow(ARENA_BYTES_KEPT);
+    this.shrinkArena();
     const release = () => {
       this.frames.give(pooled!);
       this.releaseLeaves(leaves);
@@ -145,6 +146,11 @@ export class WritePath {
     const forget = () => this.inFlight.delete(done);
     done.then(forget, forget);
     return done;
+  }
+
+  /** After a call whose batch grew the arena past its kept size, the memory is let go. */
+  private shrinkArena(): void {
+    if (this.arena.length > ARENA_BYTES_KEPT) this.arena = Buffer.allocUnsafeSlow(ARENA_BYTES_KEPT);
   }
 
   /** Keeps a call's Leaves for the next call: its arrays have grown to a batch's size already. */

@@ -4,6 +4,7 @@
  * order (seq increasing). The buffer knows nothing of files; storage/collection.ts flushes it.
  */
 import { assert } from '../assert.js';
+import { BUFFER_RAW_KEPT_BYTES_MAX } from '../limits.js';
 import type { Leaves } from '../schema/flatten.js';
 import {
   TAG_BOOL, TAG_LIST, TAG_NULL, TAG_NUM, TAG_STR,
@@ -173,8 +174,9 @@ export class WriteBuffer {
   dropPrefix(count: number): WriteBuffer {
     const chunk = count >= this.count ? null : this.snapshot();
     // The next buffer takes over this one's raw bytes (the snapshot holds a copy): memory that
-    // has been touched once costs no page faults when rows are written to it again.
-    const next = new WriteBuffer(this.rawBytes);
+    // has been touched once costs no page faults when rows are written to it again. Up to a bound,
+    // so an idle collection does not keep the memory of its busiest moment.
+    const next = new WriteBuffer(this.rawBytes.length <= BUFFER_RAW_KEPT_BYTES_MAX ? this.rawBytes : undefined);
     if (chunk === null) return next;
     const leaves: Leaves = { paths: [], values: [], start: 0, count: 0 };
     const columns = [...chunk.columns.values()];

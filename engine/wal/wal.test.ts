@@ -6,9 +6,9 @@ import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { encodeRecord } from './record.js';
+import { RECORD_HEADER_BYTES, encodeRecord, frameInPlace } from './record.js';
 import { segmentPath } from './segment-file.js';
-import { Wal, type WalLog, type WalOptions } from './wal.js';
+import { Wal, unwritten, type WalLog, type WalOptions } from './wal.js';
 import { mulberry32 } from '../../test/helpers/random.js';
 
 const quiet: WalLog = () => {};
@@ -40,6 +40,28 @@ t.test('concurrent appends share fdatasyncs and keep call order', async (t) => {
   const { replay, wal: reopened } = await Wal.open(dir, durable);
   t.same(replay.map(text), Array.from({ length: count }, (_, i) => `event-${i}`));
   await reopened.close();
+});
+
+t.test('a frame built in place (room left for the header) equals encodeRecord and replays', async (t) => {
+  const payload = bytes('in place');
+  const frame = Buffer.alloc(RECORD_HEADER_BYTES + payload.length);
+  frame.set(payload, RECORD_HEADER_BYTES);
+  t.same(frameInPlace(frame), encodeRecord(payload));
+  const dir = await tempDir(t);
+  const { wal } = await Wal.open(dir, durable);
+  await Promise.all([wal.append(bytes('one')), wal.appendFrame(frame), wal.append(bytes('three'))]);
+  await wal.close();
+  const { replay, wal: reopened } = await Wal.open(dir, durable);
+  t.same(replay.map(text), ['one', 'in place', 'three']);
+  await reopened.close();
+});
+
+t.test('a short group write resumes from the first unwritten byte', async (t) => {
+  const frames = ['abc', 'de', 'fghi'].map((s) => Buffer.from(s));
+  const rest = (from: number) => Buffer.concat(unwritten(frames, from)).toString();
+  t.same([0, 1, 3, 4, 5, 8].map(rest), ['abcdefghi', 'bcdefghi', 'defghi', 'efghi', 'fghi', 'i']);
+  t.same(unwritten(frames, 9), [], 'nothing left at the end');
+  t.equal(unwritten(frames, 5)[0], frames[2], 'whole frames are passed as they are');
 });
 
 t.test('rotate waits for earlier appends and later appends go to the new segment', async (t) => {

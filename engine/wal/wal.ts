@@ -246,8 +246,10 @@ function rejectAll(group: Waiter<void>[], error: unknown): void {
   for (const entry of group) entry.reject(error);
 }
 
-/** Positional write that finishes short writes (a regular file may return one near ENOSPC). */
-/** Writes the frames back to back with writev: a group is not copied into one buffer first. */
+/**
+ * Writes the frames back to back with one positional writev (a group is not copied into one
+ * buffer first) and finishes short writes, which a regular file may return near ENOSPC.
+ */
 async function writeFully(handle: FileHandle, frames: readonly Buffer[], length: number, position: number): Promise<void> {
   let written = 0;
   let pending = frames;
@@ -261,8 +263,8 @@ async function writeFully(handle: FileHandle, frames: readonly Buffer[], length:
   }
 }
 
-/** The frames' bytes from offset `from` on, as views (a short write's remainder). */
-function unwritten(frames: readonly Buffer[], from: number): Buffer[] {
+/** The frames' bytes from offset `from` on, as views (a short write's remainder). Exported for tests. */
+export function unwritten(frames: readonly Buffer[], from: number): Buffer[] {
   const rest: Buffer[] = [];
   let offset = 0;
   for (const frame of frames) {
