@@ -272,6 +272,8 @@ class Engine implements TallyEngine {
       plans.forEach(({ store, plan }, i) => store.finishFlush(plan, footers[i]));
       this.commitManifest();
       await this.wal.removeUpTo(closedIndex);
+    } else {
+      for (const store of this.stores.values()) store.buffer.trim();
     }
     await this.compactStep();
   }

@@ -12,6 +12,7 @@ import {
 } from './chunk.js';
 
 const INITIAL_ROWS = 1024;
+const INITIAL_RAW_BYTES = 1 << 20;
 
 class ColumnBuilder {
   tags: Uint8Array;
@@ -23,6 +24,14 @@ class ColumnBuilder {
 
   constructor(readonly path: string, capacity: number) {
     this.tags = new Uint8Array(capacity);
+  }
+
+  /** Empties the column for reuse; `rows` rows were written since the last reset. */
+  reset(rows: number): void {
+    this.tags.fill(0, 0, rows);
+    this.dict.length = 0;
+    this.dictIndex.clear();
+    this.lists = null;
   }
 
   grow(capacity: number): void {
@@ -67,17 +76,18 @@ class ColumnBuilder {
     return code;
   }
 
-  snapshot(rows: number): Column {
+  /** A copy of rows [from, to). */
+  snapshot(from: number, to: number): Column {
     let lists: (Primitive[] | null)[] | null = null;
     if (this.lists) {
-      lists = this.lists.slice(0, rows);
-      while (lists.length < rows) lists.push(null);
+      lists = this.lists.slice(from, to);
+      while (lists.length < to - from) lists.push(null);
     }
     return {
       path: this.path,
-      tags: this.tags.slice(0, rows),
-      num: this.num ? this.num.slice(0, rows) : null,
-      str: this.str ? this.str.slice(0, rows) : null,
+      tags: this.tags.slice(from, to),
+      num: this.num ? this.num.slice(from, to) : null,
+      str: this.str ? this.str.slice(from, to) : null,
       dict: this.str ? this.dict.slice() : null,
       lists,
     };
@@ -93,13 +103,14 @@ export class WriteBuffer {
   private rawBytes: Buffer;
   private rawOffsets: Int32Array = new Int32Array(INITIAL_ROWS + 1);
   private readonly columns = new Map<string, ColumnBuilder>();
+  /** Emptied columns of the rows before the last flush, taken again when their path comes back. */
+  private spare = new Map<string, ColumnBuilder>();
   private cached: ColumnChunk | null = null;
   tsMin = Infinity;
   tsMax = -Infinity;
 
-  /** `rawBytes`: memory for the rows' JSON that no one else uses any more, to write over. */
-  constructor(rawBytes?: Buffer) {
-    this.rawBytes = rawBytes ?? Buffer.allocUnsafe(1 << 20);
+  constructor() {
+    this.rawBytes = Buffer.allocUnsafe(INITIAL_RAW_BYTES);
   }
 
   get rows(): number {
@@ -127,17 +138,25 @@ export class WriteBuffer {
     this.appendRaw(row, rawJson);
     for (let i = from; i < to; i++) {
       const path = leaves.paths[i];
-      let column = this.columns.get(path);
-      if (column === undefined) {
-        column = new ColumnBuilder(path, this.capacity);
-        this.columns.set(path, column);
-      }
+      const column = this.columns.get(path) ?? this.addColumn(path);
       column.set(row, leaves.values[i]);
     }
     this.count++;
     if (tsMs < this.tsMin) this.tsMin = tsMs;
     if (tsMs > this.tsMax) this.tsMax = tsMs;
     this.cached = null;
+  }
+
+  private addColumn(path: string): ColumnBuilder {
+    let column = this.spare.get(path);
+    if (column === undefined) {
+      column = new ColumnBuilder(path, this.capacity);
+    } else {
+      this.spare.delete(path);
+      if (column.tags.length < this.capacity) column.grow(this.capacity);
+    }
+    this.columns.set(path, column);
+    return column;
   }
 
   /** Appends a row's JSON, as text or as its UTF-8 bytes. */
@@ -169,18 +188,17 @@ export class WriteBuffer {
 
   /**
    * Drops the first `count` rows (they are now in segments) and keeps the rest, re-encoding their
-   * strings so the dictionaries shrink to what remaining rows use.
+   * strings so the dictionaries shrink to what remaining rows use. The buffer empties itself and
+   * takes the kept rows again from a snapshot (a copy), so its arrays and raw-JSON memory are
+   * written over rather than allocated anew: fresh memory costs a page fault per 4 KB touched.
    */
   dropPrefix(count: number): WriteBuffer {
-    const chunk = count >= this.count ? null : this.snapshot();
-    // The next buffer takes over this one's raw bytes (the snapshot holds a copy): memory that
-    // has been touched once costs no page faults when rows are written to it again. Up to a bound,
-    // so an idle collection does not keep the memory of its busiest moment.
-    const next = new WriteBuffer(this.rawBytes.length <= BUFFER_RAW_KEPT_BYTES_MAX ? this.rawBytes : undefined);
-    if (chunk === null) return next;
+    const chunk = count >= this.count ? null : this.copyRows(count);
+    this.reset(this.rawBytes.length > BUFFER_RAW_KEPT_BYTES_MAX);
+    if (chunk === null) return this;
     const leaves: Leaves = { paths: [], values: [], start: 0, count: 0 };
     const columns = [...chunk.columns.values()];
-    for (let row = count; row < chunk.rows; row++) {
+    for (let row = 0; row < chunk.rows; row++) {
       leaves.count = 0;
       for (const column of columns) {
         const tag = column.tags[row];
@@ -189,9 +207,43 @@ export class WriteBuffer {
         leaves.values[leaves.count++] = valueAt(column, row);
       }
       const raw = chunk.raw.bytes.subarray(chunk.raw.offsets[row], chunk.raw.offsets[row + 1]);
-      next.append(chunk.ts[row], chunk.createdAt[row], chunk.seq[row], raw, leaves, 0, leaves.count);
+      this.append(chunk.ts[row], chunk.createdAt[row], chunk.seq[row], raw, leaves, 0, leaves.count);
     }
-    return next;
+    return this;
+  }
+
+  /** Lets an empty buffer's memory go: a collection that went quiet keeps no busy hour's arrays. */
+  trim(): void {
+    if (this.count === 0 && (this.capacity > INITIAL_ROWS || this.rawBytes.length > INITIAL_RAW_BYTES)) {
+      this.reset(true);
+    }
+  }
+
+  /** Empties the buffer; its memory is kept for the next rows unless `release`. */
+  private reset(release: boolean): void {
+    const rows = this.count;
+    this.count = 0;
+    this.rawOffsets[0] = 0;
+    this.tsMin = Infinity;
+    this.tsMax = -Infinity;
+    this.cached = null;
+    if (release) {
+      this.capacity = INITIAL_ROWS;
+      this.ts = new Float64Array(INITIAL_ROWS);
+      this.createdAt = new Float64Array(INITIAL_ROWS);
+      this.seq = new Float64Array(INITIAL_ROWS);
+      this.rawOffsets = new Int32Array(INITIAL_ROWS + 1);
+      this.rawBytes = Buffer.allocUnsafe(INITIAL_RAW_BYTES);
+      this.columns.clear();
+      this.spare = new Map();
+      return;
+    }
+    this.spare = new Map();
+    for (const column of this.columns.values()) {
+      column.reset(rows);
+      this.spare.set(column.path, column);
+    }
+    this.columns.clear();
   }
 
   /** A copy of the buffered rows that no one else holds (a flush moves it to another thread). */
@@ -203,19 +255,26 @@ export class WriteBuffer {
 
   /** A copy of the buffered rows as a chunk; reused until the next append. */
   snapshot(): ColumnChunk {
-    if (this.cached) return this.cached;
-    const rows = this.count;
+    this.cached ??= this.copyRows(0);
+    return this.cached;
+  }
+
+  /** A copy of rows [from, rows) as a chunk. */
+  private copyRows(from: number): ColumnChunk {
+    const to = this.count;
     const columns = new Map<string, Column>();
-    for (const [path, builder] of this.columns) columns.set(path, builder.snapshot(rows));
-    this.cached = {
-      rows,
-      ts: this.ts.slice(0, rows),
-      createdAt: this.createdAt.slice(0, rows),
-      seq: this.seq.slice(0, rows),
-      raw: { bytes: new Uint8Array(this.rawBytes.subarray(0, this.rawOffsets[rows])), offsets: this.rawOffsets.slice(0, rows + 1) },
+    for (const [path, builder] of this.columns) columns.set(path, builder.snapshot(from, to));
+    const rawFrom = this.rawOffsets[from];
+    const offsets = this.rawOffsets.slice(from, to + 1);
+    if (rawFrom !== 0) for (let i = 0; i < offsets.length; i++) offsets[i] -= rawFrom;
+    return {
+      rows: to - from,
+      ts: this.ts.slice(from, to),
+      createdAt: this.createdAt.slice(from, to),
+      seq: this.seq.slice(from, to),
+      raw: { bytes: new Uint8Array(this.rawBytes.subarray(rawFrom, this.rawOffsets[to])), offsets },
       columns,
     };
-    return this.cached;
   }
 }
 

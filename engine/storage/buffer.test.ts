@@ -1,0 +1,89 @@
+import t from 'tap';
+import { flattenEvent, newLeaves } from '../schema/flatten.js';
+import { WriteBuffer } from './buffer.js';
+import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type ColumnChunk } from './chunk.js';
+
+/** Appends an event as row `seq`; its stored JSON is its JSON text. */
+function add(buffer: WriteBuffer, seq: number, event: Record<string, unknown>): void {
+  const leaves = newLeaves();
+  flattenEvent(event, leaves);
+  buffer.append(1_000 + seq, 2_000 + seq, seq, Buffer.from(JSON.stringify(event)), leaves, 0, leaves.count);
+}
+
+/** The chunk's rows read back: seq, stored JSON, and each present column's value. */
+function rows(chunk: ColumnChunk): { seq: number; ts: number; raw: string; values: Record<string, unknown> }[] {
+  const out = [];
+  for (let row = 0; row < chunk.rows; row++) {
+    const values: Record<string, unknown> = {};
+    for (const column of chunk.columns.values()) {
+      switch (column.tags[row]) {
+        case TAG_NUM: values[column.path] = column.num![row]; break;
+        case TAG_BOOL: values[column.path] = column.num![row] === 1; break;
+        case TAG_STR: values[column.path] = column.dict![column.str![row]]; break;
+        case TAG_LIST: values[column.path] = column.lists![row]; break;
+        case 0: break;
+        default: values[column.path] = null;
+      }
+    }
+    const raw = Buffer.from(chunk.raw.bytes.subarray(chunk.raw.offsets[row], chunk.raw.offsets[row + 1])).toString();
+    out.push({ seq: chunk.seq[row], ts: chunk.ts[row], raw, values });
+  }
+  return out;
+}
+
+const event = (i: number): Record<string, unknown> => i % 3 === 0
+  ? { n: i, s: `s${i % 5}`, nested: { b: i % 2 === 0, l: [i, 'x'] } }
+  : { n: i, other: `o${i}`, empty: null };
+
+t.test('after a flush the buffer keeps exactly the later rows, in memory it writes over', async (t) => {
+  const buffer = new WriteBuffer();
+  const expected = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => {
+    const i = from + k;
+    const e = event(i);
+    const values: Record<string, unknown> = i % 3 === 0
+      ? { n: i, s: `s${i % 5}`, 'nested.b': i % 2 === 0, 'nested.l': [i, 'x'] }
+      : { n: i, other: `o${i}`, empty: null };
+    return { seq: i, ts: 1_000 + i, raw: JSON.stringify(e), values };
+  });
+  for (let i = 0; i < 3_000; i++) add(buffer, i, event(i));
+  t.same(rows(buffer.snapshot()), expected(0, 3_000), 'all rows before the flush');
+  const kept = buffer.dropPrefix(2_500);
+  t.equal(kept, buffer, 'the same buffer, emptied and refilled');
+  t.equal(buffer.rows, 500);
+  t.equal(buffer.firstSeq, 2_500);
+  t.same(rows(buffer.snapshot()), expected(2_500, 3_000), 'the rows after the flushed ones');
+  for (let i = 3_000; i < 3_100; i++) add(buffer, i, i % 2 === 0 ? { fresh: i } : event(i));
+  const after = rows(buffer.snapshot());
+  t.equal(after.length, 600);
+  t.same(after[after.length - 2], { seq: 3_098, ts: 4_098, raw: '{"fresh":3098}', values: { fresh: 3_098 } },
+    'a row with a new column has no value from an older row in its other columns');
+  t.same(after.slice(0, 500), expected(2_500, 3_000), 'earlier rows unchanged');
+  t.equal(buffer.tsMin, 3_500);
+  t.equal(buffer.tsMax, 4_099);
+});
+
+t.test('columns that no kept row uses are gone after a flush, and come back empty', async (t) => {
+  const buffer = new WriteBuffer();
+  add(buffer, 0, { only_first: 'x', n: 1 });
+  add(buffer, 1, { n: 2 });
+  buffer.dropPrefix(1);
+  t.same([...buffer.snapshot().columns.keys()], ['n'], 'only the kept row\'s column');
+  add(buffer, 2, { n: 3 });
+  add(buffer, 3, { only_first: 'y' });
+  const chunk = buffer.snapshot();
+  t.same(rows(chunk).map((r) => r.values), [{ n: 2 }, { n: 3 }, { only_first: 'y' }]);
+  t.same(chunk.columns.get('only_first')!.dict, ['y'], 'its dictionary starts over');
+});
+
+t.test('a flush of every row empties the buffer; trim lets an empty buffer\'s memory go', async (t) => {
+  const buffer = new WriteBuffer();
+  for (let i = 0; i < 5_000; i++) add(buffer, i, event(i));
+  buffer.dropPrefix(5_000);
+  t.equal(buffer.rows, 0);
+  t.equal(buffer.snapshot().rows, 0);
+  buffer.trim();
+  add(buffer, 5_000, event(5_000));
+  t.same(rows(buffer.snapshot()).map((r) => r.seq), [5_000], 'usable after trim');
+  buffer.trim();
+  t.equal(buffer.rows, 1, 'trim keeps a buffer that holds rows');
+});
