@@ -112,7 +112,8 @@ async function main(): Promise<void> {
   const seconds = flag('seconds', 10);
   const batchConnections = flag('batch-connections', 4);
   const concurrency = flag('concurrency', 64);
-  const server = await startServer();
+  const serverArgs = process.env.TALLY_SERVER_ARGS?.split(' ').filter((arg) => arg !== '') ?? [];
+  const server = await startServer({ args: serverArgs });
   const port = Number(new URL(server.url).port);
   const host = `127.0.0.1:${port}`;
   const base = `/3.0/projects/${server.projectId}/events`;

@@ -33,6 +33,13 @@ export type AppendResult =
   | { readonly ok: true; readonly offset: number }
   | { readonly ok: false; readonly error: ApiError };
 
+export interface BatchAppendResult {
+  /** Collection names in body order, each with its number of events. */
+  readonly collections: readonly (readonly [string, number])[];
+  /** One per event, in body order. */
+  readonly results: readonly AppendResult[];
+}
+
 export interface AppendOptions {
   /** One refused event means none of the call's events is stored (a Kafka produce batch). */
   readonly atomic?: boolean;
@@ -75,6 +82,11 @@ export interface EngineOptions {
   readonly clock?: () => number;
   /** How often buffered rows are flushed to segments; default FLUSH_INTERVAL_MS. */
   readonly flushIntervalMs?: number;
+  /**
+   * Worker threads that parse and prepare large batch bodies; default: one per core but one. 0 prepares
+   * every batch on the thread that serves writes.
+   */
+  readonly ingestWorkers?: number;
   /** Worker threads for queries; default: one per core. 0 runs queries in-process. */
   readonly queryWorkers?: number;
   /** Whether to fsync the WAL before acknowledging (default true). Only benchmarks turn it off. */
@@ -106,6 +118,13 @@ export interface TallyEngine {
   appendEvents(
     projectId: string, events: readonly EventToWrite[], ctx: WriteContext, options?: AppendOptions,
   ): Promise<AppendResult[]>;
+
+  /**
+   * Parses a batch body (a JSON object of collection name → array of events) and appends its
+   * events as appendEvents does; large bodies are parsed and prepared on ingest workers. Rejects
+   * with InvalidJsonError or InvalidBatchError for a body that is not a batch.
+   */
+  appendBatchBody(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult>;
 
   listCollections(projectId: string): CollectionSchema[];
   getCollection(projectId: string, collection: string): CollectionSchema | undefined;

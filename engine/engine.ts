@@ -7,12 +7,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type {
-  AppendOptions, AppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
+  AppendOptions, AppendResult, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, TallyEngine, WriteContext,
 } from './api.js';
 import { createEnricher, type Enricher } from './enrich/pipeline.js';
 import { ApiError } from './errors.js';
-import { COLLECTIONS_LISTED_MAX, FLUSH_INTERVAL_MS } from './limits.js';
+import { parseBatchBody } from './ingest/batch.js';
+import { IngestPool } from './ingest/pool.js';
+import { COLLECTIONS_LISTED_MAX, FLUSH_INTERVAL_MS, INGEST_WORKER_BODY_BYTES_MIN } from './limits.js';
 import { ProjectStore } from './projects.js';
 import { QueryService } from './query/service.js';
 import type { ColumnChunk, ScanSource } from './storage/chunk.js';
@@ -50,6 +52,7 @@ class Engine implements TallyEngine {
     private readonly queries: QueryService,
     enricher: Enricher,
     inlineSegments: boolean,
+    private readonly ingest: IngestPool | null,
   ) {
     this.segmentPool = new SegmentPool(inlineSegments);
     this.offsets = readJsonIfExists<OffsetsFile>(path.join(dataDir, 'kafka-offsets.json')) ?? {};
@@ -83,7 +86,10 @@ class Engine implements TallyEngine {
       clock,
       workers,
     });
-    engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0);
+    // The thread that serves writes keeps a core's share of the work (schema, WAL, buffers).
+    const ingestWorkers = options.ingestWorkers ?? Math.max(1, os.availableParallelism() - 1);
+    const ingest = ingestWorkers > 0 ? new IngestPool(ingestWorkers, { geoipDbPath: options.geoipDbPath }) : null;
+    engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0, ingest);
     engine.createdFresh = projects.created;
     engine.recover(replay);
     const interval = options.flushIntervalMs ?? FLUSH_INTERVAL_MS;
@@ -176,6 +182,28 @@ class Engine implements TallyEngine {
       return Promise.reject(new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`));
     }
     return this.writes.append(projectId, events, ctx, options?.atomic ?? false);
+  }
+
+  appendBatchBody(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult> {
+    if (this.closed) return Promise.reject(new ApiError('ServiceUnavailableError', 'Tally is shutting down.'));
+    if (!this.projects.get(projectId)) {
+      return Promise.reject(new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`));
+    }
+    if (this.ingest === null || body.length < INGEST_WORKER_BODY_BYTES_MIN) {
+      try {
+        const { events, collections } = parseBatchBody(body);
+        return this.writes.append(projectId, events, ctx).then((results) => ({ collections, results }));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    const time = this.writes.receiptTime();
+    const done = this.ingest.run(body, ctx, time.now, time.nowIso).then((packed) => {
+      return this.writes.appendPrepared(projectId, packed, time)
+        .then((results) => ({ collections: packed.collections, results }));
+    });
+    this.writes.track(done);
+    return done;
   }
 
   // Inspection.
@@ -304,6 +332,7 @@ class Engine implements TallyEngine {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     await this.writes.settled();
+    await this.ingest?.close();
     await this.flush();
     await this.flush(); // rows that arrived while a timer flush was already running
     await this.wal.close();

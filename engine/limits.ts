@@ -12,6 +12,8 @@ export const BATCH_BYTES_MAX = 10_000_000;
 export const BODY_BYTES_MAX = BATCH_BYTES_MAX;
 /** Events in one batch request; the seed recommends 5,000, we accept 4x that before InvalidBatchError. */
 export const BATCH_EVENTS_MAX = 20_000;
+/** Batch bodies from this size up are parsed and prepared on ingest workers (engine/ingest). */
+export const INGEST_WORKER_BODY_BYTES_MIN = 64 * 1024;
 /** Property name length: "fewer than 256 characters" (seed) → InvalidPropertyNameError. */
 export const PROPERTY_NAME_CHARS_MAX = 255;
 /** String value length: "fewer than 10,000 characters" (seed) → InvalidPropertyValueError. */

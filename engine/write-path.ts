@@ -6,22 +6,18 @@
  */
 import type { AppendResult, EventToWrite, WriteContext } from './api.js';
 import { BytePool } from './byte-pool.js';
-import { appendLeaves, appendedBytes, newAppended, spliceInto, type Appended } from './enrich/fragment.js';
 import type { Enricher } from './enrich/pipeline.js';
 import { ApiError, isApiError } from './errors.js';
-import { IdSource } from './ids.js';
-import { BUFFER_ROWS_MAX, EVENT_BYTES_MAX, WAL_POOL_BYTES_MAX } from './limits.js';
+import { EventPreparer, TOO_LARGE_MESSAGE, type PreparedRow } from './event-preparer.js';
+import { unpackLeaves, type PackedBatch } from './ingest/batch.js';
+import { BUFFER_ROWS_MAX, WAL_POOL_BYTES_MAX } from './limits.js';
 import { validateCollectionName } from './schema/collection-name.js';
-import { PathJoiner, flattenEvent, newLeaves, type Leaves } from './schema/flatten.js';
-import { prepareEvent } from './schema/prepare.js';
+import { flattenEvent, newLeaves, type Leaves } from './schema/flatten.js';
 import { formatTimestamp } from './schema/timestamp.js';
 import type { CollectionStore } from './storage/collection.js';
 import type { Wal } from './wal/wal.js';
 import { RECORD_HEADER_BYTES, frameInPlace } from './wal/record.js';
 import { decodeWalPayload, encodeWalPayload, type StagedWalEvent } from './wal-record.js';
-
-/** Bytes the svc fields add to an event as sent; a batch item's stored JSON may exceed the limit by this. */
-const SVC_OVERHEAD_BYTES = 2_048;
 
 /** Per-call state: the receipt time (one per call, formatted once) and the stores seen. */
 interface BatchState {
@@ -32,8 +28,8 @@ interface BatchState {
 }
 
 /**
- * An event that passed validation; its leaves are leaves[from, to), its JSON is the raw arena's
- * [rawStart, rawEnd); `s` is set on commit.
+ * An event that passed validation; its leaves are leaves[from, to), its JSON is the call's raw
+ * bytes [rawStart, rawEnd); `s` is set on commit.
  */
 interface Validated extends StagedWalEvent {
   readonly store: CollectionStore;
@@ -45,9 +41,6 @@ interface Validated extends StagedWalEvent {
 
 /** A committed event waiting for its WAL append. */
 type Staged = Validated;
-
-/** The raw arena's size between calls; a larger batch grows it for its call only. */
-const ARENA_BYTES_KEPT = 16 * 1024 * 1024;
 
 /** Leaves objects kept for reuse: about the number of calls in flight at once. */
 const LEAVES_KEPT = 8;
@@ -65,14 +58,14 @@ export interface WritePathDeps {
   readonly full: () => void;
 }
 
+/** The receipt time of a call, and its ISO text. */
+export interface ReceiptTime {
+  readonly now: number;
+  readonly nowIso: string;
+}
+
 export class WritePath {
-  private readonly ids = new IdSource();
-  private readonly paths = new PathJoiner();
-  /** Add-on results of the event being validated that go after its own properties. */
-  private readonly appended = newAppended();
-  /** The stored JSON of one call's events, as UTF-8, back to back; reused by every call. */
-  private arena = Buffer.allocUnsafeSlow(ARENA_BYTES_KEPT);
-  private arenaUsed = 0;
+  private readonly preparer: EventPreparer;
   /** Leaves of finished calls, reused. */
   private readonly freeLeaves: Leaves[] = [];
   /** WAL frames, reused once their events are in the buffers. */
@@ -82,30 +75,85 @@ export class WritePath {
   private lastNowIso = '';
   private readonly inFlight = new Set<Promise<unknown>>();
 
-  constructor(private readonly deps: WritePathDeps) {}
+  constructor(private readonly deps: WritePathDeps) {
+    this.preparer = new EventPreparer(deps.enricher);
+  }
+
+  /** The receipt time of a call starting now. */
+  receiptTime(): ReceiptTime {
+    const now = this.deps.clock();
+    if (now !== this.lastNow) {
+      this.lastNow = now;
+      this.lastNowIso = formatTimestamp(now);
+    }
+    return { now, nowIso: this.lastNowIso };
+  }
 
   /**
    * Appends events; each gets its own result. With `atomic`, one refused event means none is
    * stored: the refused ones carry their errors, the others `{ ok: true, offset: -1 }`.
    */
   append(project: string, events: readonly EventToWrite[], ctx: WriteContext, atomic = false): Promise<AppendResult[]> {
-    const now = this.deps.clock();
-    if (now !== this.lastNow) {
-      this.lastNow = now;
-      this.lastNowIso = formatTimestamp(now);
-    }
+    const batch = this.batchState(this.receiptTime());
+    const preparer = this.preparer;
+    preparer.begin();
+    const staged: Staged[] = [];
+    const results = this.validateAll(events.length, atomic, staged, (i) => {
+      batch.leaves.start = batch.leaves.count; // a refusal rolls back to here
+      const store = this.storeFor(project, events[i].collection, batch);
+      const row = preparer.prepare(events[i].event, ctx, batch.now, batch.nowIso, batch.leaves);
+      return this.checked(store, events[i].collection, row, batch);
+    }, batch);
+    const done = this.write(project, staged, results, batch, preparer.arena);
+    preparer.end();
+    return done;
+  }
+
+  /**
+   * Appends a batch an ingest worker prepared (ingest/batch.ts) at `time`: the store-side checks
+   * and everything after them, as append() does for events it prepares itself.
+   */
+  appendPrepared(project: string, packed: PackedBatch, time: ReceiptTime): Promise<AppendResult[]> {
+    const batch = this.batchState(time);
+    unpackLeaves(packed, batch.leaves);
+    const collectionOf: string[] = [];
+    for (const [collection, count] of packed.collections) for (let i = 0; i < count; i++) collectionOf.push(collection);
+    const { ranges } = packed;
+    const staged: Staged[] = [];
+    const results = this.validateAll(collectionOf.length, false, staged, (i) => {
+      const store = this.storeFor(project, collectionOf[i], batch);
+      const refusal = packed.errorOf[i];
+      if (refusal !== -1) throw new ApiError(packed.errors[refusal].code, packed.errors[refusal].message);
+      const row: PreparedRow = {
+        t: packed.t[i], k: packed.tokens[i], from: ranges[4 * i], to: ranges[4 * i + 1],
+        rawStart: ranges[4 * i + 2], rawEnd: ranges[4 * i + 3], tooLarge: packed.tooLarge[i] === 1,
+      };
+      return this.checked(store, collectionOf[i], row, batch);
+    }, batch);
+    const raw = Buffer.from(packed.raw.buffer, packed.raw.byteOffset, packed.raw.byteLength);
+    return this.write(project, staged, results, batch, raw);
+  }
+
+  private batchState(time: ReceiptTime): BatchState {
     const leaves = this.freeLeaves.pop() ?? newLeaves();
     leaves.start = 0;
     leaves.count = 0;
-    const batch: BatchState = { now, nowIso: this.lastNowIso, stores: new Map(), leaves };
-    this.arenaUsed = 0;
-    const results: AppendResult[] = new Array(events.length);
-    const staged: Staged[] = [];
-    const validated: (Validated | null)[] = new Array(events.length);
+    return { now: time.now, nowIso: time.nowIso, stores: new Map(), leaves };
+  }
+
+  /**
+   * Validates events 0..count-1 with `validate` and commits them (all or none with `atomic`);
+   * committed events go to `staged`.
+   */
+  private validateAll(
+    count: number, atomic: boolean, staged: Staged[], validate: (i: number) => Validated, batch: BatchState,
+  ): AppendResult[] {
+    const results: AppendResult[] = new Array(count);
+    const validated: (Validated | null)[] = new Array(count);
     let refused = false;
-    for (let i = 0; i < events.length; i++) {
+    for (let i = 0; i < count; i++) {
       try {
-        validated[i] = this.validate(project, events[i], ctx, batch);
+        validated[i] = validate(i);
       } catch (error) {
         if (!isApiError(error)) throw error;
         batch.leaves.count = batch.leaves.start; // drop the refused event's leaves
@@ -116,41 +164,47 @@ export class WritePath {
       if (!atomic && validated[i]) results[i] = this.commit(validated[i]!, staged, batch.now);
     }
     if (atomic) {
-      for (let i = 0; i < events.length; i++) {
+      for (let i = 0; i < count; i++) {
         if (validated[i]) results[i] = refused ? NOT_STORED : this.commit(validated[i]!, staged, batch.now);
       }
     }
+    return results;
+  }
+
+  /** Writes the staged events' WAL record (their JSON is in `raw`); resolves once they are applied. */
+  private write(
+    project: string, staged: Staged[], results: AppendResult[], batch: BatchState, raw: Buffer,
+  ): Promise<AppendResult[]> {
+    const leaves = batch.leaves;
     if (staged.length === 0) {
       this.releaseLeaves(leaves);
-      this.shrinkArena();
       return Promise.resolve(results);
     }
     const rawRanges = new Int32Array(staged.length * 2);
     let pooled: Buffer | null = null;
-    const frame = frameInPlace(encodeWalPayload(project, staged, this.arena, rawRanges, RECORD_HEADER_BYTES,
+    const frame = frameInPlace(encodeWalPayload(project, staged, raw, rawRanges, RECORD_HEADER_BYTES,
       (bytes) => (pooled = this.frames.take(bytes))));
-    this.shrinkArena();
     const release = () => {
       this.frames.give(pooled!);
       this.releaseLeaves(leaves);
     };
     const done = this.deps.wal.appendFrame(frame).then(() => {
-      this.applyAll(project, staged, batch.leaves, frame, rawRanges);
+      this.applyAll(project, staged, leaves, frame, rawRanges);
       release();
       return results;
     }, (error: unknown) => {
       release();
       throw error;
     });
-    this.inFlight.add(done);
-    const forget = () => this.inFlight.delete(done);
-    done.then(forget, forget);
+    this.track(done);
     return done;
   }
 
-  /** After a call whose batch grew the arena past its kept size, the memory is let go. */
-  private shrinkArena(): void {
-    if (this.arena.length > ARENA_BYTES_KEPT) this.arena = Buffer.allocUnsafeSlow(ARENA_BYTES_KEPT);
+  /** Counts `work` as in flight until it settles: settled() waits for it. */
+  track(work: Promise<unknown>): void {
+    this.inFlight.add(work);
+    const forget = () => this.inFlight.delete(work);
+    work.then(forget, forget);
   }
 
   /** Keeps a call's Leaves for the next call: its arrays have grown to a batch's size already. */
@@ -167,49 +221,28 @@ export class WritePath {
     await Promise.allSettled([...this.inFlight]);
   }
 
-  /** Checks one event and makes its stored JSON; nothing of the store changes yet. */
-  private validate(project: string, item: EventToWrite, ctx: WriteContext, batch: BatchState): Validated {
-    const now = batch.now;
-    batch.leaves.start = batch.leaves.count; // a refusal below rolls back to here
-    let store = batch.stores.get(item.collection);
+  /** The store of a call's collection; the name is checked once per call. */
+  private storeFor(project: string, collection: string, batch: BatchState): CollectionStore {
+    let store = batch.stores.get(collection);
     if (store === undefined) {
-      validateCollectionName(item.collection);
-      store = this.deps.store(project, item.collection);
-      batch.stores.set(item.collection, store);
+      validateCollectionName(collection);
+      store = this.deps.store(project, collection);
+      batch.stores.set(collection, store);
     }
-    const prepared = prepareEvent(item.event, now, this.ids.take(), ctx, batch.nowIso);
-    const appended = this.appended;
-    appended.count = 0;
-    if (prepared.hasAddons) this.deps.enricher.apply(prepared.event, now, appended);
-    const leaves = batch.leaves;
-    flattenEvent(prepared.event, leaves, this.paths);
-    if (appended.count > 0) appendLeaves(appended, leaves, this.paths);
-    store.schema.check(leaves);
-    const rawStart = this.arenaUsed;
-    const rawEnd = this.writeRaw(JSON.stringify(prepared.event), appended);
-    if (rawEnd - rawStart > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES) {
-      this.arenaUsed = rawStart;
-      throw new ApiError('InvalidEventError', `An event may be at most ${EVENT_BYTES_MAX} bytes of JSON.`);
-    }
-    return {
-      store, leaves, from: leaves.start, to: leaves.count,
-      c: item.collection, s: -1, t: prepared.tsMs, a: prepared.createdAtMs, k: prepared.uniquenessToken,
-      rawStart, rawEnd,
-    };
+    return store;
   }
 
-  /** Writes an event's stored JSON (its own JSON with the appended results) at the arena's end. */
-  private writeRaw(json: string, appended: Appended): number {
-    const start = this.arenaUsed;
-    const needed = start + json.length * 3 + appendedBytes(appended);
-    if (needed > this.arena.length) {
-      const grown = Buffer.allocUnsafeSlow(Math.max(needed, this.arena.length * 2));
-      this.arena.copy(grown, 0, 0, start);
-      this.arena = grown;
-    }
-    const end = start + this.arena.write(json, start, 'utf8');
-    this.arenaUsed = spliceInto(this.arena, start, end, appended);
-    return this.arenaUsed;
+  /** The store-side checks of a prepared event: its leaves against the schema, then its size. */
+  private checked(store: CollectionStore, collection: string, row: PreparedRow, batch: BatchState): Validated {
+    const leaves = batch.leaves;
+    leaves.start = row.from;
+    leaves.count = row.to;
+    store.schema.check(leaves);
+    if (row.tooLarge) throw new ApiError('InvalidEventError', TOO_LARGE_MESSAGE);
+    return {
+      store, leaves, from: row.from, to: row.to,
+      c: collection, s: -1, t: row.t, a: batch.now, k: row.k, rawStart: row.rawStart, rawEnd: row.rawEnd,
+    };
   }
 
   /**

@@ -24,6 +24,7 @@ export interface Config {
   readonly geoipDb: string | undefined;
   /** undefined = the engine's default. */
   readonly queryWorkers: number | undefined;
+  readonly ingestWorkers: number | undefined;
   /** fsync before acknowledging; only benchmarks turn it off (`--no-fsync`). */
   readonly fsync: boolean;
   readonly help: boolean;
@@ -56,6 +57,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'trust-proxy', help: 'client IP from the first X-Forwarded-For entry' },
   { name: 'geoip-db', arg: 'FILE', help: 'MaxMind-format City database for svc:ip_to_geo' },
   { name: 'query-workers', arg: 'N', help: 'query worker threads (default one per core; 0 = inline)' },
+  { name: 'ingest-workers', arg: 'N', help: 'threads that parse large batch bodies (default one per core but one; 0 = inline)' },
   { name: 'no-fsync', help: 'acknowledge writes before fsync (benchmarks only; unsafe)' },
   { name: 'help', help: 'print this help and exit' },
 ];
@@ -143,6 +145,7 @@ export function readConfig(
     trustProxy: flags.has('trust-proxy'),
     geoipDb: flags.get('geoip-db'),
     queryWorkers: parseCount('query-workers', flags.get('query-workers')),
+    ingestWorkers: parseCount('ingest-workers', flags.get('ingest-workers')),
     fsync: !flags.has('no-fsync'),
     help: flags.has('help'),
   });

@@ -106,6 +106,7 @@ function openOptions(config: Config): Parameters<typeof openEngine>[0] {
     ...(config.orgKey !== undefined && { orgKey: config.orgKey }),
     ...(config.geoipDb !== undefined && { geoipDbPath: config.geoipDb }),
     ...(config.queryWorkers !== undefined && { queryWorkers: config.queryWorkers }),
+    ...(config.ingestWorkers !== undefined && { ingestWorkers: config.ingestWorkers }),
     fsync: config.fsync,
   };
 }

@@ -3,24 +3,9 @@
  * values (spec/api.md §6) and Accept negotiation. Pure functions; they throw ApiError on bad
  * input.
  */
-import { ApiError } from '../../engine/index.js';
+import { ApiError, parseJson, parseJsonBody } from '../../engine/index.js';
 
-export function parseJson(text: string, what: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    const reason = (error as Error).message;
-    throw new ApiError('InvalidJsonError', `${what} is not valid JSON: ${reason}`);
-  }
-}
-
-/** A JSON body, whatever its Content-Type (text/plain from the Beacon API included). */
-export function parseJsonBody(body: Buffer): unknown {
-  if (body.length === 0) {
-    throw new ApiError('InvalidJsonError', 'The request body is empty; send a JSON document.');
-  }
-  return parseJson(body.toString('utf8'), 'The request body');
-}
+export { parseJson, parseJsonBody };
 
 const BASE64_RE = /^[A-Za-z0-9+/_-]*={0,2}$/;
 

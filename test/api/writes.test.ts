@@ -206,3 +206,31 @@ t.test('batch shape errors', async (t) => {
   const invalid = await api.post(path, { key: server.keys.write, body: '{"a": [' });
   t.equal(invalid.body.error_code, 'InvalidJsonError');
 });
+
+t.test('a large batch, parsed on an ingest worker: per-event results, and shape errors as for small ones', async (t) => {
+  const path = `/3.0/projects/${server.projectId}/events`;
+  const filler = Array.from({ length: 1_500 }, (_, i) => ({ i, note: 'n'.repeat(40) }));
+  const response = await api.post(path, {
+    key: server.keys.write,
+    body: { large: [{ a: 1 }, { ['x'.repeat(256)]: 1 }, 'not an object', ...filler], 'bad$name': [{ a: 1 }] },
+  });
+  t.equal(response.status, 200);
+  const { large: big } = response.body;
+  t.equal(big.length, 1_503);
+  t.same(big.slice(0, 3).map((r: any) => r.success), [true, false, false]);
+  t.equal(big[1].error.name, 'InvalidPropertyNameError');
+  t.equal(big[2].error.name, 'InvalidEventError');
+  t.ok(big.slice(3).every((r: any) => r.success), 'the filler is stored');
+  t.equal(response.body['bad$name'][0].error.name, 'InvalidCollectionNameError');
+  const count = await api.post(`/3.0/projects/${server.projectId}/queries/count`, {
+    key: server.keys.read,
+    body: { event_collection: 'large', timeframe: { start: '2000-01-01T00:00:00Z', end: '2100-01-01T00:00:00Z' } },
+  });
+  t.equal(count.body.result, 1_501, 'every accepted event is stored');
+  const padding = 'p'.repeat(100_000);
+  for (const [body, code] of [[`{"a": ["${padding}"`, 'InvalidJsonError'], [`["${padding}"]`, 'InvalidBatchError']]) {
+    const refused = await api.post(path, { key: server.keys.write, body });
+    t.equal(refused.status, 400);
+    t.equal(refused.body.error_code, code);
+  }
+});

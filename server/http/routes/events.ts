@@ -3,7 +3,7 @@
  * handler parses the request, makes one engine.appendEvents call and shapes its results;
  * validation and enrichment are the engine's. GET without `data` is inspection (routes/inspect.ts).
  */
-import { ApiError, limits, type AppendResult, type EventToWrite } from '../../../engine/index.js';
+import { ApiError, type AppendResult } from '../../../engine/index.js';
 import { requireProjectKey } from '../auth.js';
 import { parseBase64Json, parseJsonBody, prefersImage } from '../parse.js';
 import { json } from '../respond.js';
@@ -62,29 +62,6 @@ export const recordBeaconOrInspect: Handler = async (ctx, deps) => {
   return json(201, { created: true });
 };
 
-function invalidBatch(why: string): ApiError {
-  return new ApiError('InvalidBatchError',
-    `${why} A batch is a JSON object of collection name → array of events.`);
-}
-
-/** The batch body flattened in submission order, checked for shape and the event-count bound. */
-function flattenBatch(batch: unknown): { events: EventToWrite[]; collections: [string, number][] } {
-  if (batch === null || typeof batch !== 'object' || Array.isArray(batch)) {
-    throw invalidBatch('The body is not a JSON object.');
-  }
-  const events: EventToWrite[] = [];
-  const collections: [string, number][] = [];
-  for (const [collection, list] of Object.entries(batch)) {
-    if (!Array.isArray(list)) throw invalidBatch(`The value of "${collection}" is not an array.`);
-    if (events.length + list.length > limits.BATCH_EVENTS_MAX) {
-      throw invalidBatch(`The batch holds more than ${limits.BATCH_EVENTS_MAX} events; split it.`);
-    }
-    for (const event of list) events.push({ collection, event });
-    collections.push([collection, list.length]);
-  }
-  return { events, collections };
-}
-
 type BatchEntry =
   | { success: true }
   | { success: false; error: { name: string; description: string } };
@@ -98,14 +75,13 @@ function toEntry(result: AppendResult): BatchEntry {
 export const recordBatch: Handler = async (ctx, deps) => {
   const project = ctx.params['project']!;
   requireProjectKey(deps.engine, project, ctx.key, ['write']);
-  const { events, collections } = flattenBatch(parseJsonBody(ctx.body));
-  const results = await deps.engine.appendEvents(project, events, writeContext(ctx));
-  if (results.length !== events.length) throw new Error('appendEvents returned a result per event');
+  const { collections, results } = await deps.engine.appendBatchBody(project, ctx.body, writeContext(ctx));
   const body: Record<string, BatchEntry[]> = {};
   let index = 0;
   for (const [collection, count] of collections) {
     body[collection] = results.slice(index, index + count).map(toEntry);
     index += count;
   }
+  if (index !== results.length) throw new Error('appendBatchBody returned a result per event');
   return json(200, body);
 };

@@ -1,0 +1,41 @@
+/**
+ * An ingest worker: parses a batch body and prepares its events (svc fields, placeholders, add-ons,
+ * leaves, stored JSON) with its own enricher, then hands the packed result back (ingest/batch.ts).
+ * Jobs run one at a time, in the order they arrive.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { WriteContext } from '../api.js';
+import { createEnricher, type EnricherOptions } from '../enrich/pipeline.js';
+import { isApiError, type ErrorCode } from '../errors.js';
+import { EventPreparer } from '../event-preparer.js';
+import { newLeaves } from '../schema/flatten.js';
+import { packBatch, packedTransferables, parseBatchBody, type PackedBatch } from './batch.js';
+
+export interface IngestJob {
+  readonly id: number;
+  readonly body: Uint8Array;
+  readonly ctx: WriteContext;
+  readonly now: number;
+  readonly nowIso: string;
+}
+
+export type IngestReply =
+  | { readonly id: number; readonly packed: PackedBatch }
+  | { readonly id: number; readonly refused: { code: ErrorCode; message: string } }
+  | { readonly id: number; readonly failure: string };
+
+const port = parentPort!;
+const preparer = new EventPreparer(await createEnricher(workerData as EnricherOptions));
+const leaves = newLeaves();
+
+port.on('message', (job: IngestJob) => {
+  try {
+    const packed = packBatch(preparer, parseBatchBody(job.body), job.ctx, job.now, job.nowIso, leaves);
+    port.postMessage({ id: job.id, packed } satisfies IngestReply, packedTransferables(packed));
+  } catch (error) {
+    const reply: IngestReply = isApiError(error)
+      ? { id: job.id, refused: { code: error.error_code, message: error.message } }
+      : { id: job.id, failure: error instanceof Error ? (error.stack ?? error.message) : String(error) };
+    port.postMessage(reply);
+  }
+});
