@@ -28,6 +28,11 @@ export class IngestPool {
     this.slots = Array.from({ length: size }, () => ({ worker: null, waiting: new Map() }));
   }
 
+  /** True when some worker has no job: a batch sent now starts at once. */
+  get idle(): boolean {
+    return this.slots.some((slot) => slot.waiting.size === 0);
+  }
+
   /** Parses and prepares a batch body on a worker. The body's memory is moved there when it can be. */
   run(body: Uint8Array, ctx: WriteContext, now: number, nowIso: string): Promise<PackedBatch> {
     let slot = this.slots[0];
