@@ -10,7 +10,7 @@ import type {
   AppendOptions, AppendResult, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, TallyEngine, WriteContext,
 } from './api.js';
-import { createEnricher, type Enricher } from './enrich/pipeline.js';
+import { createEnricher, sharedDatabaseFiles, type Enricher } from './enrich/pipeline.js';
 import { ApiError } from './errors.js';
 import { parseBatchBody } from './ingest/batch.js';
 import { IngestPool } from './ingest/pool.js';
@@ -88,7 +88,7 @@ class Engine implements TallyEngine {
     });
     // The thread that serves writes keeps a core's share of the work (schema, WAL, buffers).
     const ingestWorkers = options.ingestWorkers ?? Math.max(1, os.availableParallelism() - 1);
-    const ingest = ingestWorkers > 0 ? new IngestPool(ingestWorkers, { geoipDbPath: options.geoipDbPath }) : null;
+    const ingest = ingestWorkers > 0 ? new IngestPool(ingestWorkers, { geoipDbPath: options.geoipDbPath, databaseFiles: sharedDatabaseFiles() }) : null;
     engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0, ingest);
     engine.createdFresh = projects.created;
     engine.recover(replay);

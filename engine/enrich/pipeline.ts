@@ -25,7 +25,8 @@ import { assert } from '../assert.js';
 import { ApiError } from '../errors.js';
 import type { Addon } from './addons/addon.js';
 import { createDateTimeParser } from './addons/date-time-parser.js';
-import { createIpToGeo, loadGeoDatabases } from './addons/ip-to-geo.js';
+import { adoptDatabaseFiles, createIpToGeo, loadGeoDatabases } from './addons/ip-to-geo.js';
+export { sharedDatabaseFiles } from './addons/ip-to-geo.js';
 import { createReferrerParser, loadReferrerTable } from './addons/referrer-parser.js';
 import { createUaParser } from './addons/ua-parser.js';
 import { loadUapRules } from './addons/uap-rules.js';
@@ -49,12 +50,15 @@ export interface Enricher {
 
 export interface EnricherOptions {
   /** An mmdb City file (MaxMind GeoLite2/GeoIP2 or DB-IP) used for IPv4 and IPv6 alike. */
-  geoipDbPath?: string;
+  geoipDbPath?: string | undefined;
+  /** Database files another thread has read (sharedDatabaseFiles there), used instead of reading. */
+  databaseFiles?: ReadonlyMap<string, SharedArrayBuffer>;
 }
 
 const IP_TO_GEO = 'svc:ip_to_geo';
 
 export async function createEnricher(opts: EnricherOptions): Promise<Enricher> {
+  if (opts.databaseFiles) adoptDatabaseFiles(opts.databaseFiles);
   const addons = new Map<string, Addon>([
     [IP_TO_GEO, createIpToGeo(loadGeoDatabases(opts.geoipDbPath))],
     ['svc:ua_parser', createUaParser(loadUapRules())],

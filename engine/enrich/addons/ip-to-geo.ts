@@ -10,7 +10,7 @@
  * a record yields every field null: we never guess a location. With a record, fields the database
  * lacks (DB-IP Lite has no postal codes) are null; `coordinates` is null unless both are known.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { isIP } from 'node:net';
@@ -44,12 +44,48 @@ export function loadGeoDatabases(dbPath?: string): GeoDatabases {
 }
 
 /**
+ * Database files read so far, in memory every thread of the process can map: an ingest worker's
+ * enricher reads the same bytes as the main thread's (adoptDatabaseFiles), not its own copy of
+ * the ~130 MB the bundled databases take.
+ */
+const databaseFiles = new Map<string, SharedArrayBuffer>();
+
+export function sharedDatabaseFiles(): ReadonlyMap<string, SharedArrayBuffer> {
+  return databaseFiles;
+}
+
+/** Makes files another thread read available here; openReader uses them for their paths. */
+export function adoptDatabaseFiles(files: ReadonlyMap<string, SharedArrayBuffer>): void {
+  for (const [path, bytes] of files) databaseFiles.set(path, bytes);
+}
+
+function readDatabaseFile(path: string): Buffer {
+  let shared = databaseFiles.get(path);
+  if (shared === undefined) {
+    const fd = openSync(path, 'r');
+    try {
+      shared = new SharedArrayBuffer(fstatSync(fd).size);
+      const bytes = Buffer.from(shared);
+      for (let at = 0; at < bytes.length;) {
+        const read = readSync(fd, bytes, at, bytes.length - at, at);
+        if (read === 0) throw new Error(`geo database ${path} shrank while it was read`);
+        at += read;
+      }
+    } finally {
+      closeSync(fd);
+    }
+    databaseFiles.set(path, shared);
+  }
+  return Buffer.from(shared);
+}
+
+/**
  * The whole file is read into memory (no watcher, no reload). mmdb files share one data record per
  * place, so a decode cache keyed by record offset turns most lookups into a tree walk.
  */
 function openReader(path: string): Reader<GeoRecord> {
   const cache = new LruCache<number, GeoRecord>(GEO_RECORD_CACHE_ENTRIES_MAX);
-  const bytes = readFileSync(path);
+  const bytes = readDatabaseFile(path);
   // mmdb-lib's own message ("Unknown type 130 at offset 1") does not name the file.
   try {
     return new Reader<GeoRecord>(bytes, { cache });
