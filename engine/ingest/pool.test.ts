@@ -1,0 +1,41 @@
+import t from 'tap';
+import { ApiError } from '../errors.js';
+import { IngestPool } from './pool.js';
+
+const ctx = { ip: '8.8.8.8', userAgent: 'test/1.0' };
+const NOW = Date.parse('2026-11-22T10:00:00.000Z');
+const NOW_ISO = '2026-11-22T10:00:00.000Z';
+
+t.test('a worker prepares a body it was handed; refusals come back as the same ApiError', async (t) => {
+  const pool = new IngestPool(2, {});
+  t.teardown(() => pool.close());
+  const owned = Buffer.from(JSON.stringify({ a: [{ x: 1 }, 'no'], b: [{ y: 'z' }] }));
+  const slab = Buffer.from(owned.toString()); // small: shares Node's pool slab with other buffers
+  t.not(slab.byteLength, slab.buffer.byteLength, 'a pooled buffer');
+  const own = Buffer.allocUnsafeSlow(owned.length); // its own ArrayBuffer, as a large request body has
+  owned.copy(own);
+  const bodies = [own, slab];
+  const packed = await Promise.all(bodies.map((body) => pool.run(body, ctx, NOW, NOW_ISO)));
+  for (const result of packed) {
+    t.same(result.collections, [['a', 2], ['b', 1]]);
+    t.same([...result.errorOf], [-1, 0, -1], 'the second event is refused');
+    t.equal(result.errors[0]!.code, 'InvalidEventError');
+    t.equal(result.t[0], NOW, 'svc.timestamp defaults to the receipt time');
+    t.ok(result.pathTable.includes('x') && result.pathTable.includes('y'));
+  }
+  t.equal(bodies[0]!.length, 0, 'a body that owns its memory is moved to the worker');
+  t.equal(slab.toString(), owned.toString(), 'a pooled body is copied, the caller\'s bytes stay');
+  const refused = await pool.run(Buffer.from('{"a": ['), ctx, NOW, NOW_ISO).catch((error: unknown) => error);
+  t.ok(refused instanceof ApiError, 'an ApiError on this thread');
+  t.equal((refused as ApiError).error_code, 'InvalidJsonError');
+  t.match((refused as ApiError).message, /^The request body is not valid JSON: /);
+});
+
+t.test('a worker that cannot start fails its jobs instead of leaving them waiting', async (t) => {
+  const pool = new IngestPool(1, { geoipDbPath: '/nonexistent/geo.mmdb' });
+  t.teardown(() => pool.close());
+  const body = () => Buffer.from(JSON.stringify({ a: [{ x: 1 }] }));
+  await t.rejects(pool.run(body(), ctx, NOW, NOW_ISO), /ENOENT|exited/);
+  await t.rejects(pool.run(body(), ctx, NOW, NOW_ISO), /ENOENT|exited/, 'the next job gets a new worker, which fails too');
+  t.ok(pool.idle, 'no job is left waiting');
+});
