@@ -87,3 +87,16 @@ t.test('a flush of every row empties the buffer; trim lets an empty buffer\'s me
   buffer.trim();
   t.equal(buffer.rows, 1, 'trim keeps a buffer that holds rows');
 });
+
+t.test('after a flush a column\'s members are null until a row uses them again (chunk.ts)', async (t) => {
+  const buffer = new WriteBuffer();
+  add(buffer, 0, { v: 'text' });
+  add(buffer, 1, { v: [1, 2] });
+  buffer.dropPrefix(2);
+  add(buffer, 2, { v: 7 });
+  const column = buffer.snapshot().columns.get('v')!;
+  t.same({ num: column.num !== null, str: column.str, dict: column.dict, lists: column.lists },
+    { num: true, str: null, dict: null, lists: null });
+  add(buffer, 3, { v: 'again' });
+  t.same(rows(buffer.snapshot()).map((r) => r.values), [{ v: 7 }, { v: 'again' }], 'the string member comes back');
+});

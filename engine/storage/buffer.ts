@@ -21,6 +21,9 @@ class ColumnBuilder {
   readonly dict: string[] = [];
   private readonly dictIndex = new Map<string, number>();
   lists: (Primitive[] | null)[] | null = null;
+  /** num and str of the rows before the last reset, for the next rows (members stay null until used). */
+  private spareNum: Float64Array | null = null;
+  private spareStr: Int32Array | null = null;
 
   constructor(readonly path: string, capacity: number) {
     this.tags = new Uint8Array(capacity);
@@ -32,26 +35,44 @@ class ColumnBuilder {
     this.dict.length = 0;
     this.dictIndex.clear();
     this.lists = null;
+    this.spareNum = this.num ?? this.spareNum;
+    this.spareStr = this.str ?? this.spareStr;
+    this.num = null;
+    this.str = null;
   }
 
   grow(capacity: number): void {
     this.tags = growU8(this.tags, capacity);
     if (this.num) this.num = growF64(this.num, capacity);
     if (this.str) this.str = growI32(this.str, capacity);
+    this.spareNum = null;
+    this.spareStr = null;
+  }
+
+  private newNum(): Float64Array {
+    const spare = this.spareNum;
+    this.spareNum = null;
+    return spare ?? new Float64Array(this.tags.length);
+  }
+
+  private newStr(): Int32Array {
+    const spare = this.spareStr;
+    this.spareStr = null;
+    return spare ?? new Int32Array(this.tags.length);
   }
 
   set(row: number, value: unknown): void {
     switch (typeof value) {
       case 'number':
-        (this.num ??= new Float64Array(this.tags.length))[row] = value;
+        (this.num ??= this.newNum())[row] = value;
         this.tags[row] = TAG_NUM;
         return;
       case 'boolean':
-        (this.num ??= new Float64Array(this.tags.length))[row] = value ? 1 : 0;
+        (this.num ??= this.newNum())[row] = value ? 1 : 0;
         this.tags[row] = TAG_BOOL;
         return;
       case 'string':
-        (this.str ??= new Int32Array(this.tags.length))[row] = this.code(value);
+        (this.str ??= this.newStr())[row] = this.code(value);
         this.tags[row] = TAG_STR;
         return;
       default:
