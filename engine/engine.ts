@@ -190,7 +190,7 @@ class Engine implements TallyEngine {
       return Promise.reject(new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`));
     }
     // With every worker busy, this thread prepares the batch itself rather than queue it: it has
-    // the spare time then, since a worker's batch costs it about a third of what it costs the worker.
+    // the spare time then, since a worker's batch costs it about half of what it costs the worker.
     if (this.ingest === null || body.length < INGEST_WORKER_BODY_BYTES_MIN || !this.ingest.idle) {
       try {
         const { events, collections } = parseBatchBody(body);
