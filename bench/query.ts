@@ -89,13 +89,6 @@ function numberColumn(path: string, values: Float64Array, tag = TAG_NUM): Column
 
 function toChunk(d: Day, firstSeq: number, scratch: Int32Array, userNames: string[], pageNames: string[]): ColumnChunk {
   const rows = d.ts.length;
-  const offsets = new Int32Array(rows + 1);
-  for (let i = 0; i <= rows; i++) offsets[i] = 2 * i;
-  const bytes = new Uint8Array(2 * rows);
-  for (let i = 0; i < rows; i++) {
-    bytes[2 * i] = 123;
-    bytes[2 * i + 1] = 125;
-  }
   const columns = new Map<string, Column>([
     ['country', stringColumn('country', d.country, (c) => COUNTRIES[c], scratch)],
     ['browser', stringColumn('browser', d.browser, (c) => BROWSERS[c], scratch)],
@@ -106,7 +99,7 @@ function toChunk(d: Day, firstSeq: number, scratch: Int32Array, userNames: strin
     ['is_mobile', numberColumn('is_mobile', Float64Array.from(d.mobile), TAG_BOOL)],
   ]);
   return {
-    rows, ts: d.ts, createdAt: d.ts, raw: { bytes, offsets }, columns,
+    rows, ts: d.ts, createdAt: d.ts, columns,
     seq: Float64Array.from({ length: rows }, (_, i) => firstSeq + i),
   };
 }
@@ -160,6 +153,7 @@ async function main(): Promise<void> {
   console.error(`generated and loaded ${rows} rows in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
   const source = (_p: string, _c: string, startMs: number, endMs: number): ScanSource => ({
+    idKey: 0,
     segments: segments.filter((s) => s.footer.tsMax >= startMs && s.footer.tsMin < endMs),
     memory: null,
     schema: SCHEMA,

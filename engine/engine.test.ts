@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { openEngine, type TallyEngine } from './index.js';
+import { collectionIdKey } from './ids.js';
+import { EventBuilder, openEngine, type TallyEngine } from './index.js';
 
 const ctx = { ip: '203.0.113.9', userAgent: 'test/1.0' };
 const DAY = 86_400_000;
@@ -19,8 +20,7 @@ function rowsOf(engine: TallyEngine, project: string, collection: string): strin
   const out: string[] = [];
   for (const chunk of engine.scan(project, collection, 0, 8.64e15)) {
     for (let i = 0; i < chunk.rows; i++) {
-      const { bytes, offsets } = chunk.raw;
-      out.push(Buffer.from(bytes.subarray(offsets[i], offsets[i + 1])).toString());
+      out.push(JSON.stringify(new EventBuilder(chunk, collectionIdKey(project, collection)).event(i)));
     }
   }
   return out;

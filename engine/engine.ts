@@ -12,6 +12,7 @@ import type {
 } from './api.js';
 import { createEnricher, sharedDatabaseFiles, type Enricher } from './enrich/pipeline.js';
 import { ApiError } from './errors.js';
+import { collectionIdKey } from './ids.js';
 import { parseBatchBody } from './ingest/batch.js';
 import { IngestPool } from './ingest/pool.js';
 import { COLLECTIONS_LISTED_MAX, FLUSH_INTERVAL_MS, INGEST_WORKER_BODY_BYTES_MIN } from './limits.js';
@@ -229,7 +230,7 @@ class Engine implements TallyEngine {
 
   scanSource(projectId: string, collection: string, startMs: number, endMs: number): ScanSource {
     const store = this.store(projectId, collection, false);
-    if (!store) return { segments: [], memory: null, schema: {} };
+    if (!store) return { idKey: collectionIdKey(projectId, collection), segments: [], memory: null, schema: {} };
     return store.scanSource(startMs, endMs);
   }
 

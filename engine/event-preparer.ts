@@ -7,7 +7,8 @@
 import type { WriteContext } from './api.js';
 import { appendLeaves, appendedBytes, newAppended, spliceInto, type Appended } from './enrich/fragment.js';
 import type { Enricher } from './enrich/pipeline.js';
-import { IdSource } from './ids.js';
+import { assert } from './assert.js';
+import { ID_CHARS, IdSource } from './ids.js';
 import { EVENT_BYTES_MAX } from './limits.js';
 import { PathJoiner, flattenEvent, type Leaves } from './schema/flatten.js';
 import { prepareEvent } from './schema/prepare.js';
@@ -28,6 +29,11 @@ export interface PreparedRow {
   readonly to: number;
   readonly rawStart: number;
   readonly rawEnd: number;
+  /**
+   * Where in the arena its stand-in svc.id starts (ids.ts): the write path writes the final id,
+   * made from the event's log offset, over those 24 bytes.
+   */
+  readonly idAt: number;
   /** Its stored JSON passes EVENT_BYTES_MAX: refused once the schema check has had its say. */
   readonly tooLarge: boolean;
 }
@@ -60,7 +66,8 @@ export class EventPreparer {
    * for an event that is refused; the caller drops its leaves.
    */
   prepare(event: unknown, ctx: WriteContext, now: number, nowIso: string, leaves: Leaves): PreparedRow {
-    const prepared = prepareEvent(event, now, this.ids.take(), ctx, nowIso);
+    const id = this.ids.take();
+    const prepared = prepareEvent(event, now, id, ctx, nowIso);
     const appended = this.appended;
     appended.count = 0;
     if (prepared.hasAddons) this.enricher.apply(prepared.event, now, appended);
@@ -71,7 +78,10 @@ export class EventPreparer {
     const rawEnd = this.writeRaw(JSON.stringify(prepared.event), appended);
     const tooLarge = rawEnd - rawStart > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES;
     if (tooLarge) this.arenaUsed = rawStart;
-    return { t: prepared.tsMs, k: prepared.uniquenessToken, from, to: leaves.count, rawStart, rawEnd, tooLarge };
+    // The stand-in is 24 random hex characters: no client text holds it by chance.
+    const idAt = tooLarge ? -1 : this.arena.indexOf(id, rawStart, 'latin1');
+    assert(tooLarge || (idAt >= rawStart && idAt + ID_CHARS <= rawEnd), 'the stored JSON holds its svc.id');
+    return { t: prepared.tsMs, k: prepared.uniquenessToken, from, to: leaves.count, rawStart, rawEnd, idAt, tooLarge };
   }
 
   /** Writes an event's stored JSON (its own JSON with the appended results) at the arena's end. */

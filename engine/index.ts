@@ -7,7 +7,8 @@ export type {
   ProjectInfo, TallyEngine, WriteContext,
 } from './api.js';
 export type { Column, ColumnChunk, SchemaType, ScanSource, SegmentFooter } from './storage/chunk.js';
-export { TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR, rawAt } from './storage/chunk.js';
+export { TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR } from './storage/chunk.js';
+export { EventBuilder } from './storage/event-json.js';
 export { ApiError, ERROR_STATUS, isApiError } from './errors.js';
 export type { ErrorCode } from './errors.js';
 export { AssertionError } from './assert.js';

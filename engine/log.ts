@@ -1,19 +1,23 @@
 /**
  * The log view of a collection for the outbound Kafka stream: its stored events in log (seq) order,
  * read from segments and the write buffer. A collection's segments are per day, so their seq ranges
- * interleave; a read merges the candidates by seq. Recently read segments stay decoded in a small
- * cache because consumers read forward.
+ * interleave; a read merges the candidates by seq. Each record's JSON is rebuilt from its columns
+ * (storage/event-json.ts). Recently read segments stay decoded in a small cache because consumers
+ * read forward.
  */
 import type { LogRecord } from './api.js';
-import { rawAt, type ColumnChunk } from './storage/chunk.js';
+import { eventId } from './ids.js';
+import type { ColumnChunk } from './storage/chunk.js';
+import { EventBuilder } from './storage/event-json.js';
 import type { CollectionStore } from './storage/collection.js';
 import { readSegment } from './storage/segment/reader.js';
 
 const CACHED_SEGMENTS_MAX = 16;
-const ID_PATTERN = /"id":"([0-9a-f]{24})"/;
 
 export class LogReader {
   private readonly cache = new Map<string, ColumnChunk>();
+  /** Event builders of the chunks records were last read from; a read touches a few chunks. */
+  private builders = new Map<ColumnChunk, EventBuilder>();
 
   constructor(private readonly storeOf: (project: string, collection: string) => CollectionStore | undefined) {}
 
@@ -44,12 +48,19 @@ export class LogReader {
     }
     const out: LogRecord[] = [];
     let bytes = 0;
+    const builders = new Map<ColumnChunk, EventBuilder>();
     for (const { chunk, row } of picked) {
       if (out.length === maxRecords || (out.length > 0 && bytes >= maxBytes)) break;
-      const json = rawAt(chunk, row);
+      let builder = builders.get(chunk);
+      if (builder === undefined) {
+        builder = this.builders.get(chunk) ?? new EventBuilder(chunk, store.idKey);
+        builders.set(chunk, builder);
+      }
+      const json = JSON.stringify(builder.event(row));
       bytes += json.length;
-      out.push({ offset: chunk.seq[row], id: ID_PATTERN.exec(json)?.[1] ?? '', createdAtMs: chunk.createdAt[row], json });
+      out.push({ offset: chunk.seq[row], id: eventId(store.idKey, chunk.seq[row]), createdAtMs: chunk.createdAt[row], json });
     }
+    this.builders = builders;
     return out;
   }
 
@@ -79,7 +90,7 @@ export class LogReader {
     const cached = this.cache.get(file);
     if (cached) this.cache.delete(file);
     else if (this.cache.size >= CACHED_SEGMENTS_MAX) this.cache.delete(this.cache.keys().next().value!);
-    const chunk = cached ?? readSegment(file, []);
+    const chunk = cached ?? readSegment(file);
     this.cache.set(file, chunk);
     return chunk;
   }

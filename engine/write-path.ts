@@ -9,7 +9,8 @@ import { BytePool } from './byte-pool.js';
 import type { Enricher } from './enrich/pipeline.js';
 import { ApiError, isApiError } from './errors.js';
 import { EventPreparer, TOO_LARGE_MESSAGE, type PreparedRow } from './event-preparer.js';
-import { unpackLeaves, type PackedBatch } from './ingest/batch.js';
+import { eventId } from './ids.js';
+import { RANGE_FIELDS, unpackLeaves, type PackedBatch } from './ingest/batch.js';
 import { BUFFER_ROWS_MAX, WAL_POOL_BYTES_MAX } from './limits.js';
 import { validateCollectionName } from './schema/collection-name.js';
 import { flattenEvent, newLeaves, type Leaves } from './schema/flatten.js';
@@ -29,13 +30,14 @@ interface BatchState {
 
 /**
  * An event that passed validation; its leaves are leaves[from, to), its JSON is the call's raw
- * bytes [rawStart, rawEnd); `s` is set on commit.
+ * bytes [rawStart, rawEnd) with its stand-in svc.id at idAt; `s` is set on commit.
  */
 interface Validated extends StagedWalEvent {
   readonly store: CollectionStore;
   readonly leaves: Leaves;
   readonly from: number;
   readonly to: number;
+  readonly idAt: number;
   s: number;
 }
 
@@ -124,9 +126,10 @@ export class WritePath {
       const store = this.storeFor(project, collectionOf[i], batch);
       const refusal = packed.errorOf[i];
       if (refusal !== -1) throw new ApiError(packed.errors[refusal].code, packed.errors[refusal].message);
+      const at = RANGE_FIELDS * i;
       const row: PreparedRow = {
-        t: packed.t[i], k: packed.tokens[i], from: ranges[4 * i], to: ranges[4 * i + 1],
-        rawStart: ranges[4 * i + 2], rawEnd: ranges[4 * i + 3], tooLarge: packed.tooLarge[i] === 1,
+        t: packed.t[i], k: packed.tokens[i], from: ranges[at], to: ranges[at + 1],
+        rawStart: ranges[at + 2], rawEnd: ranges[at + 3], idAt: ranges[at + 4], tooLarge: packed.tooLarge[i] === 1,
       };
       return this.checked(store, collectionOf[i], row, batch);
     }, batch);
@@ -180,6 +183,7 @@ export class WritePath {
       this.releaseLeaves(leaves);
       return Promise.resolve(results);
     }
+    for (const event of staged) raw.write(eventId(event.store.idKey, event.s), event.idAt, 'latin1');
     const rawRanges = new Int32Array(staged.length * 2);
     let pooled: Buffer | null = null;
     const frame = frameInPlace(encodeWalPayload(project, staged, raw, rawRanges, RECORD_HEADER_BYTES,
@@ -189,7 +193,7 @@ export class WritePath {
       this.releaseLeaves(leaves);
     };
     const done = this.deps.wal.appendFrame(frame).then(() => {
-      this.applyAll(project, staged, leaves, frame, rawRanges);
+      this.applyAll(project, staged, leaves);
       release();
       return results;
     }, (error: unknown) => {
@@ -240,7 +244,7 @@ export class WritePath {
     store.schema.check(leaves);
     if (row.tooLarge) throw new ApiError('InvalidEventError', TOO_LARGE_MESSAGE);
     return {
-      store, leaves, from: row.from, to: row.to,
+      store, leaves, from: row.from, to: row.to, idAt: row.idAt,
       c: collection, s: -1, t: row.t, a: batch.now, k: row.k, rawStart: row.rawStart, rawEnd: row.rawEnd,
     };
   }
@@ -266,16 +270,13 @@ export class WritePath {
     return { ok: true, offset: event.s };
   }
 
-  /** Adds durable events to their buffers, copying their JSON bytes out of the WAL payload. */
-  private applyAll(
-    project: string, staged: readonly Staged[], leaves: Leaves, payload: Uint8Array, rawRanges: Int32Array,
-  ): void {
+  /** Adds durable events to their buffers: their leaves become columns. */
+  private applyAll(project: string, staged: readonly Staged[], leaves: Leaves): void {
     const touched = new Set<CollectionStore>();
     for (let i = 0; i < staged.length; i++) {
       const event = staged[i];
       const store = event.store;
-      const raw = payload.subarray(rawRanges[2 * i], rawRanges[2 * i + 1]);
-      store.apply(event.s, event.t, event.a, raw, leaves, event.from, event.to);
+      store.apply(event.s, event.t, event.a, leaves, event.from, event.to);
       if (event.k !== null) store.tokens.add(event.k, event.a, true);
       touched.add(store);
     }
@@ -300,7 +301,7 @@ export class WritePath {
         leaves.count = 0;
         flattenEvent(JSON.parse(event.j), leaves);
         store.schema.observe(leaves);
-        store.apply(event.s, event.t, event.a, event.j, leaves, leaves.start, leaves.count);
+        store.apply(event.s, event.t, event.a, leaves, leaves.start, leaves.count);
         if (event.k !== null) store.tokens.add(event.k, event.a, true);
       }
     }

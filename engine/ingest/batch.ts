@@ -65,6 +65,9 @@ const KIND_FALSE = 4;
 /** A list, or anything else flattening leaves whole: structured-cloned in `others`. */
 const KIND_OTHER = 5;
 
+/** Int32s per event in PackedBatch.ranges. */
+export const RANGE_FIELDS = 5;
+
 /** A prepared batch as it crosses threads (postMessage); see packBatch. */
 export interface PackedBatch {
   readonly collections: [string, number][];
@@ -74,7 +77,7 @@ export interface PackedBatch {
   /** Per event: svc.timestamp in ms. */
   readonly t: Float64Array;
   readonly tokens: (string | null)[];
-  /** Per event: leaves from, leaves to, raw start, raw end. */
+  /** Per event (RANGE_FIELDS): leaves from, leaves to, raw start, raw end, the stand-in svc.id's byte. */
   readonly ranges: Int32Array;
   readonly tooLarge: Uint8Array;
   /** Every prepared event's stored JSON, back to back. */
@@ -108,7 +111,7 @@ export function packBatch(
   const errors: { code: ErrorCode; message: string }[] = [];
   const t = new Float64Array(count);
   const tokens: (string | null)[] = new Array(count).fill(null);
-  const ranges = new Int32Array(count * 4);
+  const ranges = new Int32Array(count * RANGE_FIELDS);
   const tooLarge = new Uint8Array(count);
   leaves.start = 0;
   leaves.count = 0;
@@ -119,10 +122,12 @@ export function packBatch(
       const row = preparer.prepare(batch.events[i].event, ctx, now, nowIso, leaves);
       t[i] = row.t;
       tokens[i] = row.k;
-      ranges[4 * i] = row.from;
-      ranges[4 * i + 1] = row.to;
-      ranges[4 * i + 2] = row.rawStart;
-      ranges[4 * i + 3] = row.rawEnd;
+      const at = RANGE_FIELDS * i;
+      ranges[at] = row.from;
+      ranges[at + 1] = row.to;
+      ranges[at + 2] = row.rawStart;
+      ranges[at + 3] = row.rawEnd;
+      ranges[at + 4] = row.idAt;
       tooLarge[i] = row.tooLarge ? 1 : 0;
     } catch (error) {
       if (!isApiError(error)) throw error;

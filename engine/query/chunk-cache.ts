@@ -1,6 +1,6 @@
 /**
  * Decoded segments kept in memory under a byte budget, least recently used evicted first. A
- * segment is decoded whole once (every column; its raw JSON only when an extraction asks), since
+ * segment is decoded whole once (every column), since
  * decoding dominates a scan and later queries touch other columns. Segments are immutable, so an
  * entry never goes stale; a deleted or compacted file simply stops being asked for.
  */
@@ -9,8 +9,6 @@ import type { FooterWithSketches } from '../storage/segment/footer.js';
 import type { SegmentFiles } from './segment-reader.js';
 
 export type ReadSegment = (file: string, columns?: readonly string[]) => ColumnChunk;
-
-const EMPTY_RAW = { bytes: new Uint8Array(0), offsets: new Int32Array(0) };
 
 /** Footers kept; sketches are at most 16 KiB per column. */
 const FOOTERS_MAX = 4096;
@@ -40,17 +38,15 @@ export class ChunkCache {
     return footer;
   }
 
-  /** The segment's chunk; with `raw` its stored JSON too (not cached: extractions are rare). */
-  load(ref: SegmentRef, raw: boolean): ColumnChunk {
-    if (raw) return this.read(ref.file);
+  /** The segment's chunk. */
+  load(ref: SegmentRef): ColumnChunk {
     const hit = this.entries.get(ref.file);
     if (hit) {
       this.entries.delete(ref.file);
       this.entries.set(ref.file, hit);
       return hit.chunk;
     }
-    const full = this.read(ref.file);
-    const chunk: ColumnChunk = { ...full, raw: EMPTY_RAW };
+    const chunk = this.read(ref.file);
     const bytes = chunkBytes(chunk);
     if (bytes <= this.budgetBytes) {
       this.entries.set(ref.file, { chunk, bytes });

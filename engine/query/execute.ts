@@ -121,7 +121,7 @@ export function aggregateOver(
   if (estimate !== null) {
     return { aggregators: [new FixedAggregator(estimate)], rowsPerCell, groups, bucketCount };
   }
-  scanSource(source, { range: plan.range, filters: plan.filters, raw: false, answerFromFooter },
+  scanSource(source, { range: plan.range, filters: plan.filters, answerFromFooter },
     env, buffers, visit);
   if (whole === null) for (const aggregator of aggregators) aggregator.check();
   return { aggregators: aggregators as Aggregator[], rowsPerCell, groups, bucketCount };

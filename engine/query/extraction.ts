@@ -1,18 +1,19 @@
 /**
- * extraction: the stored events of a timeframe that pass the filters, parsed from their raw JSON
- * (rawAt), oldest first; `latest` keeps the N most recent, `property_names` projects each event
+ * extraction: the stored events of a timeframe that pass the filters, rebuilt from their columns
+ * (storage/event-json.ts), oldest first; `latest` keeps the N most recent, `property_names` projects each event
  * onto the named dotted paths. A synchronous extraction scans at most extractionScanMax events
  * and returns at most extractionResultMax, else ExtractionTooLargeError.
  */
 import { ApiError } from '../errors.js';
-import { rawAt, type ScanSource } from '../storage/chunk.js';
+import type { ScanSource } from '../storage/chunk.js';
+import { EventBuilder } from '../storage/event-json.js';
 import type { ExtractionPlan } from './plan.js';
 import { scanSource, type ExecEnv, type ScanBuffers } from './scan.js';
 
 interface Found {
   readonly ts: number;
   readonly seq: number;
-  readonly json: string;
+  readonly event: Record<string, unknown>;
 }
 
 export function runExtraction(
@@ -21,12 +22,13 @@ export function runExtraction(
   const { extractionScanMax, extractionResultMax } = env.limits;
   const keep = plan.latest ?? extractionResultMax;
   let found: Found[] = [];
-  scanSource(source, { range: plan.range, filters: plan.filters, raw: true }, env, buffers,
+  scanSource(source, { range: plan.range, filters: plan.filters }, env, buffers,
     ({ chunk, idx, n }) => {
       if (buffers.eventsScanned > extractionScanMax) throw tooLarge('scan', extractionScanMax);
+      const builder = new EventBuilder(chunk, source.idKey);
       for (let k = 0; k < n; k++) {
         const i = idx[k];
-        found.push({ ts: chunk.ts[i], seq: chunk.seq[i], json: rawAt(chunk, i) });
+        found.push({ ts: chunk.ts[i], seq: chunk.seq[i], event: builder.event(i) });
       }
       if (plan.latest === null && found.length > extractionResultMax) {
         throw tooLarge('return', extractionResultMax);
@@ -38,7 +40,7 @@ export function runExtraction(
     if (plan.latest === null) throw tooLarge('return', extractionResultMax);
     found = found.slice(found.length - keep);
   }
-  const events = found.map((entry) => project(JSON.parse(entry.json), plan.propertyNames));
+  const events = found.map((entry) => project(entry.event, plan.propertyNames));
   return { result: events };
 }
 

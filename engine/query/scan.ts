@@ -58,7 +58,6 @@ function identityOf(rows: number): Int32Array<ArrayBuffer> {
 export interface ScanOptions {
   readonly range: TimeRange;
   readonly filters: readonly FilterNode[];
-  readonly raw: boolean;
   /** Called per segment wholly inside the range; true when it answered without reading it. */
   readonly answerFromFooter?: (footer: SegmentFooter) => boolean;
 }
@@ -78,7 +77,7 @@ export function scanSource(
       buffers.eventsScanned += footer.rows;
       continue;
     }
-    visitChunk(loadSegment(ref, options.raw, env), inside, options, env, buffers, visit);
+    visitChunk(loadSegment(ref, env), inside, options, env, buffers, visit);
   }
   const memory = source.memory;
   if (memory !== null && memory.rows > 0) {
@@ -89,9 +88,9 @@ export function scanSource(
   }
 }
 
-function loadSegment(ref: SegmentRef, raw: boolean, env: ExecEnv): ColumnChunk {
+function loadSegment(ref: SegmentRef, env: ExecEnv): ColumnChunk {
   if (env.cache === null) throw new Error(`no segment reader to read ${ref.file}`);
-  return env.cache.load(ref, raw);
+  return env.cache.load(ref);
 }
 
 function visitChunk(

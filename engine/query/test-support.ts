@@ -3,6 +3,7 @@
  * generates seeded random events, and computes every analysis the naive way, one event object
  * at a time, as the reference the scan must agree with.
  */
+import { eventId } from '../ids.js';
 import {
   TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR,
   type Column, type ColumnChunk, type Primitive, type ScanSource,
@@ -23,18 +24,11 @@ export function makeChunk(events: readonly TestEvent[], firstSeq = 0): ColumnChu
   for (const event of events) for (const path of Object.keys(event.props)) paths.add(path);
   const columns = new Map<string, Column>();
   for (const path of paths) columns.set(path, makeColumn(path, events));
-  const encoder = new TextEncoder();
-  const encoded = events.map((event, i) => encoder.encode(rawJson(event, firstSeq + i)));
-  const offsets = new Int32Array(events.length + 1);
-  encoded.forEach((bytes, i) => (offsets[i + 1] = offsets[i] + bytes.length));
-  const bytes = new Uint8Array(offsets[events.length]);
-  encoded.forEach((part, i) => bytes.set(part, offsets[i]));
   return {
     rows: events.length,
     ts: Float64Array.from(events, (event) => event.ts),
     createdAt: Float64Array.from(events, (event) => event.ts + 1000),
     seq: Float64Array.from(events, (_, i) => firstSeq + i),
-    raw: { bytes, offsets },
     columns,
   };
 }
@@ -54,7 +48,7 @@ export function rawJson(event: TestEvent, seq: number): string {
   const svc = (root.svc ??= {}) as Record<string, unknown>;
   svc.timestamp = new Date(event.ts).toISOString();
   svc.created_at = new Date(event.ts + 1000).toISOString();
-  svc.id = seq.toString(16).padStart(24, '0');
+  svc.id = eventId(0, seq);
   return JSON.stringify(root);
 }
 
@@ -100,7 +94,7 @@ function makeColumn(path: string, events: readonly TestEvent[]): Column {
 }
 
 export function memorySource(events: readonly TestEvent[]): ScanSource {
-  return { segments: [], memory: events.length ? makeChunk(events) : null, schema: {} };
+  return { idKey: 0, segments: [], memory: events.length ? makeChunk(events) : null, schema: {} };
 }
 
 /** Seeded events over [startMs, startMs + spanMs) with mixed kinds, nulls and missing values. */

@@ -6,7 +6,7 @@
 import { ApiError } from '../errors.js';
 import { COLLECTION_PROPERTIES_MAX } from '../limits.js';
 import type { SchemaType } from '../storage/chunk.js';
-import type { Leaves } from './flatten.js';
+import { isStructuralPath, type Leaves } from './flatten.js';
 
 const GEO_PATH = 'svc.location.coordinates';
 /** Paths every stored event has; listed in the schema, not counted against the limit. */
@@ -45,7 +45,8 @@ export class SchemaDictionary {
   check(leaves: Leaves): void {
     let added = 0;
     for (let i = leaves.start; i < leaves.count; i++) {
-      if (!this.types.has(leaves.paths[i])) added++;
+      const path = leaves.paths[i];
+      if (!this.types.has(path) && !isStructuralPath(path)) added++;
     }
     if (added > 0 && this.types.size + added > COLLECTION_PROPERTIES_MAX) {
       throw new ApiError('TooManyPropertiesError',
@@ -58,7 +59,7 @@ export class SchemaDictionary {
     for (let i = leaves.start; i < leaves.count; i++) {
       const path = leaves.paths[i];
       const known = this.types.get(path);
-      if (known !== undefined && known !== 'null') continue;
+      if ((known !== undefined && known !== 'null') || isStructuralPath(path)) continue;
       const type = leafType(path, leaves.values[i]);
       if (known === undefined || type !== 'null') this.types.set(path, type);
     }

@@ -1,11 +1,26 @@
 /**
  * Flattens a prepared event into (dotted path, leaf value) pairs: primitives, nulls and lists.
- * svc.id, svc.timestamp, svc.created_at and svc.addons are left out: the store keeps them apart.
+ * svc.id, svc.timestamp and svc.created_at are left out: the store keeps them apart (seq, ts,
+ * createdAt). What no dotted path of a primitive can say becomes a *structural* leaf, whose path
+ * ends with '.' (no property name is empty, so no property path does) and whose value is the JSON
+ * text of the value at the path without the dot: `svc.addons` (a list of objects) and empty
+ * objects. The columns are the only stored copy of an event (storage/event-json.ts rebuilds it),
+ * so every part of it must be in some leaf. Schemas and queries skip structural paths.
  * Reuses the caller's arrays so the write path allocates no per-leaf objects.
  */
 import type { JsonObject } from './prepare.js';
 
-const SKIPPED_SVC = new Set(['id', 'timestamp', 'created_at', 'addons']);
+const SKIPPED_SVC = new Set(['id', 'timestamp', 'created_at']);
+
+/** Suffix of a structural leaf's path (see above). */
+export const STRUCTURAL_SUFFIX = '.';
+const ADDONS_PATH = 'svc.addons';
+const EMPTY_OBJECT_JSON = '{}';
+
+/** Whether a leaf path is structural: JSON text of a value that has no primitive leaves. */
+export function isStructuralPath(path: string): boolean {
+  return path.charCodeAt(path.length - 1) === 46; // '.'
+}
 
 /**
  * Leaves of one or more events, appended in order. The leaves of the event being flattened are
@@ -65,6 +80,11 @@ export function flattenEvent(event: JsonObject, out: Leaves, paths: Pick<PathJoi
     if (key === 'svc' && isPlainObject(value)) {
       for (const svcKey in value) {
         if (SKIPPED_SVC.has(svcKey)) continue;
+        if (svcKey === 'addons') {
+          const addons = value[svcKey];
+          if (addons !== undefined) push(out, ADDONS_PATH + STRUCTURAL_SUFFIX, JSON.stringify(addons));
+          continue;
+        }
         visit(value[svcKey], paths.join('svc', svcKey), out, paths);
       }
       continue;
@@ -81,9 +101,18 @@ export function flattenObject(object: JsonObject, out: Leaves, paths: Pick<PathJ
 
 function visit(value: unknown, path: string, out: Leaves, paths: Pick<PathJoiner, 'join'>): void {
   if (isPlainObject(value)) {
-    for (const key in value) visit(value[key], paths.join(path, key), out, paths);
+    let empty = true;
+    for (const key in value) {
+      empty = false;
+      visit(value[key], paths.join(path, key), out, paths);
+    }
+    if (empty) push(out, path + STRUCTURAL_SUFFIX, EMPTY_OBJECT_JSON);
     return;
   }
+  push(out, path, value);
+}
+
+function push(out: Leaves, path: string, value: unknown): void {
   out.paths[out.count] = path;
   out.values[out.count] = value;
   out.count++;

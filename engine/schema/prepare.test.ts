@@ -85,14 +85,14 @@ t.test('placeholders are replaced at any depth and in lists', async (t) => {
   t.equal(event.other, 'a ${svc.ip}');
 });
 
-t.test('flatten gives dotted paths and leaves svc internals out', async (t) => {
+t.test('flatten gives dotted paths, an empty object as a structural leaf, and leaves svc internals out', async (t) => {
   const { event } = prepareEvent({ a: { b: { c: 1 } }, l: [1, 2], n: null, e: {} ,
     svc: { uniqueness_token: 'u', location: { coordinates: [1, 2] } } }, NOW, 'x', ctx);
   const leaves = newLeaves();
   flattenEvent(event, leaves);
   const pairs = leaves.paths.slice(0, leaves.count).map((p, i) => [p, leaves.values[i]]);
   t.same(Object.fromEntries(pairs), {
-    'a.b.c': 1, l: [1, 2], n: null, 'svc.uniqueness_token': 'u', 'svc.location.coordinates': [1, 2],
+    'a.b.c': 1, l: [1, 2], n: null, 'e.': '{}', 'svc.uniqueness_token': 'u', 'svc.location.coordinates': [1, 2],
   });
 });
 

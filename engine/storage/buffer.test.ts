@@ -2,16 +2,18 @@ import t from 'tap';
 import { flattenEvent, newLeaves } from '../schema/flatten.js';
 import { WriteBuffer } from './buffer.js';
 import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type ColumnChunk } from './chunk.js';
+import { EventBuilder } from './event-json.js';
 
-/** Appends an event as row `seq`; its stored JSON is its JSON text. */
+/** Appends an event as row `seq`. */
 function add(buffer: WriteBuffer, seq: number, event: Record<string, unknown>): void {
   const leaves = newLeaves();
   flattenEvent(event, leaves);
-  buffer.append(1_000 + seq, 2_000 + seq, seq, Buffer.from(JSON.stringify(event)), leaves, 0, leaves.count);
+  buffer.append(1_000 + seq, 2_000 + seq, seq, leaves, 0, leaves.count);
 }
 
-/** The chunk's rows read back: seq, stored JSON, and each present column's value. */
-function rows(chunk: ColumnChunk): { seq: number; ts: number; raw: string; values: Record<string, unknown> }[] {
+/** The chunk's rows read back: seq, the event rebuilt from its columns (without svc), and each present column's value. */
+function rows(chunk: ColumnChunk): { seq: number; ts: number; event: Record<string, unknown>; values: Record<string, unknown> }[] {
+  const builder = new EventBuilder(chunk, 0);
   const out = [];
   for (let row = 0; row < chunk.rows; row++) {
     const values: Record<string, unknown> = {};
@@ -25,8 +27,8 @@ function rows(chunk: ColumnChunk): { seq: number; ts: number; raw: string; value
         default: values[column.path] = null;
       }
     }
-    const raw = Buffer.from(chunk.raw.bytes.subarray(chunk.raw.offsets[row], chunk.raw.offsets[row + 1])).toString();
-    out.push({ seq: chunk.seq[row], ts: chunk.ts[row], raw, values });
+    const { svc: _svc, ...event } = builder.event(row);
+    out.push({ seq: chunk.seq[row], ts: chunk.ts[row], event, values });
   }
   return out;
 }
@@ -43,7 +45,7 @@ t.test('after a flush the buffer keeps exactly the later rows, in memory it writ
     const values: Record<string, unknown> = i % 3 === 0
       ? { n: i, s: `s${i % 5}`, 'nested.b': i % 2 === 0, 'nested.l': [i, 'x'] }
       : { n: i, other: `o${i}`, empty: null };
-    return { seq: i, ts: 1_000 + i, raw: JSON.stringify(e), values };
+    return { seq: i, ts: 1_000 + i, event: e, values };
   });
   for (let i = 0; i < 3_000; i++) add(buffer, i, event(i));
   t.same(rows(buffer.snapshot()), expected(0, 3_000), 'all rows before the flush');
@@ -55,7 +57,7 @@ t.test('after a flush the buffer keeps exactly the later rows, in memory it writ
   for (let i = 3_000; i < 3_100; i++) add(buffer, i, i % 2 === 0 ? { fresh: i } : event(i));
   const after = rows(buffer.snapshot());
   t.equal(after.length, 600);
-  t.same(after[after.length - 2], { seq: 3_098, ts: 4_098, raw: '{"fresh":3098}', values: { fresh: 3_098 } },
+  t.same(after[after.length - 2], { seq: 3_098, ts: 4_098, event: { fresh: 3_098 }, values: { fresh: 3_098 } },
     'a row with a new column has no value from an older row in its other columns');
   t.same(after.slice(0, 500), expected(2_500, 3_000), 'earlier rows unchanged');
   t.equal(buffer.tsMin, 3_500);

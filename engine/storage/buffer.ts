@@ -4,7 +4,6 @@
  * order (seq increasing). The buffer knows nothing of files; storage/collection.ts flushes it.
  */
 import { assert } from '../assert.js';
-import { BUFFER_RAW_KEPT_BYTES_MAX } from '../limits.js';
 import type { Leaves } from '../schema/flatten.js';
 import {
   TAG_BOOL, TAG_LIST, TAG_NULL, TAG_NUM, TAG_STR,
@@ -12,7 +11,6 @@ import {
 } from './chunk.js';
 
 const INITIAL_ROWS = 1024;
-const INITIAL_RAW_BYTES = 1 << 20;
 
 class ColumnBuilder {
   tags: Uint8Array;
@@ -121,18 +119,12 @@ export class WriteBuffer {
   private ts: Float64Array = new Float64Array(INITIAL_ROWS);
   private createdAt: Float64Array = new Float64Array(INITIAL_ROWS);
   private seq: Float64Array = new Float64Array(INITIAL_ROWS);
-  private rawBytes: Buffer;
-  private rawOffsets: Int32Array = new Int32Array(INITIAL_ROWS + 1);
   private readonly columns = new Map<string, ColumnBuilder>();
   /** Emptied columns of the rows before the last flush, taken again when their path comes back. */
   private spare = new Map<string, ColumnBuilder>();
   private cached: ColumnChunk | null = null;
   tsMin = Infinity;
   tsMax = -Infinity;
-
-  constructor() {
-    this.rawBytes = Buffer.allocUnsafe(INITIAL_RAW_BYTES);
-  }
 
   get rows(): number {
     return this.count;
@@ -147,16 +139,13 @@ export class WriteBuffer {
   }
 
   /** Appends one row whose leaves are leaves[from, to). */
-  append(
-    tsMs: number, createdAtMs: number, seq: number, rawJson: string | Uint8Array, leaves: Leaves, from: number, to: number,
-  ): void {
+  append(tsMs: number, createdAtMs: number, seq: number, leaves: Leaves, from: number, to: number): void {
     assert(this.count === 0 || seq > this.seq[this.count - 1], 'buffer rows arrive in log order');
     if (this.count === this.capacity) this.grow(this.capacity * 2);
     const row = this.count;
     this.ts[row] = tsMs;
     this.createdAt[row] = createdAtMs;
     this.seq[row] = seq;
-    this.appendRaw(row, rawJson);
     for (let i = from; i < to; i++) {
       const path = leaves.paths[i];
       const column = this.columns.get(path) ?? this.addColumn(path);
@@ -180,42 +169,23 @@ export class WriteBuffer {
     return column;
   }
 
-  /** Appends a row's JSON, as text or as its UTF-8 bytes. */
-  private appendRaw(row: number, rawJson: string | Uint8Array): void {
-    const start = this.rawOffsets[row];
-    const bytes = typeof rawJson === 'string' ? rawJson.length * 3 : rawJson.length; // ≤ 3 bytes per UTF-16 unit
-    const needed = start + bytes;
-    if (needed > this.rawBytes.length) {
-      const next = Buffer.allocUnsafe(Math.max(needed, this.rawBytes.length * 2));
-      this.rawBytes.copy(next, 0, 0, start);
-      this.rawBytes = next;
-    }
-    if (typeof rawJson === 'string') {
-      this.rawOffsets[row + 1] = start + this.rawBytes.write(rawJson, start, 'utf8');
-    } else {
-      this.rawBytes.set(rawJson, start);
-      this.rawOffsets[row + 1] = start + rawJson.length;
-    }
-  }
-
   private grow(capacity: number): void {
     this.capacity = capacity;
     this.ts = growF64(this.ts, capacity);
     this.createdAt = growF64(this.createdAt, capacity);
     this.seq = growF64(this.seq, capacity);
-    this.rawOffsets = growI32(this.rawOffsets, capacity + 1);
     for (const column of this.columns.values()) column.grow(capacity);
   }
 
   /**
    * Drops the first `count` rows (they are now in segments) and keeps the rest, re-encoding their
    * strings so the dictionaries shrink to what remaining rows use. The buffer empties itself and
-   * takes the kept rows again from a snapshot (a copy), so its arrays and raw-JSON memory are
-   * written over rather than allocated anew: fresh memory costs a page fault per 4 KB touched.
+   * takes the kept rows again from a snapshot (a copy), so its arrays are written over rather than
+   * allocated anew: fresh memory costs a page fault per 4 KB touched.
    */
   dropPrefix(count: number): WriteBuffer {
     const chunk = count >= this.count ? null : this.copyRows(count);
-    this.reset(this.rawBytes.length > BUFFER_RAW_KEPT_BYTES_MAX);
+    this.reset(false);
     if (chunk === null) return this;
     const leaves: Leaves = { paths: [], values: [], start: 0, count: 0 };
     const columns = [...chunk.columns.values()];
@@ -227,15 +197,14 @@ export class WriteBuffer {
         leaves.paths[leaves.count] = column.path;
         leaves.values[leaves.count++] = valueAt(column, row);
       }
-      const raw = chunk.raw.bytes.subarray(chunk.raw.offsets[row], chunk.raw.offsets[row + 1]);
-      this.append(chunk.ts[row], chunk.createdAt[row], chunk.seq[row], raw, leaves, 0, leaves.count);
+      this.append(chunk.ts[row], chunk.createdAt[row], chunk.seq[row], leaves, 0, leaves.count);
     }
     return this;
   }
 
   /** Lets an empty buffer's memory go: a collection that went quiet keeps no busy hour's arrays. */
   trim(): void {
-    if (this.count === 0 && (this.capacity > INITIAL_ROWS || this.rawBytes.length > INITIAL_RAW_BYTES)) {
+    if (this.count === 0 && this.capacity > INITIAL_ROWS) {
       this.reset(true);
     }
   }
@@ -244,7 +213,6 @@ export class WriteBuffer {
   private reset(release: boolean): void {
     const rows = this.count;
     this.count = 0;
-    this.rawOffsets[0] = 0;
     this.tsMin = Infinity;
     this.tsMax = -Infinity;
     this.cached = null;
@@ -253,8 +221,6 @@ export class WriteBuffer {
       this.ts = new Float64Array(INITIAL_ROWS);
       this.createdAt = new Float64Array(INITIAL_ROWS);
       this.seq = new Float64Array(INITIAL_ROWS);
-      this.rawOffsets = new Int32Array(INITIAL_ROWS + 1);
-      this.rawBytes = Buffer.allocUnsafe(INITIAL_RAW_BYTES);
       this.columns.clear();
       this.spare = new Map();
       return;
@@ -285,15 +251,11 @@ export class WriteBuffer {
     const to = this.count;
     const columns = new Map<string, Column>();
     for (const [path, builder] of this.columns) columns.set(path, builder.snapshot(from, to));
-    const rawFrom = this.rawOffsets[from];
-    const offsets = this.rawOffsets.slice(from, to + 1);
-    if (rawFrom !== 0) for (let i = 0; i < offsets.length; i++) offsets[i] -= rawFrom;
     return {
       rows: to - from,
       ts: this.ts.slice(from, to),
       createdAt: this.createdAt.slice(from, to),
       seq: this.seq.slice(from, to),
-      raw: { bytes: new Uint8Array(this.rawBytes.subarray(rawFrom, this.rawOffsets[to])), offsets },
       columns,
     };
   }

@@ -29,10 +29,6 @@ function concatParts(parts: readonly Part[]): ColumnChunk {
   const ts = new Float64Array(rows);
   const createdAt = new Float64Array(rows);
   const seq = new Float64Array(rows);
-  let rawBytesTotal = 0;
-  for (const part of parts) rawBytesTotal += rawBytesOf(part);
-  const rawBytes = new Uint8Array(rawBytesTotal);
-  const rawOffsets = new Int32Array(rows + 1);
   let out = 0;
   for (const { chunk, indices } of parts) {
     const n = indices ? indices.length : chunk.rows;
@@ -41,9 +37,6 @@ function concatParts(parts: readonly Part[]): ColumnChunk {
       ts[out] = chunk.ts[i];
       createdAt[out] = chunk.createdAt[i];
       seq[out] = chunk.seq[i];
-      const from = chunk.raw.offsets[i], to = chunk.raw.offsets[i + 1];
-      rawBytes.set(chunk.raw.bytes.subarray(from, to), rawOffsets[out]);
-      rawOffsets[out + 1] = rawOffsets[out] + (to - from);
     }
   }
   const paths = new Set<string>();
@@ -53,14 +46,7 @@ function concatParts(parts: readonly Part[]): ColumnChunk {
     const column = concatColumn(path, parts, rows);
     if (column) columns.set(path, column);
   }
-  return { rows, ts, createdAt, seq, raw: { bytes: rawBytes, offsets: rawOffsets }, columns };
-}
-
-function rawBytesOf({ chunk, indices }: Part): number {
-  if (!indices) return chunk.raw.offsets[chunk.rows] - chunk.raw.offsets[0];
-  let total = 0;
-  for (const i of indices) total += chunk.raw.offsets[i + 1] - chunk.raw.offsets[i];
-  return total;
+  return { rows, ts, createdAt, seq, columns };
 }
 
 function concatColumn(path: string, parts: readonly Part[], rows: number): Column | null {

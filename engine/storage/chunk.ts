@@ -43,16 +43,15 @@ export interface Utf8Column {
 /**
  * Rows of one collection. `ts` is svc.timestamp and `createdAt` svc.created_at, in ms since the
  * epoch (UTC); `seq` is each row's position in the collection's log (the Kafka offset), strictly
- * increasing within a chunk. `raw` holds each stored event's JSON exactly as acknowledged (with its
- * svc object), for extraction and the outbound stream. `columns` holds every flattened property
- * path except svc.id, svc.timestamp, svc.created_at and svc.addons (those live in ts/createdAt/raw).
+ * increasing within a chunk, from which svc.id derives (ids.ts). `columns` holds every flattened
+ * property path, structural leaves included (schema/flatten.ts), except svc.id, svc.timestamp and
+ * svc.created_at. Columns are the only copy of an event: event-json.ts rebuilds its JSON.
  */
 export interface ColumnChunk {
   readonly rows: number;
   readonly ts: Float64Array;
   readonly createdAt: Float64Array;
   readonly seq: Float64Array;
-  readonly raw: Utf8Column;
   readonly columns: ReadonlyMap<string, Column>;
 }
 
@@ -90,15 +89,9 @@ export interface SegmentRef {
  * schema dictionary (path → type).
  */
 export interface ScanSource {
+  /** The collection's id key: svc.id of a row is eventId(idKey, seq) (ids.ts). */
+  readonly idKey: number;
   readonly segments: readonly SegmentRef[];
   readonly memory: ColumnChunk | null;
   readonly schema: Readonly<Record<string, SchemaType>>;
-}
-
-const utf8 = new TextDecoder();
-
-/** The stored JSON of row `index` of a chunk. */
-export function rawAt(chunk: ColumnChunk, index: number): string {
-  const { bytes, offsets } = chunk.raw;
-  return utf8.decode(bytes.subarray(offsets[index], offsets[index + 1]));
 }

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { assert } from '../assert.js';
+import { collectionIdKey } from '../ids.js';
 import { PARTITION_SEGMENTS_MAX, SEGMENT_ROWS_MAX } from '../limits.js';
 import { SchemaDictionary } from '../schema/dictionary.js';
 import type { Leaves } from '../schema/flatten.js';
@@ -43,6 +44,8 @@ export class CollectionStore {
   nextSeq: number;
   /** Rows with seq below this are in segments. */
   flushedSeq: number;
+  /** Key of the collection's svc.id values (ids.ts). */
+  readonly idKey: number;
   private readonly dir: string;
 
   constructor(
@@ -60,6 +63,7 @@ export class CollectionStore {
     this.segments = (saved?.segments ?? []).map((s) => ({ file: path.join(dataDir, s.file), footer: s.footer }));
     this.nextSeq = saved?.nextSeq ?? 0;
     this.flushedSeq = saved?.flushedSeq ?? 0;
+    this.idKey = collectionIdKey(project, name);
   }
 
   get relativeDir(): string {
@@ -67,18 +71,16 @@ export class CollectionStore {
   }
 
   /** Adds an acknowledged (or replayed) row to the buffer. */
-  apply(
-    seq: number, tsMs: number, createdAtMs: number, raw: string | Uint8Array, leaves: Leaves, from: number, to: number,
-  ): void {
+  apply(seq: number, tsMs: number, createdAtMs: number, leaves: Leaves, from: number, to: number): void {
     assert(seq >= this.flushedSeq, 'only unflushed rows enter the buffer');
-    this.buffer.append(tsMs, createdAtMs, seq, raw, leaves, from, to);
+    this.buffer.append(tsMs, createdAtMs, seq, leaves, from, to);
   }
 
   scanSource(startMs: number, endMs: number): ScanSource {
     const segments = this.segments.filter((s) => s.footer.tsMax >= startMs && s.footer.tsMin < endMs);
     const buffer = this.buffer;
     const inRange = buffer.rows > 0 && buffer.tsMax >= startMs && buffer.tsMin < endMs;
-    return { segments, memory: inRange ? buffer.snapshot() : null, schema: this.schema.toJSON() };
+    return { idKey: this.idKey, segments, memory: inRange ? buffer.snapshot() : null, schema: this.schema.toJSON() };
   }
 
   /**

@@ -49,8 +49,6 @@ function transferablesOf(chunk: ColumnChunk): ArrayBuffer[] {
   add(chunk.ts);
   add(chunk.createdAt);
   add(chunk.seq);
-  add(chunk.raw.bytes);
-  add(chunk.raw.offsets);
   for (const column of chunk.columns.values()) {
     add(column.tags);
     add(column.num);

@@ -4,7 +4,7 @@
  * is the meaning of its fields, which every field states in its own metadata, so names never need
  * parsing (a property path may itself contain ':').
  *
- *   Segment  => svc.timestamp:Timestamp(ms) svc.created_at:Timestamp(ms) _seq:Float64 _raw:Utf8
+ *   Segment  => svc.timestamp:Timestamp(ms) svc.created_at:Timestamp(ms) _seq:Float64
  *               Property*
  *   Property => Main Extra*              (one group per property path, main field first)
  *   Main     => <path>: the schema type's Arrow type, valid on rows of that type
@@ -19,7 +19,7 @@
  */
 import type { SchemaType } from '../chunk.js';
 
-export const LAYOUT_VERSION = '1';
+export const LAYOUT_VERSION = '2';
 
 /** The sidecar of segment `file` is `file + SIDECAR_SUFFIX` (footer.ts has its format). */
 export const SIDECAR_SUFFIX = '.meta';
@@ -33,14 +33,12 @@ export const META_FOOTER = 'tally.footer';
 export const FIELD_TS = 'svc.timestamp';
 export const FIELD_CREATED_AT = 'svc.created_at';
 export const FIELD_SEQ = '_seq';
-export const FIELD_RAW = '_raw';
 
 /** What a field holds. `main` holds the schema type; the others hold one value kind each. */
 export type Role =
   | 'ts'
   | 'created_at'
   | 'seq'
-  | 'raw'
   | 'main'
   | 'num'
   | 'str'

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { RecordBatchReader, tableFromIPC, type Data, type RecordBatch } from 'apache-arrow';
 import { assert } from '../../assert.js';
-import type { Column, ColumnChunk, SchemaType, SegmentFooter, Utf8Column } from '../chunk.js';
+import type { Column, ColumnChunk, SchemaType, SegmentFooter } from '../chunk.js';
 import './arrow.js';
 import { readTimestamps } from './arrow-values.js';
 import { decodeColumn, type StoredField } from './decode-column.js';
@@ -25,7 +25,7 @@ import {
 
 /**
  * The chunk stored in `file`. `columns` limits which property paths are materialized (ts,
- * createdAt, seq and raw always are); paths it names that the segment lacks are simply absent.
+ * createdAt and seq always are); paths it names that the segment lacks are simply absent.
  */
 export function readSegment(file: string, columns?: readonly string[]): ColumnChunk {
   const batch = readBatch(file);
@@ -53,7 +53,6 @@ export function readSegment(file: string, columns?: readonly string[]): ColumnCh
     ts: timestamps(system.get('ts'), rows),
     createdAt: timestamps(system.get('created_at'), rows),
     seq: float64s(system.get('seq'), rows),
-    raw: utf8Column(system.get('raw')),
     columns: result,
   };
 }
@@ -82,11 +81,6 @@ function float64s(data: Data | undefined, rows: number): Float64Array {
   const values = data.values as Float64Array;
   assert(values.length >= rows, 'a seq per row');
   return values.subarray(0, rows);
-}
-
-function utf8Column(data: Data | undefined): Utf8Column {
-  assert(data !== undefined, 'a segment has its _raw field');
-  return { bytes: data.values as Uint8Array, offsets: data.valueOffsets as Int32Array };
 }
 
 /** The footer and sketches of `file` from its sidecar; throws an Error if it is damaged. */

@@ -29,18 +29,11 @@ export function buildChunk(rows: readonly TestRow[], firstSeq = 1): ColumnChunk 
   for (const row of rows) for (const path of Object.keys(row.props)) paths.add(path);
   const columns = new Map<string, Column>();
   for (const path of paths) columns.set(path, buildColumn(path, rows));
-  const raws = rows.map((row, index) =>
-    JSON.stringify({ ...row.props, svc: { timestamp: new Date(row.ts).toISOString(), n: index } }),
-  );
-  const encoded = raws.map((raw) => Buffer.from(raw));
-  const offsets = new Int32Array(count + 1);
-  encoded.forEach((bytes, index) => (offsets[index + 1] = offsets[index] + bytes.length));
   return {
     rows: count,
     ts: Float64Array.from(rows, (row) => row.ts),
     createdAt: Float64Array.from(rows, (row) => row.ts + 5),
     seq: Float64Array.from(rows, (_, index) => firstSeq + index * 2),
-    raw: { bytes: new Uint8Array(Buffer.concat(encoded)), offsets },
     columns,
   };
 }
@@ -115,22 +108,11 @@ export function viewChunk(chunk: ColumnChunk): unknown {
     };
     columns[path] = { path: column.path, values, members };
   }
-  const raw = Array.from({ length: chunk.rows }, (_, index) => rawText(chunk, index));
   return {
     rows: chunk.rows,
     ts: Array.from(chunk.ts.subarray(0, chunk.rows)),
     createdAt: Array.from(chunk.createdAt.subarray(0, chunk.rows)),
     seq: Array.from(chunk.seq.subarray(0, chunk.rows)),
-    raw,
     columns,
   };
-}
-
-function rawText(chunk: ColumnChunk, index: number): string {
-  const { bytes, offsets } = chunk.raw;
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString(
-    'utf8',
-    offsets[index],
-    offsets[index + 1],
-  );
 }

@@ -16,13 +16,12 @@ import {
 import { assert } from '../../assert.js';
 import type { ColumnChunk, SchemaType, SegmentFooter } from '../chunk.js';
 import { SEGMENT_COMPRESSION } from './arrow.js';
-import { float64Data, selectRows, timestampData, utf8Data } from './arrow-data.js';
+import { float64Data, selectRows, timestampData } from './arrow-data.js';
 import { commitFile, stageFile } from './durable.js';
 import { encodeColumn, type EncodedField } from './encode-column.js';
 import { assertFooter, computeFooter, encodeSidecar } from './footer.js';
 import {
   FIELD_CREATED_AT,
-  FIELD_RAW,
   FIELD_SEQ,
   FIELD_TS,
   LAYOUT_VERSION,
@@ -60,7 +59,6 @@ function assertChunk(chunk: ColumnChunk): void {
   assert(chunk.ts.length >= chunk.rows, 'ts covers every row');
   assert(chunk.createdAt.length >= chunk.rows, 'createdAt covers every row');
   assert(chunk.seq.length >= chunk.rows, 'seq covers every row');
-  assert(chunk.raw.offsets.length >= chunk.rows + 1, 'raw has an offset per row plus one');
   for (let row = 1; row < chunk.rows; row++) {
     assert(chunk.seq[row - 1] < chunk.seq[row], 'seq strictly increases within a chunk');
   }
@@ -101,29 +99,16 @@ export function encodeSegment(
 function encodeSystemFields(chunk: ColumnChunk): EncodedField[] {
   const rows = chunk.rows;
   const all = selectRows(new Uint8Array(rows), 0);
-  const { bytes, offsets } = rebasedRaw(chunk);
   return [
     systemField(FIELD_TS, 'ts', timestampData(chunk.ts, all)),
     systemField(FIELD_CREATED_AT, 'created_at', timestampData(chunk.createdAt, all)),
     systemField(FIELD_SEQ, 'seq', float64Data(chunk.seq, all)),
-    systemField(FIELD_RAW, 'raw', utf8Data(bytes, offsets)),
   ];
 }
 
 function systemField(name: string, role: Role, data: Data): EncodedField {
   const field = new Field(name, data.type, false, new Map([[META_ROLE, role]]));
   return { field, data };
-}
-
-/** Arrow offsets start at the first value's byte; a chunk's raw may be a window of a larger one. */
-function rebasedRaw(chunk: ColumnChunk): { bytes: Uint8Array; offsets: Int32Array } {
-  const offsets = chunk.raw.offsets.subarray(0, chunk.rows + 1);
-  const start = offsets[0];
-  const bytes = chunk.raw.bytes.subarray(start, offsets[chunk.rows]);
-  if (start === 0) return { bytes, offsets };
-  const rebased = new Int32Array(offsets.length);
-  for (let index = 0; index < offsets.length; index++) rebased[index] = offsets[index] - start;
-  return { bytes, offsets: rebased };
 }
 
 /** Schema type of a path the schema lacks: that of its first present row. */
