@@ -24,6 +24,8 @@ export interface StoredField {
   readonly role: Role;
   readonly type: SchemaType | null;
   readonly data: Data;
+  /** Numbers stored as integers × 10^scale (layout.ts), or null. */
+  readonly scale: number | null;
 }
 
 interface Members {
@@ -76,7 +78,8 @@ function decodeField(members: Members, field: StoredField, rows: number): void {
   markTags(members.tags, data, tag);
   if (kind === 'num') {
     members.num ??= new Float64Array(rows);
-    members.num.set((data.values as Float64Array).subarray(0, rows));
+    if (field.scale === null) members.num.set((data.values as Float64Array).subarray(0, rows));
+    else readScaled(data.values as Int8Array | Int16Array | Int32Array, 10 ** field.scale, members.num, rows);
   } else if (kind === 'timestamp') {
     members.num ??= new Float64Array(rows);
     readTimestamps(data, members.num);
@@ -84,7 +87,8 @@ function decodeField(members: Members, field: StoredField, rows: number): void {
     members.num ??= new Float64Array(rows);
     readBools(data, members.num);
   } else if (kind === 'str') {
-    members.str = data.values as Int32Array;
+    const codes = data.values as Int8Array | Int16Array | Int32Array;
+    members.str = codes instanceof Int32Array ? codes : Int32Array.from(codes.subarray(0, rows));
     members.dict = decodeStrings(data.dictionary!.data[0]);
   } else if (kind === 'list') {
     members.lists ??= new Array<readonly Primitive[] | null>(rows).fill(null);
@@ -108,6 +112,12 @@ function markTags(tags: Uint8Array, data: Data, tag: Tag): void {
       if ((bits >>> bit) & 1) tags[base + bit] = tag;
     }
   }
+}
+
+/** Numbers stored as integers × factor; every slot is written, so this may run first (whole copy). */
+function readScaled(values: Int8Array | Int16Array | Int32Array, factor: number, target: Float64Array, rows: number): void {
+  if (factor === 1) for (let row = 0; row < rows; row++) target[row] = values[row];
+  else for (let row = 0; row < rows; row++) target[row] = values[row] / factor;
 }
 
 function readBools(data: Data, target: Float64Array): void {

@@ -21,6 +21,7 @@ import {
   dictionaryData,
   float64Data,
   listData,
+  scaledIntegerData,
   selectRows,
   timestampData,
   utf8Data,
@@ -30,6 +31,7 @@ import {
 import {
   META_PATH,
   META_ROLE,
+  META_SCALE,
   META_TYPE,
   extraName,
   mainKindOf,
@@ -43,6 +45,9 @@ const ROUTE_CODES: readonly Role[] = [
   'main', 'num', 'str', 'bool', 'list_num', 'list_str', 'list_bool', 'null',
 ];
 const LIST_KINDS: readonly ListKind[] = ['none', 'num', 'str', 'bool'];
+
+/** The scale of number Data stored as scaled integers (arrow-data.ts scaledIntegerData). */
+const scales = new WeakMap<Data, number>();
 
 export interface EncodedField {
   readonly field: Field;
@@ -176,8 +181,13 @@ function encodeRole(
   nextDictionaryId: () => number,
 ): Data {
   switch (role) {
-    case 'num':
-      return float64Data(column.num ?? zeros(validity.rows), validity);
+    case 'num': {
+      const values = column.num ?? zeros(validity.rows);
+      const scaled = scaledIntegerData(values, validity);
+      if (scaled === null) return float64Data(values, validity);
+      scales.set(scaled.data, scaled.scale);
+      return scaled.data;
+    }
     case 'bool':
       return boolData(column.num ?? zeros(validity.rows), validity);
     case 'null':
@@ -204,6 +214,8 @@ function fieldOf(name: string, path: string, role: Role, data: Data): Field {
     [META_PATH, path],
     [META_ROLE, role],
   ]);
+  const scale = scales.get(data);
+  if (scale !== undefined) metadata.set(META_SCALE, String(scale));
   return new Field(name, data.type, true, metadata);
 }
 

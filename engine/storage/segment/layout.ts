@@ -16,10 +16,23 @@
  * valid in at most one field of its path; valid in none means the path is missing on that row.
  * Field metadata: tally.path (property path), tally.role (a Role), tally.type (main only: the
  * schema type). Schema metadata: tally.version and tally.footer (footer.ts, without sketches).
+ *
+ * Compact encodings, each stated in the field's metadata so a plain Arrow reader can undo it:
+ * - dictionary codes take the narrowest width the dictionary allows (Int8, Int16, Int32);
+ * - a number field whose values are all exact multiples of 10^-s in a narrow integer range is
+ *   stored as Int8/Int16/Int32 of value × 10^s, with tally.scale = s;
+ * - svc.timestamp, svc.created_at and _seq are stored as Int32 differences from the previous row
+ *   (tally.encoding = delta, tally.base = the first row's value) when every difference fits,
+ *   else as Timestamp(ms) / Float64.
  */
 import type { SchemaType } from '../chunk.js';
 
 export const LAYOUT_VERSION = '2';
+
+export const META_SCALE = 'tally.scale';
+export const META_ENCODING = 'tally.encoding';
+export const META_BASE = 'tally.base';
+export const ENCODING_DELTA = 'delta';
 
 /** The sidecar of segment `file` is `file + SIDECAR_SUFFIX` (footer.ts has its format). */
 export const SIDECAR_SUFFIX = '.meta';

@@ -13,10 +13,14 @@ import { decodeColumn, type StoredField } from './decode-column.js';
 import { readAligned } from './durable.js';
 import { assertFooter, decodeSidecar, type FooterWithSketches } from './footer.js';
 import {
+  ENCODING_DELTA,
   LAYOUT_VERSION,
+  META_BASE,
+  META_ENCODING,
   META_FOOTER,
   META_PATH,
   META_ROLE,
+  META_SCALE,
   META_TYPE,
   META_VERSION,
   SIDECAR_SUFFIX,
@@ -31,18 +35,20 @@ export function readSegment(file: string, columns?: readonly string[]): ColumnCh
   const batch = readBatch(file);
   const rows = batch.numRows;
   const wanted = columns === undefined ? null : new Set(columns);
-  const system = new Map<Role, Data>();
+  const system = new Map<Role, { data: Data; base: number | null }>();
   const byPath = new Map<string, StoredField[]>();
   batch.schema.fields.forEach((field, index) => {
     const role = field.metadata.get(META_ROLE) as Role | undefined;
     assert(role !== undefined, `field ${field.name} has a role`);
     const data = batch.getChildAt(index)!.data[0];
     const path = field.metadata.get(META_PATH);
-    if (path === undefined) system.set(role, data);
+    const delta = field.metadata.get(META_ENCODING) === ENCODING_DELTA;
+    if (path === undefined) system.set(role, { data, base: delta ? Number(field.metadata.get(META_BASE)) : null });
     else if (wanted === null || wanted.has(path)) {
       const type = (field.metadata.get(META_TYPE) ?? null) as SchemaType | null;
+      const scale = field.metadata.get(META_SCALE);
       const group = byPath.get(path) ?? [];
-      group.push({ role, type, data });
+      group.push({ role, type, data, scale: scale === undefined ? null : Number(scale) });
       byPath.set(path, group);
     }
   });
@@ -50,9 +56,9 @@ export function readSegment(file: string, columns?: readonly string[]): ColumnCh
   for (const [path, fields] of byPath) result.set(path, decodeColumn(path, fields, rows));
   return {
     rows,
-    ts: timestamps(system.get('ts'), rows),
-    createdAt: timestamps(system.get('created_at'), rows),
-    seq: float64s(system.get('seq'), rows),
+    ts: systemValues(system.get('ts'), rows),
+    createdAt: systemValues(system.get('created_at'), rows),
+    seq: systemValues(system.get('seq'), rows),
     columns: result,
   };
 }
@@ -69,18 +75,22 @@ function readBatch(file: string): RecordBatch {
   return table.batches[0];
 }
 
-function timestamps(data: Data | undefined, rows: number): Float64Array {
-  assert(data !== undefined, 'a segment has its timestamp fields');
+/** A system field's values: delta-decoded, or read from Timestamp(ms) or Float64. */
+function systemValues(field: { data: Data; base: number | null } | undefined, rows: number): Float64Array {
+  assert(field !== undefined, 'a segment has its system fields');
+  const { data, base } = field;
   const target = new Float64Array(rows);
-  readTimestamps(data, target);
+  if (base !== null) {
+    const deltas = data.values as Int32Array;
+    assert(deltas.length >= rows, 'a delta per row');
+    let value = base;
+    for (let row = 0; row < rows; row++) target[row] = value += deltas[row];
+  } else if (data.values instanceof Float64Array) {
+    target.set(data.values.subarray(0, rows));
+  } else {
+    readTimestamps(data, target);
+  }
   return target;
-}
-
-function float64s(data: Data | undefined, rows: number): Float64Array {
-  assert(data !== undefined, 'a segment has its _seq field');
-  const values = data.values as Float64Array;
-  assert(values.length >= rows, 'a seq per row');
-  return values.subarray(0, rows);
 }
 
 /** The footer and sketches of `file` from its sidecar; throws an Error if it is damaged. */

@@ -16,7 +16,7 @@ import {
 import { assert } from '../../assert.js';
 import type { ColumnChunk, SchemaType, SegmentFooter } from '../chunk.js';
 import { SEGMENT_COMPRESSION } from './arrow.js';
-import { float64Data, selectRows, timestampData } from './arrow-data.js';
+import { deltaData, float64Data, selectRows, timestampData } from './arrow-data.js';
 import { commitFile, stageFile } from './durable.js';
 import { encodeColumn, type EncodedField } from './encode-column.js';
 import { assertFooter, computeFooter, encodeSidecar } from './footer.js';
@@ -24,7 +24,10 @@ import {
   FIELD_CREATED_AT,
   FIELD_SEQ,
   FIELD_TS,
+  ENCODING_DELTA,
   LAYOUT_VERSION,
+  META_BASE,
+  META_ENCODING,
   META_FOOTER,
   META_ROLE,
   META_VERSION,
@@ -100,15 +103,22 @@ function encodeSystemFields(chunk: ColumnChunk): EncodedField[] {
   const rows = chunk.rows;
   const all = selectRows(new Uint8Array(rows), 0);
   return [
-    systemField(FIELD_TS, 'ts', timestampData(chunk.ts, all)),
-    systemField(FIELD_CREATED_AT, 'created_at', timestampData(chunk.createdAt, all)),
-    systemField(FIELD_SEQ, 'seq', float64Data(chunk.seq, all)),
+    systemField(FIELD_TS, 'ts', chunk.ts, rows, () => timestampData(chunk.ts, all)),
+    systemField(FIELD_CREATED_AT, 'created_at', chunk.createdAt, rows, () => timestampData(chunk.createdAt, all)),
+    systemField(FIELD_SEQ, 'seq', chunk.seq, rows, () => float64Data(chunk.seq, all)),
   ];
 }
 
-function systemField(name: string, role: Role, data: Data): EncodedField {
-  const field = new Field(name, data.type, false, new Map([[META_ROLE, role]]));
-  return { field, data };
+/** A system field delta-encoded (layout.ts) when its differences fit, else as `plain` builds it. */
+function systemField(name: string, role: Role, values: Float64Array, rows: number, plain: () => Data): EncodedField {
+  const metadata = new Map<string, string>([[META_ROLE, role]]);
+  const delta = deltaData(values, rows);
+  if (delta !== null) {
+    metadata.set(META_ENCODING, ENCODING_DELTA);
+    metadata.set(META_BASE, String(delta.base));
+  }
+  const data = delta?.data ?? plain();
+  return { field: new Field(name, data.type, false, metadata), data };
 }
 
 /** Schema type of a path the schema lacks: that of its first present row. */
