@@ -89,6 +89,11 @@ export interface EngineOptions {
   readonly ingestWorkers?: number;
   /** Worker threads for queries; default: one per core. 0 runs queries in-process. */
   readonly queryWorkers?: number;
+  /**
+   * Bytes for caches and write buffers (engine/memory.ts splits them); default: a sixteenth of the
+   * machine's memory, between 256 MiB and 4 GiB.
+   */
+  readonly memoryBudgetBytes?: number;
   /** Whether to fsync the WAL before acknowledging (default true). Only benchmarks turn it off. */
   readonly fsync?: boolean;
 }

@@ -26,6 +26,7 @@ import { SegmentPool } from './storage/segment-pool.js';
 import { readSegment } from './storage/segment/reader.js';
 import { Wal } from './wal/wal.js';
 import { LogReader } from './log.js';
+import { defaultMemoryBudget, planMemory, type MemoryPlan } from './memory.js';
 import { WritePath } from './write-path.js';
 
 type OffsetsFile = Record<string, Record<string, CommittedOffset[]>>;
@@ -54,6 +55,7 @@ class Engine implements TallyEngine {
     enricher: Enricher,
     inlineSegments: boolean,
     private readonly ingest: IngestPool | null,
+    private readonly memory: MemoryPlan,
   ) {
     this.segmentPool = new SegmentPool(inlineSegments);
     this.offsets = readJsonIfExists<OffsetsFile>(path.join(dataDir, 'kafka-offsets.json')) ?? {};
@@ -62,8 +64,9 @@ class Engine implements TallyEngine {
       store: (project, collection) => this.store(project, collection, true)!,
       appended: (project, collection) => this.notify(project, collection),
       full: () => void this.flush().catch(this.reportFlushError),
+      added: (rows) => this.checkBufferBudget(rows),
     });
-    this.log = new LogReader((project, collection) => this.store(project, collection, false));
+    this.log = new LogReader((project, collection) => this.store(project, collection, false), memory.logCacheBytes);
   }
 
   static async open(options: EngineOptions): Promise<Engine> {
@@ -81,16 +84,19 @@ class Engine implements TallyEngine {
     // One worker per core: a query fans out over all of them; the OS shares the cores with the
     // thread that serves writes, which never runs a scan itself.
     const workers = options.queryWorkers ?? os.availableParallelism();
+    const memory = planMemory(options.memoryBudgetBytes ?? defaultMemoryBudget(), workers);
     let engine: Engine;
     const queries = new QueryService({
       source: (project: string, collection: string, start: number, end: number) => engine.scanSource(project, collection, start, end),
       clock,
       workers,
+      cacheBytes: memory.chunkCacheBytes,
+      footerCacheBytes: memory.footerCacheBytes,
     });
     // The thread that serves writes keeps a core's share of the work (schema, WAL, buffers).
     const ingestWorkers = options.ingestWorkers ?? Math.max(1, os.availableParallelism() - 1);
     const ingest = ingestWorkers > 0 ? new IngestPool(ingestWorkers, { geoipDbPath: options.geoipDbPath, databaseFiles: sharedDatabaseFiles() }) : null;
-    engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0, ingest);
+    engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0, ingest, memory);
     engine.createdFresh = projects.created;
     engine.recover(replay);
     const interval = options.flushIntervalMs ?? FLUSH_INTERVAL_MS;
@@ -133,6 +139,19 @@ class Engine implements TallyEngine {
       this.stores.set(id, store);
     }
     return store;
+  }
+
+  /** Rows appended since the buffers' bytes were last added up. */
+  private rowsSinceBudgetCheck = 0;
+
+  /** Flushes when the write buffers together pass their share of the memory budget. */
+  private checkBufferBudget(rows: number): void {
+    this.rowsSinceBudgetCheck += rows;
+    if (this.rowsSinceBudgetCheck < BUDGET_CHECK_ROWS) return;
+    this.rowsSinceBudgetCheck = 0;
+    let bytes = 0;
+    for (const store of this.stores.values()) bytes += store.buffer.bytes;
+    if (bytes > this.memory.bufferBytes) void this.flush().catch(this.reportFlushError);
   }
 
   private notify(project: string, collection: string): void {
@@ -343,6 +362,9 @@ class Engine implements TallyEngine {
     await this.segmentPool.close();
   }
 }
+
+/** Rows between two sums of the write buffers' bytes: cheap, and fine-grained enough for the budget. */
+const BUDGET_CHECK_ROWS = 8192;
 
 function key(project: string, collection: string): string {
   return `${project}\u0000${collection}`;

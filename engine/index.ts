@@ -14,4 +14,5 @@ export type { ErrorCode } from './errors.js';
 export { AssertionError } from './assert.js';
 export * as limits from './limits.js';
 export { openEngine } from './engine.js';
+export { MEMORY_BUDGET_MIN_BYTES, defaultMemoryBudget, parseBytes } from './memory.js';
 export { parseJson, parseJsonBody } from './ingest/batch.js';

@@ -40,11 +40,6 @@ export const NUMBER_MAX = 2 ** 63 - 1;
 export const BUFFER_ROWS_MAX = 200_000;
 /** Longest time rows stay only in the WAL and memory before a flush; bounds WAL replay time. */
 export const FLUSH_INTERVAL_MS = 5_000;
-/**
- * A write buffer's raw-JSON memory is written over again after a flush only up to this size; an
- * empty buffer lets all of its memory go at the next flush tick (WriteBuffer.trim).
- */
-export const BUFFER_RAW_KEPT_BYTES_MAX = 512 * 1024 * 1024;
 /** Bytes of WAL frames the write path keeps for reuse (engine/byte-pool.ts). */
 export const WAL_POOL_BYTES_MAX = 64 * 1024 * 1024;
 /** Bytes of one WAL record; a batch body bounds it, plus framing. A longer length means corruption. */

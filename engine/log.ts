@@ -9,17 +9,22 @@ import type { LogRecord } from './api.js';
 import { eventId } from './ids.js';
 import type { ColumnChunk } from './storage/chunk.js';
 import { EventBuilder } from './storage/event-json.js';
+import { chunkBytes } from './storage/chunk-bytes.js';
 import type { CollectionStore } from './storage/collection.js';
 import { readSegment } from './storage/segment/reader.js';
 
-const CACHED_SEGMENTS_MAX = 16;
 
 export class LogReader {
-  private readonly cache = new Map<string, ColumnChunk>();
+  /** Decoded segments, least recently used first, under budgetBytes. */
+  private readonly cache = new Map<string, { chunk: ColumnChunk; bytes: number }>();
+  private cachedBytes = 0;
   /** Event builders of the chunks records were last read from; a read touches a few chunks. */
   private builders = new Map<ColumnChunk, EventBuilder>();
 
-  constructor(private readonly storeOf: (project: string, collection: string) => CollectionStore | undefined) {}
+  constructor(
+    private readonly storeOf: (project: string, collection: string) => CollectionStore | undefined,
+    private readonly budgetBytes: number,
+  ) {}
 
   bounds(project: string, collection: string): { start: number; end: number } {
     const store = this.storeOf(project, collection);
@@ -83,15 +88,28 @@ export class LogReader {
 
   /** Drops a decoded segment that compaction replaced. */
   forget(file: string): void {
+    const entry = this.cache.get(file);
+    if (entry === undefined) return;
     this.cache.delete(file);
+    this.cachedBytes -= entry.bytes;
   }
 
   private chunkOf(file: string): ColumnChunk {
     const cached = this.cache.get(file);
-    if (cached) this.cache.delete(file);
-    else if (this.cache.size >= CACHED_SEGMENTS_MAX) this.cache.delete(this.cache.keys().next().value!);
-    const chunk = cached ?? readSegment(file);
-    this.cache.set(file, chunk);
+    if (cached) {
+      this.cache.delete(file);
+      this.cache.set(file, cached);
+      return cached.chunk;
+    }
+    const chunk = readSegment(file);
+    const bytes = chunkBytes(chunk);
+    this.cache.set(file, { chunk, bytes });
+    this.cachedBytes += bytes;
+    for (const [other, entry] of this.cache) {
+      if (this.cachedBytes <= this.budgetBytes || other === file) break;
+      this.cache.delete(other);
+      this.cachedBytes -= entry.bytes;
+    }
     return chunk;
   }
 }

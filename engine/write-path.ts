@@ -58,6 +58,8 @@ export interface WritePathDeps {
   readonly appended: (project: string, collection: string) => void;
   /** Called when a buffer passes BUFFER_ROWS_MAX: time to flush. */
   readonly full: () => void;
+  /** Called after `rows` rows entered the buffers: the memory budget may call for a flush. */
+  readonly added: (rows: number) => void;
 }
 
 /** The receipt time of a call, and its ISO text. */
@@ -286,6 +288,7 @@ export class WritePath {
       full ||= store.buffer.rows >= BUFFER_ROWS_MAX;
     }
     if (full) this.deps.full();
+    else this.deps.added(staged.length);
   }
 
   /** Re-applies WAL payloads after a crash or restart, skipping rows already in segments. */

@@ -2,6 +2,7 @@
  * The server's configuration: the only module that reads process.argv and process.env. It turns the
  * flags of spec/api.md §1 into a frozen Config; it does not open files or sockets (main.ts does).
  */
+import { MEMORY_BUDGET_MIN_BYTES, parseBytes } from '../engine/index.js';
 
 export interface Config {
   readonly dataDir: string;
@@ -25,6 +26,8 @@ export interface Config {
   /** undefined = the engine's default. */
   readonly queryWorkers: number | undefined;
   readonly ingestWorkers: number | undefined;
+  /** Bytes for caches and buffers (--memory-budget); undefined = the engine's default. */
+  readonly memoryBudgetBytes: number | undefined;
   /** fsync before acknowledging; only benchmarks turn it off (`--no-fsync`). */
   readonly fsync: boolean;
   readonly help: boolean;
@@ -58,6 +61,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'geoip-db', arg: 'FILE', help: 'MaxMind-format City database for svc:ip_to_geo' },
   { name: 'query-workers', arg: 'N', help: 'query worker threads (default one per core; 0 = inline)' },
   { name: 'ingest-workers', arg: 'N', help: 'threads that parse large batch bodies (default one per core but one; 0 = inline)' },
+  { name: 'memory-budget', arg: 'BYTES', help: 'bytes for caches and write buffers, e.g. 1g (default: 1/16 of RAM, 256m-4g)' },
   { name: 'no-fsync', help: 'acknowledge writes before fsync (benchmarks only; unsafe)' },
   { name: 'help', help: 'print this help and exit' },
 ];
@@ -112,6 +116,15 @@ function parseCount(name: string, raw: string | undefined): number | undefined {
   return count;
 }
 
+function parseBudget(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const bytes = parseBytes(raw);
+  if (!(bytes >= MEMORY_BUDGET_MIN_BYTES)) {
+    throw new ConfigError(`--memory-budget must be a size of at least 64m (like 512m or 2g), got "${raw}"`);
+  }
+  return bytes;
+}
+
 export function readConfig(
   argv: readonly string[] = process.argv.slice(2),
   env: Readonly<Record<string, string | undefined>> = process.env,
@@ -146,6 +159,7 @@ export function readConfig(
     geoipDb: flags.get('geoip-db'),
     queryWorkers: parseCount('query-workers', flags.get('query-workers')),
     ingestWorkers: parseCount('ingest-workers', flags.get('ingest-workers')),
+    memoryBudgetBytes: parseBudget(flags.get('memory-budget')),
     fsync: !flags.has('no-fsync'),
     help: flags.has('help'),
   });

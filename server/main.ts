@@ -107,6 +107,7 @@ function openOptions(config: Config): Parameters<typeof openEngine>[0] {
     ...(config.geoipDb !== undefined && { geoipDbPath: config.geoipDb }),
     ...(config.queryWorkers !== undefined && { queryWorkers: config.queryWorkers }),
     ...(config.ingestWorkers !== undefined && { ingestWorkers: config.ingestWorkers }),
+    ...(config.memoryBudgetBytes !== undefined && { memoryBudgetBytes: config.memoryBudgetBytes }),
     fsync: config.fsync,
   };
 }

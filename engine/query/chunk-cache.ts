@@ -4,36 +4,51 @@
  * decoding dominates a scan and later queries touch other columns. Segments are immutable, so an
  * entry never goes stale; a deleted or compacted file simply stops being asked for.
  */
-import type { Column, ColumnChunk, SegmentRef } from '../storage/chunk.js';
+import type { ColumnChunk, SegmentRef } from '../storage/chunk.js';
+import { chunkBytes } from '../storage/chunk-bytes.js';
 import type { FooterWithSketches } from '../storage/segment/footer.js';
 import type { SegmentFiles } from './segment-reader.js';
 
 export type ReadSegment = (file: string, columns?: readonly string[]) => ColumnChunk;
 
-/** Footers kept; sketches are at most 16 KiB per column. */
-const FOOTERS_MAX = 4096;
-
-/** Default budget per worker; decoded columns of ~10M typical events. */
-export const CHUNK_CACHE_BYTES_DEFAULT = 3 * 1024 * 1024 * 1024;
+/** Default budgets per worker, for callers without a memory plan (engine/memory.ts makes one). */
+export const CHUNK_CACHE_BYTES_DEFAULT = 512 * 1024 * 1024;
+export const FOOTER_CACHE_BYTES_DEFAULT = 64 * 1024 * 1024;
 
 export class ChunkCache {
   private readonly entries = new Map<string, { chunk: ColumnChunk; bytes: number }>();
   private bytes = 0;
 
   private readonly read: ReadSegment;
-  private readonly footers = new Map<string, FooterWithSketches>();
+  /** Footers with their sketches, least recently used first, under footerBudgetBytes. */
+  private readonly footers = new Map<string, { footer: FooterWithSketches; bytes: number }>();
+  private footerBytes = 0;
 
-  constructor(private readonly files: SegmentFiles, private readonly budgetBytes = CHUNK_CACHE_BYTES_DEFAULT) {
+  constructor(
+    private readonly files: SegmentFiles,
+    private readonly budgetBytes = CHUNK_CACHE_BYTES_DEFAULT,
+    private readonly footerBudgetBytes = FOOTER_CACHE_BYTES_DEFAULT,
+  ) {
     this.read = files.readSegment;
   }
 
   /** The segment's footer with its per-column HyperLogLog sketches (kept; they are small). */
   footer(ref: SegmentRef): FooterWithSketches {
-    let footer = this.footers.get(ref.file);
-    if (!footer) {
-      footer = this.files.readFooter(ref.file);
-      if (this.footers.size >= FOOTERS_MAX) this.footers.delete(this.footers.keys().next().value!);
-      this.footers.set(ref.file, footer);
+    const hit = this.footers.get(ref.file);
+    if (hit) {
+      this.footers.delete(ref.file);
+      this.footers.set(ref.file, hit);
+      return hit.footer;
+    }
+    const footer = this.files.readFooter(ref.file);
+    let bytes = 1024;
+    for (const sketch of Object.values(footer.sketches)) bytes += sketch.byteLength + 64;
+    this.footers.set(ref.file, { footer, bytes });
+    this.footerBytes += bytes;
+    for (const [file, entry] of this.footers) {
+      if (this.footerBytes <= this.footerBudgetBytes || file === ref.file) break;
+      this.footers.delete(file);
+      this.footerBytes -= entry.bytes;
     }
     return footer;
   }
@@ -59,18 +74,4 @@ export class ChunkCache {
     }
     return chunk;
   }
-}
-
-function chunkBytes(chunk: ColumnChunk): number {
-  let bytes = chunk.rows * 24;
-  for (const column of chunk.columns.values()) bytes += columnBytes(column);
-  return bytes;
-}
-
-function columnBytes(column: Column): number {
-  let bytes = column.tags.byteLength + (column.num?.byteLength ?? 0) + (column.str?.byteLength ?? 0);
-  for (const value of column.dict ?? []) bytes += 16 + value.length * 2;
-  if (column.lists) bytes += column.lists.length * 8;
-  for (const list of column.lists ?? []) bytes += list === null ? 0 : 16 + list.length * 16;
-  return bytes;
 }

@@ -31,7 +31,7 @@ export class WorkerPool {
   private nextId = 1;
   private closed = false;
 
-  constructor(size: number, private readonly cacheBytes: number) {
+  constructor(size: number, private readonly cacheBytes: number, private readonly footerCacheBytes: number) {
     assert(size >= 1, 'a pool has at least one worker');
     for (let s = 0; s < size; s++) {
       const slot = { current: null, queue: [] } as unknown as Slot;
@@ -46,7 +46,7 @@ export class WorkerPool {
 
   private spawn(slot: Slot): void {
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
-      workerData: { cacheBytes: this.cacheBytes },
+      workerData: { cacheBytes: this.cacheBytes, footerCacheBytes: this.footerCacheBytes },
     });
     let markReady = () => {};
     slot.worker = worker;

@@ -6,7 +6,7 @@
 import * as L from '../limits.js';
 import type { ScanSource } from '../storage/chunk.js';
 import { Admission } from './admission.js';
-import { CHUNK_CACHE_BYTES_DEFAULT, ChunkCache } from './chunk-cache.js';
+import { CHUNK_CACHE_BYTES_DEFAULT, ChunkCache, FOOTER_CACHE_BYTES_DEFAULT } from './chunk-cache.js';
 import { ColumnViews } from './columns.js';
 import type { ExecLimits, Plan } from './plan.js';
 import { WorkerPool } from './pool.js';
@@ -58,6 +58,8 @@ export interface QueryServiceOptions {
   projectLimits?: (projectId: string) => Partial<QueryLimits> | undefined;
   /** Byte budget of each worker's decoded-segment cache. */
   cacheBytes?: number;
+  /** Byte budget of each worker's footers and sketches. */
+  footerCacheBytes?: number;
   /**
    * Workers one aggregate query's segments are split across (each scans its share into partial
    * states, merged here); default every worker of the pool. 1 = each query on one worker.
@@ -79,7 +81,8 @@ export class QueryService {
       : this.limits.runningMax;
     this.admission = new Admission(runningMax, this.limits.waitingMax, this.limits.startDeadlineMs);
     this.pool = opts.workers > 0
-      ? new WorkerPool(opts.workers, opts.cacheBytes ?? CHUNK_CACHE_BYTES_DEFAULT) : null;
+      ? new WorkerPool(opts.workers, opts.cacheBytes ?? CHUNK_CACHE_BYTES_DEFAULT,
+        opts.footerCacheBytes ?? FOOTER_CACHE_BYTES_DEFAULT) : null;
   }
 
   async run(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {
@@ -139,7 +142,8 @@ export class QueryService {
   }
 
   private async openLocal(): Promise<{ views: ColumnViews; cache: ChunkCache }> {
-    const cache = new ChunkCache(await loadSegmentFiles(), this.opts.cacheBytes ?? CHUNK_CACHE_BYTES_DEFAULT);
+    const cache = new ChunkCache(await loadSegmentFiles(), this.opts.cacheBytes ?? CHUNK_CACHE_BYTES_DEFAULT,
+      this.opts.footerCacheBytes ?? FOOTER_CACHE_BYTES_DEFAULT);
     return { views: new ColumnViews(), cache };
   }
 

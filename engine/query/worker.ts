@@ -21,7 +21,7 @@ export type WorkerReply =
 
 const port = parentPort;
 if (port === null) throw new Error('engine/query/worker.js runs only as a worker thread');
-const { cacheBytes } = workerData as { cacheBytes: number };
+const { cacheBytes, footerCacheBytes } = workerData as { cacheBytes: number; footerCacheBytes: number };
 const views = new ColumnViews();
 /** Opened on the first task that reads segment files: Arrow's import is slow to load. */
 let cache: ChunkCache | null = null;
@@ -38,7 +38,7 @@ async function handle({ id, task }: WorkerRequest): Promise<void> {
   try {
     if (cache === null && (task.sources.some((source) => source.segments.length > 0) ||
       (task.whole !== undefined && task.whole.segments.length > 0))) {
-      cache = new ChunkCache(await loadSegmentFiles(), cacheBytes);
+      cache = new ChunkCache(await loadSegmentFiles(), cacheBytes, footerCacheBytes);
     }
     reply = { id, ok: true, body: runTask(task, { views, cache }) };
   } catch (error) {

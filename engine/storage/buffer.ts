@@ -27,6 +27,14 @@ class ColumnBuilder {
     this.tags = new Uint8Array(capacity);
   }
 
+  /** About how many bytes the column holds. */
+  get bytes(): number {
+    let bytes = this.tags.length + (this.num?.byteLength ?? 0) + (this.str?.byteLength ?? 0);
+    for (const value of this.dict) bytes += 40 + 2 * value.length;
+    if (this.lists) bytes += 8 * this.lists.length + 48 * this.lists.length;
+    return bytes;
+  }
+
   /** Empties the column for reuse; `rows` rows were written since the last reset. */
   reset(rows: number): void {
     this.tags.fill(0, 0, rows);
@@ -128,6 +136,13 @@ export class WriteBuffer {
 
   get rows(): number {
     return this.count;
+  }
+
+  /** About how many bytes the buffer holds: its arrays at their capacity, dictionaries, lists. */
+  get bytes(): number {
+    let bytes = this.capacity * 24;
+    for (const column of this.columns.values()) bytes += column.bytes;
+    return bytes;
   }
 
   get firstSeq(): number {

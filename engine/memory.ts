@@ -1,0 +1,56 @@
+/**
+ * The memory budget: one number (EngineOptions.memoryBudgetBytes, the server's --memory-budget)
+ * split among everything that grows with the data or the traffic, so RSS stays flat as the store
+ * grows. What it does not cover is fixed: Node and V8 themselves, the add-on databases, the code.
+ *
+ *   decoded segments   half, split evenly among the query workers' caches (chunk-cache.ts)
+ *   footers, sketches  a tenth, per query worker share (chunk-cache.ts)
+ *   write buffers      a quarter: past it the buffers are flushed (engine.ts), whatever their rows
+ *   the log view       the rest: decoded segments the outbound Kafka readers are reading (log.ts)
+ *
+ * Nothing per event lives for the life of the process: rows are in the write buffer until the
+ * next flush, then only on disk and, while a query or a consumer reads them, in these caches.
+ */
+import os from 'node:os';
+
+const MIB = 1024 * 1024;
+/** The smallest budget that still lets a flush and one decoded segment fit. */
+export const MEMORY_BUDGET_MIN_BYTES = 64 * MIB;
+/** What planMemory works with at the least (tests try budgets far below the flag's minimum). */
+const PLAN_BYTES_MIN = MIB;
+
+export interface MemoryPlan {
+  readonly budgetBytes: number;
+  /** Per query worker (or the in-process cache when there are none). */
+  readonly chunkCacheBytes: number;
+  /** Per query worker: footers and their HyperLogLog sketches. */
+  readonly footerCacheBytes: number;
+  /** All write buffers together. */
+  readonly bufferBytes: number;
+  readonly logCacheBytes: number;
+}
+
+/** The default: a sixteenth of the machine's memory, between 256 MiB and 4 GiB (1.5 GiB on 24 GiB). */
+export function defaultMemoryBudget(totalBytes = os.totalmem()): number {
+  return Math.min(4096 * MIB, Math.max(256 * MIB, Math.floor(totalBytes / 16)));
+}
+
+export function planMemory(budgetBytes: number, queryWorkers: number): MemoryPlan {
+  const budget = Math.max(PLAN_BYTES_MIN, budgetBytes);
+  const caches = Math.max(1, queryWorkers);
+  return {
+    budgetBytes: budget,
+    chunkCacheBytes: Math.floor((budget * 0.5) / caches),
+    footerCacheBytes: Math.floor((budget * 0.1) / caches),
+    bufferBytes: Math.floor(budget * 0.25),
+    logCacheBytes: Math.floor(budget * 0.15),
+  };
+}
+
+/** "1g", "512m", "800M", "2GiB", "1073741824" → bytes; NaN when it is none of those. */
+export function parseBytes(text: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(text);
+  if (match === null) return NaN;
+  const power = ' kmgt'.indexOf(match[2].toLowerCase() || ' ');
+  return Math.floor(Number(match[1]) * 1024 ** power);
+}
