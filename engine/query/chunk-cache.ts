@@ -1,8 +1,8 @@
 /**
  * Decoded segments kept in memory under a byte budget, least recently used evicted first. A
- * segment is decoded whole once (every column), since
- * decoding dominates a scan and later queries touch other columns. Segments are immutable, so an
- * entry never goes stale; a deleted or compacted file simply stops being asked for.
+ * segment's columns are decoded when a query first needs them and kept, since decoding dominates
+ * a scan. Segments are immutable, so an entry never goes stale; a deleted or compacted file simply
+ * stops being asked for.
  */
 import type { ColumnChunk, SegmentRef } from '../storage/chunk.js';
 import { chunkBytes } from '../storage/chunk-bytes.js';
@@ -16,7 +16,7 @@ export const CHUNK_CACHE_BYTES_DEFAULT = 512 * 1024 * 1024;
 export const FOOTER_CACHE_BYTES_DEFAULT = 64 * 1024 * 1024;
 
 export class ChunkCache {
-  private readonly entries = new Map<string, { chunk: ColumnChunk; bytes: number }>();
+  private readonly entries = new Map<string, { chunk: ColumnChunk; bytes: number; complete: boolean }>();
   private bytes = 0;
 
   private readonly read: ReadSegment;
@@ -53,18 +53,29 @@ export class ChunkCache {
     return footer;
   }
 
-  /** The segment's chunk. */
-  load(ref: SegmentRef): ColumnChunk {
+  /**
+   * The segment's chunk with at least the columns `paths` names that the segment has (null: every
+   * column). Columns are decoded on first use and kept; a later query that needs another column
+   * decodes just that one, so a cache entry holds what queries read, not the whole segment.
+   */
+  load(ref: SegmentRef, paths: readonly string[] | null): ColumnChunk {
     const hit = this.entries.get(ref.file);
-    if (hit) {
+    const missing = hit?.complete ? [] : paths === null ? null
+      : paths.filter((path) => ref.footer.columns[path] !== undefined && !hit?.chunk.columns.has(path));
+    if (hit !== undefined && missing !== null && missing.length === 0) {
       this.entries.delete(ref.file);
       this.entries.set(ref.file, hit);
       return hit.chunk;
     }
-    const chunk = this.read(ref.file);
+    const read = this.read(ref.file, missing ?? undefined);
+    let chunk = read;
+    if (hit !== undefined) {
+      this.forget(ref.file);
+      chunk = { ...hit.chunk, columns: new Map([...hit.chunk.columns, ...read.columns]) };
+    }
     const bytes = chunkBytes(chunk);
     if (bytes <= this.budgetBytes) {
-      this.entries.set(ref.file, { chunk, bytes });
+      this.entries.set(ref.file, { chunk, bytes, complete: missing === null });
       this.bytes += bytes;
       for (const [file, entry] of this.entries) {
         if (this.bytes <= this.budgetBytes) break;
@@ -73,5 +84,12 @@ export class ChunkCache {
       }
     }
     return chunk;
+  }
+
+  private forget(file: string): void {
+    const entry = this.entries.get(file);
+    if (entry === undefined) return;
+    this.entries.delete(file);
+    this.bytes -= entry.bytes;
   }
 }

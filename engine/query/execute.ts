@@ -121,7 +121,9 @@ export function aggregateOver(
   if (estimate !== null) {
     return { aggregators: [new FixedAggregator(estimate)], rowsPerCell, groups, bucketCount };
   }
-  scanSource(source, { range: plan.range, filters: plan.filters, answerFromFooter },
+  const columns = [...(plan.groupBy ?? [])];
+  for (const spec of plan.aggregates) if (spec.targetProperty !== null) columns.push(spec.targetProperty);
+  scanSource(source, { range: plan.range, filters: plan.filters, columns, answerFromFooter },
     env, buffers, visit);
   if (whole === null) for (const aggregator of aggregators) aggregator.check();
   return { aggregators: aggregators as Aggregator[], rowsPerCell, groups, bucketCount };

@@ -22,7 +22,7 @@ export function runExtraction(
   const { extractionScanMax, extractionResultMax } = env.limits;
   const keep = plan.latest ?? extractionResultMax;
   let found: Found[] = [];
-  scanSource(source, { range: plan.range, filters: plan.filters }, env, buffers,
+  scanSource(source, { range: plan.range, filters: plan.filters, columns: null }, env, buffers,
     ({ chunk, idx, n }) => {
       if (buffers.eventsScanned > extractionScanMax) throw tooLarge('scan', extractionScanMax);
       const builder = new EventBuilder(chunk, source.idKey);

@@ -44,7 +44,7 @@ export function countUniqueFromSketches(
     union.merge(sketch);
   }
   if (union.estimate() <= env.limits.countUniqueExactMax * CLEARLY_ABOVE) return null;
-  const boundary: ColumnChunk[] = boundaryRefs.map((ref) => cache.load(ref));
+  const boundary: ColumnChunk[] = boundaryRefs.map((ref) => cache.load(ref, [target]));
   if (source.memory !== null && source.memory.rows > 0) boundary.push(source.memory);
   for (const chunk of boundary) {
     buffers.ensure(chunk.rows);

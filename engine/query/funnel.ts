@@ -34,7 +34,7 @@ export function runFunnel(
 function actorsOf(step: FunnelStepPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers): Set<Actor> {
   const actors = new Set<Actor>();
   const max = env.limits.funnelActorsMax;
-  scanSource(source, { range: step.range, filters: step.filters }, env, buffers,
+  scanSource(source, { range: step.range, filters: step.filters, columns: [step.actorProperty] }, env, buffers,
     ({ chunk, idx, n }) => {
       const column = env.views.column(chunk, step.actorProperty);
       if (column === undefined) return;

@@ -58,6 +58,11 @@ function identityOf(rows: number): Int32Array<ArrayBuffer> {
 export interface ScanOptions {
   readonly range: TimeRange;
   readonly filters: readonly FilterNode[];
+  /**
+   * The property paths the visitor reads besides the filters'; null reads every column (an
+   * extraction). Segments decode only the columns a query needs.
+   */
+  readonly columns: readonly string[] | null;
   /** Called per segment wholly inside the range; true when it answered without reading it. */
   readonly answerFromFooter?: (footer: SegmentFooter) => boolean;
 }
@@ -67,6 +72,7 @@ export function scanSource(
   visit: (selected: Selected) => void,
 ): void {
   const { range, filters } = options;
+  const columns = options.columns === null ? null : [...new Set([...options.columns, ...filterPaths(filters)])];
   for (const ref of source.segments) {
     checkDeadline(env);
     const footer = ref.footer;
@@ -77,7 +83,7 @@ export function scanSource(
       buffers.eventsScanned += footer.rows;
       continue;
     }
-    visitChunk(loadSegment(ref, env), inside, options, env, buffers, visit);
+    visitChunk(loadSegment(ref, columns, env), inside, options, env, buffers, visit);
   }
   const memory = source.memory;
   if (memory !== null && memory.rows > 0) {
@@ -88,9 +94,18 @@ export function scanSource(
   }
 }
 
-function loadSegment(ref: SegmentRef, env: ExecEnv): ColumnChunk {
+function loadSegment(ref: SegmentRef, columns: readonly string[] | null, env: ExecEnv): ColumnChunk {
   if (env.cache === null) throw new Error(`no segment reader to read ${ref.file}`);
-  return env.cache.load(ref);
+  return env.cache.load(ref, columns);
+}
+
+/** Every property path the filters read, `or` branches included. */
+export function filterPaths(filters: readonly FilterNode[], out: string[] = []): string[] {
+  for (const node of filters) {
+    if (node.kind === 'or') filterPaths(node.any, out);
+    else out.push(node.path);
+  }
+  return out;
 }
 
 function visitChunk(
