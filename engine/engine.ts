@@ -15,7 +15,9 @@ import { ApiError } from './errors.js';
 import { collectionIdKey } from './ids.js';
 import { parseBatchBody } from './ingest/batch.js';
 import { IngestPool } from './ingest/pool.js';
-import { COLLECTIONS_LISTED_MAX, FLUSH_INTERVAL_MS, INGEST_WORKER_BODY_BYTES_MIN } from './limits.js';
+import {
+  COLLECTIONS_LISTED_MAX, COMPACTION_QUERY_IDLE_MS, FLUSH_INTERVAL_MS, INGEST_WORKER_BODY_BYTES_MIN,
+} from './limits.js';
 import { ProjectStore } from './projects.js';
 import { QueryService } from './query/service.js';
 import type { ColumnChunk, ScanSource } from './storage/chunk.js';
@@ -296,8 +298,20 @@ class Engine implements TallyEngine {
 
   // Flush, compaction, close.
 
+  /** A flush was asked for while one ran: the running one goes round once more. */
+  private flushWanted = false;
+
   flush(): Promise<void> {
-    this.flushing ??= this.flushNow().finally(() => {
+    if (this.flushing !== null) {
+      this.flushWanted = true;
+      return this.flushing;
+    }
+    this.flushing = (async () => {
+      do {
+        this.flushWanted = false;
+        await this.flushNow();
+      } while (this.flushWanted);
+    })().finally(() => {
       this.flushing = null;
     });
     return this.flushing;
@@ -318,7 +332,7 @@ class Engine implements TallyEngine {
         return plan ? [{ store, plan }] : [];
       });
       const footers = await Promise.all(plans.map(({ plan }) =>
-        Promise.all(plan.parts.map((part) => this.segmentPool.run({ op: 'write', ...part, schema: plan.schema })))));
+        this.segmentPool.run({ op: 'write', chunk: plan.chunk, parts: plan.parts, schema: plan.schema })));
       plans.forEach(({ store, plan }, i) => store.finishFlush(plan, footers[i]));
       this.commitManifest();
       await this.wal.removeUpTo(closedIndex);
@@ -328,19 +342,32 @@ class Engine implements TallyEngine {
     await this.compactStep();
   }
 
+  /**
+   * Merges small segments, one partition at a time, until none is due; each merge waits until no
+   * query has run for COMPACTION_QUERY_IDLE_MS, so compaction takes the cores only when queries
+   * leave them. Runs within a flush, so flushes and merges never overlap.
+   */
   private async compactStep(): Promise<void> {
-    for (const store of this.stores.values()) {
-      const plan = store.planCompaction();
-      if (!plan) continue;
-      const footer = await this.segmentPool.run({ op: 'compact', ...plan });
-      const replaced = store.finishCompaction(plan, footer);
+    while (!this.closed) {
+      const due = [...this.stores.values()].find((store) => store.planCompaction() !== null);
+      if (due === undefined) return;
+      const idle = this.queries.idleMs();
+      if (idle < COMPACTION_QUERY_IDLE_MS) {
+        await new Promise((resolve) => setTimeout(resolve, COMPACTION_QUERY_IDLE_MS - idle));
+        continue;
+      }
+      const plan = due.planCompaction();
+      if (plan === null) continue;
+      const [footer] = await this.segmentPool.run({ op: 'compact', ...plan });
+      const replaced = due.finishCompaction(plan, footer);
       this.commitManifest();
       for (const file of replaced) {
         this.log.forget(file);
         fs.rmSync(file, { force: true });
         fs.rmSync(`${file}.meta`, { force: true });
       }
-      return;
+      // Writes waiting for a flush (a full buffer) go first.
+      if (this.writes.busy || this.flushWanted) return;
     }
   }
 

@@ -36,10 +36,14 @@ export const LIST_ITEMS_MAX = 10_000;
 export const NUMBER_MIN = -(2 ** 63);
 export const NUMBER_MAX = 2 ** 63 - 1;
 
-/** Rows buffered in memory per collection before a flush to a segment; bounds memory and replay. */
-export const BUFFER_ROWS_MAX = 200_000;
+/**
+ * Rows buffered in memory per collection before a flush to a segment; bounds replay time (the
+ * memory budget bounds the buffers' bytes) and what a query posts to a worker with every scan of
+ * the buffer. Compaction merges the small per-day segments that frequent flushes make.
+ */
+export const BUFFER_ROWS_MAX = 250_000;
 /** Longest time rows stay only in the WAL and memory before a flush; bounds WAL replay time. */
-export const FLUSH_INTERVAL_MS = 5_000;
+export const FLUSH_INTERVAL_MS = 10_000;
 /** Bytes of WAL frames the write path keeps for reuse (engine/byte-pool.ts). */
 export const WAL_POOL_BYTES_MAX = 64 * 1024 * 1024;
 /** Bytes of one WAL record; a batch body bounds it, plus framing. A longer length means corruption. */
@@ -49,8 +53,15 @@ export const WAL_RECORD_BYTES_MAX = 64 * 1024 * 1024;
  * holds up the queue; 16 MiB is ~10 batches of the largest size.
  */
 export const WAL_GROUP_BYTES_MAX = 16 * 1024 * 1024;
-/** Segments of one partition above which compaction merges them; keeps scans from many tiny files. */
+/** Segments of one partition above which compaction merges them even while flushes still add to it. */
 export const PARTITION_SEGMENTS_MAX = 8;
+/**
+ * A partition no flush has written to for this long has all its small segments merged into one:
+ * after a load, each day ends up as one segment (one dictionary per string column, one file to scan).
+ */
+export const PARTITION_QUIET_MS = 5_000;
+/** Compaction waits until no query has run for this long: queries come first on a small machine. */
+export const COMPACTION_QUERY_IDLE_MS = 300;
 /** Rows of a compacted segment; bounds the memory of one compaction. */
 export const SEGMENT_ROWS_MAX = 2_000_000;
 /** HyperLogLog precision: 2^14 registers, ~0.8% standard error, 16 KiB per column per segment. */

@@ -13,7 +13,9 @@ import { scanSource, type ExecEnv, type ScanBuffers } from './scan.js';
 interface Found {
   readonly ts: number;
   readonly seq: number;
-  readonly event: Record<string, unknown>;
+  /** The row's chunk's builder: an event is rebuilt only once it is among those returned. */
+  readonly builder: EventBuilder;
+  readonly row: number;
 }
 
 export function runExtraction(
@@ -28,7 +30,7 @@ export function runExtraction(
       const builder = new EventBuilder(chunk, source.idKey);
       for (let k = 0; k < n; k++) {
         const i = idx[k];
-        found.push({ ts: chunk.ts[i], seq: chunk.seq[i], event: builder.event(i) });
+        found.push({ ts: chunk.ts[i], seq: chunk.seq[i], builder, row: i });
       }
       if (plan.latest === null && found.length > extractionResultMax) {
         throw tooLarge('return', extractionResultMax);
@@ -40,7 +42,7 @@ export function runExtraction(
     if (plan.latest === null) throw tooLarge('return', extractionResultMax);
     found = found.slice(found.length - keep);
   }
-  const events = found.map((entry) => project(entry.event, plan.propertyNames));
+  const events = found.map((entry) => project(entry.builder.event(entry.row), plan.propertyNames));
   return { result: events };
 }
 

@@ -85,7 +85,26 @@ export class QueryService {
         opts.footerCacheBytes ?? FOOTER_CACHE_BYTES_DEFAULT) : null;
   }
 
+  /** Queries executing or waiting now, and when the last one finished (ms, Date.now()). */
+  private active = 0;
+  private lastDoneMs = 0;
+
+  /** Milliseconds since the last query finished; 0 while one runs. Background work defers to queries. */
+  idleMs(): number {
+    return this.active > 0 ? 0 : Date.now() - this.lastDoneMs;
+  }
+
   async run(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {
+    this.active++;
+    try {
+      return await this.runCounted(projectId, analysis, params);
+    } finally {
+      this.active--;
+      this.lastDoneMs = Date.now();
+    }
+  }
+
+  private async runCounted(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {
     const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
     const plan = parseRequest(analysis, params, { nowMs: this.opts.clock(), intervalsMax: limits.intervalsMax });
     if (plan.kind === 'extraction') this.rates.take(projectId, 'extraction', limits.extractionsPerMinute);

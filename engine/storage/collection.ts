@@ -7,24 +7,27 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { assert } from '../assert.js';
 import { collectionIdKey } from '../ids.js';
-import { PARTITION_SEGMENTS_MAX, SEGMENT_ROWS_MAX } from '../limits.js';
+import { PARTITION_QUIET_MS, PARTITION_SEGMENTS_MAX, SEGMENT_ROWS_MAX } from '../limits.js';
 import { SchemaDictionary } from '../schema/dictionary.js';
 import type { Leaves } from '../schema/flatten.js';
 import { WriteBuffer } from './buffer.js';
 import type { ColumnChunk, SchemaType, ScanSource, SegmentFooter, SegmentRef } from './chunk.js';
-import { gatherChunk } from './chunk-ops.js';
 import type { ManifestCollection, ManifestSegment } from './manifest.js';
 import { partitionIndex, partitionKey } from './partition.js';
 import { TokenIndex } from './tokens.js';
 
+/** One segment of a flush: the rows of the flushed chunk at `indices` (every row when null). */
 export interface FlushPart {
   readonly file: string;
-  readonly chunk: ColumnChunk;
+  readonly indices: Int32Array | null;
+  readonly rows: number;
 }
 
 export interface FlushPlan {
   readonly rows: number;
   readonly lastSeq: number;
+  /** The buffered rows, detached: the segment worker splits them into the parts. */
+  readonly chunk: ColumnChunk;
   readonly parts: readonly FlushPart[];
   readonly schema: Readonly<Record<string, SchemaType>>;
 }
@@ -47,6 +50,8 @@ export class CollectionStore {
   /** Key of the collection's svc.id values (ids.ts). */
   readonly idKey: number;
   private readonly dir: string;
+  /** When a flush last wrote into each day partition (ms); compaction waits for quiet days. */
+  private readonly flushedAt = new Map<string, number>();
 
   constructor(
     private readonly dataDir: string,
@@ -93,16 +98,17 @@ export class CollectionStore {
     const chunk = buffer.detachedSnapshot();
     const parts: FlushPart[] = [];
     for (const [day, indices] of rowsByPartition(chunk)) {
-      const part = indices.length === chunk.rows ? chunk : gatherChunk(chunk, indices);
-      parts.push({ file: this.newSegmentFile(day, part.seq[0]), chunk: part });
+      const whole = indices.length === chunk.rows;
+      parts.push({ file: this.newSegmentFile(day, chunk.seq[indices[0]]), indices: whole ? null : indices, rows: indices.length });
+      this.flushedAt.set(day, Date.now());
     }
-    return { rows: chunk.rows, lastSeq: chunk.seq[chunk.rows - 1], parts, schema: this.schema.toJSON() };
+    return { rows: chunk.rows, lastSeq: chunk.seq[chunk.rows - 1], chunk, parts, schema: this.schema.toJSON() };
   }
 
   finishFlush(plan: FlushPlan, footers: readonly SegmentFooter[]): void {
     assert(footers.length === plan.parts.length, 'one footer per flushed part');
     plan.parts.forEach((part, i) => {
-      assert(footers[i].rows === part.chunk.rows, 'segment footer counts every row');
+      assert(footers[i].rows === part.rows, 'segment footer counts every row');
       this.segments.push({ file: part.file, footer: footers[i] });
     });
     this.buffer = this.buffer.dropPrefix(plan.rows);
@@ -117,10 +123,11 @@ export class CollectionStore {
   }
 
   /**
-   * The small segments of the first partition that has more than PARTITION_SEGMENTS_MAX of them,
-   * to merge into one, or null when nothing needs compacting.
+   * Small segments of one partition to merge into one: of a partition with more than
+   * PARTITION_SEGMENTS_MAX of them, or with two or more that no flush has added to for
+   * PARTITION_QUIET_MS. Null when nothing needs compacting.
    */
-  planCompaction(): CompactionPlan | null {
+  planCompaction(nowMs = Date.now()): CompactionPlan | null {
     const byDay = new Map<string, SegmentRef[]>();
     for (const segment of this.segments) {
       const day = path.basename(path.dirname(segment.file));
@@ -131,7 +138,8 @@ export class CollectionStore {
     for (const [day, list] of byDay) {
       const small = list.filter((s) => s.footer.rows < SEGMENT_ROWS_MAX / 2)
         .sort((a, b) => a.footer.seqMin - b.footer.seqMin);
-      if (small.length <= PARTITION_SEGMENTS_MAX) continue;
+      const quiet = nowMs - (this.flushedAt.get(day) ?? 0) >= PARTITION_QUIET_MS;
+      if (small.length <= PARTITION_SEGMENTS_MAX && !(quiet && small.length >= 2)) continue;
       const sources = takeWithinRows(small, SEGMENT_ROWS_MAX).map((s) => s.file);
       if (sources.length < 2) continue;
       return { file: this.newSegmentFile(day, small[0].footer.seqMin), sources, schema: this.schema.toJSON() };

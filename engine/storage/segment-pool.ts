@@ -9,16 +9,16 @@ import { runSegmentJob, type SegmentJob, type SegmentJobResult } from './segment
 type JobInput = SegmentJob extends infer J ? (J extends SegmentJob ? Omit<J, 'id'> : never) : never;
 
 export class SegmentPool {
-  private readonly worker = new JobWorker<SegmentJobResult, SegmentFooter>('segment',
+  private readonly worker = new JobWorker<SegmentJobResult, SegmentFooter[]>('segment',
     new URL('./segment-worker.js', import.meta.url), (result) => {
       if (result.error !== undefined) throw new Error(`segment job failed: ${result.error}`);
-      return result.footer;
+      return result.footers;
     });
   private nextId = 1;
 
   constructor(private readonly inline: boolean) {}
 
-  run(input: JobInput): Promise<SegmentFooter> {
+  run(input: JobInput): Promise<SegmentFooter[]> {
     const job = { ...input, id: this.nextId++ } as SegmentJob;
     if (this.inline) {
       try {
@@ -27,7 +27,9 @@ export class SegmentPool {
         return Promise.reject(error);
       }
     }
-    return this.worker.run(job.id, job, job.op === 'write' ? transferablesOf(job.chunk) : []);
+    const transfer = job.op === 'write' ? transferablesOf(job.chunk) : [];
+    if (job.op === 'write') for (const part of job.parts) if (part.indices) transfer.push(part.indices.buffer as ArrayBuffer);
+    return this.worker.run(job.id, job, transfer);
   }
 
   close(): Promise<void> {

@@ -10,18 +10,26 @@ import { readSegment } from './segment/reader.js';
 import { writeSegment } from './segment/writer.js';
 
 export type SegmentJob =
-  | { readonly op: 'write'; readonly id: number; readonly file: string; readonly chunk: ColumnChunk;
+  | { readonly op: 'write'; readonly id: number; readonly chunk: ColumnChunk;
+      /** One segment per part: the chunk's rows at `indices` (all of them when null). */
+      readonly parts: readonly { readonly file: string; readonly indices: Int32Array | null }[];
       readonly schema: Readonly<Record<string, SchemaType>> }
   | { readonly op: 'compact'; readonly id: number; readonly file: string; readonly sources: readonly string[];
       readonly schema: Readonly<Record<string, SchemaType>> };
 
 export type SegmentJobResult =
-  | { readonly id: number; readonly footer: SegmentFooter; readonly error?: undefined }
+  | { readonly id: number; readonly footers: SegmentFooter[]; readonly error?: undefined }
   | { readonly id: number; readonly error: string };
 
-export function runSegmentJob(job: SegmentJob): SegmentFooter {
-  if (job.op === 'write') return writeSegment(job.file, job.chunk, job.schema);
-  return writeSegment(job.file, mergeBySeq(job.sources.map((file) => readSegment(file))), job.schema);
+/** Footers of the segments written: one per part of a flush, one for a compaction. */
+export function runSegmentJob(job: SegmentJob): SegmentFooter[] {
+  if (job.op === 'write') {
+    // Splitting a flush into per-day parts (a copy, dictionaries re-interned) happens here, off
+    // the thread that serves writes.
+    return job.parts.map(({ file, indices }) =>
+      writeSegment(file, indices === null ? job.chunk : gatherChunk(job.chunk, indices), job.schema));
+  }
+  return [writeSegment(job.file, mergeBySeq(job.sources.map((file) => readSegment(file))), job.schema)];
 }
 
 /** Concatenates chunks and orders rows by seq, so a segment's seq column stays increasing. */
@@ -40,7 +48,7 @@ if (parentPort) {
   port.on('message', (job: SegmentJob) => {
     let result: SegmentJobResult;
     try {
-      result = { id: job.id, footer: runSegmentJob(job) };
+      result = { id: job.id, footers: runSegmentJob(job) };
     } catch (error) {
       result = { id: job.id, error: (error as Error)?.stack ?? String(error) };
     }
