@@ -153,7 +153,7 @@ async function main(): Promise<void> {
   console.error(`generated and loaded ${rows} rows in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
   const source = (_p: string, _c: string, startMs: number, endMs: number): ScanSource => ({
-    idKey: 0,
+    idKey: 0, memoryVersion: 0,
     segments: segments.filter((s) => s.footer.tsMax >= startMs && s.footer.tsMin < endMs),
     memory: null,
     schema: SCHEMA,

@@ -219,3 +219,26 @@ t.test('add-ons run after placeholders, on every write, and bad add-on configs a
   t.equal(engine.getCollection(project, 'visits')?.properties['client.geo.city'], 'string');
   await engine.close();
 });
+
+t.test('query workers keep the write buffer snapshot they were sent and see every newer one', async (t) => {
+  const engine = await openEngine({ dataDir: tempDir(), queryWorkers: 2, flushIntervalMs: 3_600_000 });
+  const project = engine.listProjects()[0].id;
+  const timeframe = { start: '2000-01-01T00:00:00Z', end: '2100-01-01T00:00:00Z' };
+  const count = async (collection: string, extra: Record<string, unknown> = {}) =>
+    (await engine.query(project, 'count', { event_collection: collection, timeframe, ...extra }) as { result: unknown }).result;
+  let expected = 0;
+  for (let round = 1; round <= 5; round++) {
+    const events = Array.from({ length: round * 100 }, (_, i) => ({ collection: 'a', event: { i, g: i % 3 } }));
+    await engine.appendEvents(project, events, ctx);
+    await engine.appendEvents(project, [{ collection: 'b', event: { round } }], ctx);
+    expected += round * 100;
+    // Several queries on the same snapshot, fanned out over both workers, and another collection between.
+    for (let repeat = 0; repeat < 4; repeat++) {
+      t.equal(await count('a'), expected);
+      t.equal(await count('b'), round);
+      const grouped = await count('a', { group_by: 'g' }) as { g: number; result: number }[];
+      t.equal(grouped.reduce((sum, group) => sum + group.result, 0), expected);
+    }
+  }
+  await engine.close();
+});

@@ -251,7 +251,7 @@ class Engine implements TallyEngine {
 
   scanSource(projectId: string, collection: string, startMs: number, endMs: number): ScanSource {
     const store = this.store(projectId, collection, false);
-    if (!store) return { idKey: collectionIdKey(projectId, collection), segments: [], memory: null, schema: {} };
+    if (!store) return { idKey: collectionIdKey(projectId, collection), memoryVersion: 0, segments: [], memory: null, schema: {} };
     return store.scanSource(startMs, endMs);
   }
 

@@ -63,7 +63,7 @@ async function withSegments(all: readonly TestEvent[]): Promise<ScanSource> {
     const footer = writeSegment(file, makeChunk(part, p * 100_000), {});
     return { file, footer };
   });
-  return { idKey: 0, segments, memory: makeChunk(sorted.slice(2 * third), 900_000), schema: {} };
+  return { idKey: 0, memoryVersion: 0, segments, memory: makeChunk(sorted.slice(2 * third), 900_000), schema: {} };
 }
 
 function expected(kind: string, target: string | null, params: Record<string, unknown>): unknown {

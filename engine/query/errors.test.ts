@@ -16,7 +16,7 @@ const base = { event_collection: 'e', timeframe };
 
 function service(limits: Partial<QueryLimits> = {}): QueryService {
   const s = new QueryService({
-    source: (_p, collection) => collection === 'e' ? memorySource(events) : { idKey: 0, segments: [], memory: null, schema: {} },
+    source: (_p, collection) => collection === 'e' ? memorySource(events) : { idKey: 0, memoryVersion: 0, segments: [], memory: null, schema: {} },
     clock: () => NOW, workers: 0, limits,
   });
   t.teardown(() => s.close());
@@ -128,7 +128,7 @@ t.test('unfiltered count_unique far above the exact limit merges the segment ske
   });
   const tail: TestEvent[] = [];
   for (let i = 0; i < 1000; i++) tail.push({ ts: START + 10 * 3_600_000 + i, props: { id: `tail-${i}` } });
-  const source = { idKey: 0, segments, memory: makeChunk(tail, 99_000), schema: {} };
+  const source = { idKey: 0, memoryVersion: 0, segments, memory: makeChunk(tail, 99_000), schema: {} };
   const s = new QueryService({
     source: () => source, clock: () => NOW, workers: 0, limits: { countUniqueExactMax: 2000 },
   });

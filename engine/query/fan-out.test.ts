@@ -30,7 +30,7 @@ async function writeSource(all: readonly TestEvent[], parts: number): Promise<Sc
     const file = path.join(dir, `${p}.arrow`);
     segments.push({ file, footer: writeSegment(file, makeChunk(sorted.slice(p * size, (p + 1) * size), p * 100_000), {}) });
   }
-  return { idKey: 0, segments, memory: makeChunk(sorted.slice(parts * size), 900_000), schema: {} };
+  return { idKey: 0, memoryVersion: 0, segments, memory: makeChunk(sorted.slice(parts * size), 900_000), schema: {} };
 }
 
 /** Numbers rounded to 9 significant digits: sums may differ in the last bits by merge order. */

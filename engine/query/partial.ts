@@ -45,7 +45,8 @@ export function splitSource(source: ScanSource, workers: number): (ScanSource | 
   let memoryAt = -1;
   if (source.memory !== null && source.memory.rows > 0) memoryAt = rows.indexOf(Math.min(...rows));
   return segments.map((refs, w) => (refs.length === 0 && w !== memoryAt ? null
-    : { ...source, segments: refs, memory: w === memoryAt ? source.memory : null }));
+    : (w === memoryAt ? { ...source, segments: refs }
+      : { ...source, segments: refs, memory: null, memoryVersion: 0 })));
 }
 
 /** A worker's partial result: its packed outcome and the events it scanned. */

@@ -9,7 +9,8 @@ import { Worker } from 'node:worker_threads';
 import { assert } from '../assert.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import { queryIncomplete } from './scan.js';
-import type { QueryTask } from './task.js';
+import type { ScanSource } from '../storage/chunk.js';
+import { KeptSnapshots, type QueryTask } from './task.js';
 import type { WorkerReply } from './worker.js';
 
 interface Job {
@@ -24,6 +25,8 @@ interface Slot {
   ready: Promise<void>;
   current: Job | null;
   readonly queue: Job[];
+  /** Buffer snapshots this worker holds (worker.ts keeps the same): not posted again. */
+  sent: KeptSnapshots<true>;
 }
 
 export class WorkerPool {
@@ -50,6 +53,7 @@ export class WorkerPool {
     });
     let markReady = () => {};
     slot.worker = worker;
+    slot.sent = new KeptSnapshots();
     slot.ready = new Promise((resolve) => (markReady = resolve));
     worker.on('message', (reply: WorkerReply | 'ready') => {
       if (slot.worker !== worker) return;
@@ -83,7 +87,7 @@ export class WorkerPool {
     const job = slot.queue.shift();
     if (job === undefined) return;
     slot.current = job;
-    slot.worker.postMessage({ id: job.id, task: job.task });
+    slot.worker.postMessage({ id: job.id, task: withoutSentMemory(job.task, slot.sent) });
   }
 
   /** Runs one task on the least loaded worker. */
@@ -170,4 +174,20 @@ export class WorkerPool {
     this.closed = true;
     await Promise.all(this.slots.map((slot) => slot.worker.terminate()));
   }
+}
+
+/**
+ * The task as posted to a worker: buffer snapshots the worker already holds go as their version
+ * only. After a load, every query reads the same snapshot; cloning its rows into a worker for each
+ * one cost more than the scan itself.
+ */
+function withoutSentMemory(task: QueryTask, sent: KeptSnapshots<true>): QueryTask {
+  const strip = (source: ScanSource): ScanSource => {
+    if (source.memory === null || source.memoryVersion === 0) return source;
+    if (sent.get(source.idKey, source.memoryVersion)) return { ...source, memory: null };
+    sent.keep(source.idKey, source.memoryVersion, true);
+    return source;
+  };
+  const sources = task.sources.map(strip);
+  return task.whole === undefined ? { ...task, sources } : { ...task, sources, whole: strip(task.whole) };
 }

@@ -11,6 +11,34 @@ import { ScanBuffers, type ExecEnv } from './scan.js';
 
 export { checkResponseBytes };
 
+/** Buffer snapshots a query worker keeps: the newest of each collection, at most this many. */
+const KEPT_SNAPSHOTS_MAX = 16;
+
+/**
+ * The buffer snapshots a query worker holds, newest per collection (by id key), least recently
+ * used dropped first. The pool keeps one of these per worker with the versions only, the worker
+ * one with the rows, and both apply every task's sources in the same order, so they agree on what
+ * the worker holds: the pool posts a snapshot's rows once, later tasks name only its version.
+ */
+export class KeptSnapshots<T> {
+  private readonly byKey = new Map<number, { version: number; value: T }>();
+
+  /** The value kept for this collection's snapshot `version`, marking it used; undefined if none. */
+  get(idKey: number, version: number): T | undefined {
+    const kept = this.byKey.get(idKey);
+    if (kept === undefined || kept.version !== version) return undefined;
+    this.byKey.delete(idKey);
+    this.byKey.set(idKey, kept);
+    return kept.value;
+  }
+
+  keep(idKey: number, version: number, value: T): void {
+    this.byKey.delete(idKey);
+    this.byKey.set(idKey, { version, value });
+    if (this.byKey.size > KEPT_SNAPSHOTS_MAX) this.byKey.delete(this.byKey.keys().next().value!);
+  }
+}
+
 export interface QueryTask {
   readonly plan: Plan;
   readonly sources: readonly ScanSource[];

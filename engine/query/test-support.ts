@@ -94,7 +94,7 @@ function makeColumn(path: string, events: readonly TestEvent[]): Column {
 }
 
 export function memorySource(events: readonly TestEvent[]): ScanSource {
-  return { idKey: 0, segments: [], memory: events.length ? makeChunk(events) : null, schema: {} };
+  return { idKey: 0, memoryVersion: 0, segments: [], memory: events.length ? makeChunk(events) : null, schema: {} };
 }
 
 /** Seeded events over [startMs, startMs + spanMs) with mixed kinds, nulls and missing values. */

@@ -8,7 +8,8 @@ import { isApiError } from '../errors.js';
 import { ChunkCache } from './chunk-cache.js';
 import { ColumnViews } from './columns.js';
 import { loadSegmentFiles } from './segment-reader.js';
-import { runTask, type QueryTask } from './task.js';
+import type { ColumnChunk, ScanSource } from '../storage/chunk.js';
+import { KeptSnapshots, runTask, type QueryTask } from './task.js';
 
 export interface WorkerRequest {
   readonly id: number;
@@ -26,6 +27,20 @@ const views = new ColumnViews();
 /** Opened on the first task that reads segment files: Arrow's import is slow to load. */
 let cache: ChunkCache | null = null;
 
+/** Buffer snapshots the pool posted once; later tasks name only their version (pool.ts). */
+const memories = new KeptSnapshots<ColumnChunk>();
+
+function withMemory(source: ScanSource): ScanSource {
+  if (source.memoryVersion === 0) return source;
+  if (source.memory !== null) {
+    memories.keep(source.idKey, source.memoryVersion, source.memory);
+    return source;
+  }
+  const kept = memories.get(source.idKey, source.memoryVersion);
+  if (kept === undefined) throw new Error(`buffer snapshot ${source.memoryVersion} was never sent to this worker`);
+  return { ...source, memory: kept };
+}
+
 /** Tasks run one at a time, in arrival order (the first one may wait for Arrow's import). */
 let queue: Promise<void> = Promise.resolve();
 
@@ -33,9 +48,14 @@ port.on('message', (request: WorkerRequest) => {
   queue = queue.then(() => handle(request));
 });
 
-async function handle({ id, task }: WorkerRequest): Promise<void> {
+async function handle({ id, task: posted }: WorkerRequest): Promise<void> {
   let reply: WorkerReply;
   try {
+    const task: QueryTask = {
+      ...posted,
+      sources: posted.sources.map(withMemory),
+      ...(posted.whole !== undefined && { whole: withMemory(posted.whole) }),
+    };
     if (cache === null && (task.sources.some((source) => source.segments.length > 0) ||
       (task.whole !== undefined && task.whole.segments.length > 0))) {
       cache = new ChunkCache(await loadSegmentFiles(), cacheBytes, footerCacheBytes);

@@ -121,6 +121,9 @@ class ColumnBuilder {
   }
 }
 
+/** Snapshot versions are unique across buffers, so a worker never confuses two collections' rows. */
+let nextSnapshotVersion = 1;
+
 export class WriteBuffer {
   private capacity = INITIAL_ROWS;
   private count = 0;
@@ -257,9 +260,15 @@ export class WriteBuffer {
 
   /** A copy of the buffered rows as a chunk; reused until the next append. */
   snapshot(): ColumnChunk {
-    this.cached ??= this.copyRows(0);
+    if (this.cached === null) {
+      this.cached = this.copyRows(0);
+      this.version = nextSnapshotVersion++;
+    }
     return this.cached;
   }
+
+  /** Tells snapshots apart: the same number means the same rows (query workers keep the last one). */
+  version = 0;
 
   /** A copy of rows [from, rows) as a chunk. */
   private copyRows(from: number): ColumnChunk {

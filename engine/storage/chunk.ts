@@ -93,5 +93,10 @@ export interface ScanSource {
   readonly idKey: number;
   readonly segments: readonly SegmentRef[];
   readonly memory: ColumnChunk | null;
+  /**
+   * Names `memory`'s rows (a buffer snapshot version): a query worker that was sent these rows
+   * once keeps them, and later tasks are posted without them (query/pool.ts). 0 = not named.
+   */
+  readonly memoryVersion: number;
   readonly schema: Readonly<Record<string, SchemaType>>;
 }

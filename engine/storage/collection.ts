@@ -85,7 +85,8 @@ export class CollectionStore {
     const segments = this.segments.filter((s) => s.footer.tsMax >= startMs && s.footer.tsMin < endMs);
     const buffer = this.buffer;
     const inRange = buffer.rows > 0 && buffer.tsMax >= startMs && buffer.tsMin < endMs;
-    return { idKey: this.idKey, segments, memory: inRange ? buffer.snapshot() : null, schema: this.schema.toJSON() };
+    const memory = inRange ? buffer.snapshot() : null;
+    return { idKey: this.idKey, segments, memory, memoryVersion: memory === null ? 0 : buffer.version, schema: this.schema.toJSON() };
   }
 
   /**

@@ -11,6 +11,7 @@ import './arrow.js';
 import { readTimestamps } from './arrow-values.js';
 import { decodeColumn, type StoredField } from './decode-column.js';
 import { readAligned } from './durable.js';
+import { readProjected } from './projection.js';
 import { assertFooter, decodeSidecar, type FooterWithSketches } from './footer.js';
 import {
   ENCODING_DELTA,
@@ -32,9 +33,9 @@ import {
  * createdAt and seq always are); paths it names that the segment lacks are simply absent.
  */
 export function readSegment(file: string, columns?: readonly string[]): ColumnChunk {
-  const batch = readBatch(file);
-  const rows = batch.numRows;
   const wanted = columns === undefined ? null : new Set(columns);
+  const batch = readBatch(file, wanted);
+  const rows = batch.numRows;
   const system = new Map<Role, { data: Data; base: number | null }>();
   const byPath = new Map<string, StoredField[]>();
   batch.schema.fields.forEach((field, index) => {
@@ -64,15 +65,22 @@ export function readSegment(file: string, columns?: readonly string[]): ColumnCh
 }
 
 /** The single record batch of a segment file, after checking its layout version and footer. */
-function readBatch(file: string): RecordBatch {
-  const table = tableFromIPC(readAligned(file));
-  const version = table.schema.metadata.get(META_VERSION);
+function readBatch(file: string, wanted: ReadonlySet<string> | null): RecordBatch {
+  const bytes = readAligned(file);
+  // Fields of other paths are not decompressed (projection.ts); system fields always are.
+  const batches = wanted === null ? tableFromIPC(bytes).batches
+    : readProjected(bytes, (field) => {
+      const path = field.metadata.get(META_PATH);
+      return path === undefined || wanted.has(path);
+    });
+  assert(batches.length === 1, 'a segment holds one record batch');
+  const batch = batches[0];
+  const version = batch.schema.metadata.get(META_VERSION);
   if (version !== LAYOUT_VERSION) throw new Error(`segment ${file}: unknown layout ${version}`);
-  assert(table.batches.length === 1, 'a segment holds one record batch');
-  const footer = JSON.parse(table.schema.metadata.get(META_FOOTER) ?? 'null') as SegmentFooter;
+  const footer = JSON.parse(batch.schema.metadata.get(META_FOOTER) ?? 'null') as SegmentFooter;
   assertFooter(footer);
-  assert(footer.rows === table.numRows, 'footer rows match the batch');
-  return table.batches[0];
+  assert(footer.rows === batch.numRows, 'footer rows match the batch');
+  return batch;
 }
 
 /** A system field's values: delta-decoded, or read from Timestamp(ms) or Float64. */
