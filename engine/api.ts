@@ -137,6 +137,15 @@ export interface TallyEngine {
   /** Runs an analysis (spec/api.md §6); throws ApiError for bad queries and limits. */
   query(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown>;
 
+  /**
+   * Deletes events (spec/api.md §7): those matching `filters`/`timeframe`/`timezone`, or with none
+   * of them the whole collection and its schema. Durable when it resolves; rows leave the disk in
+   * the background. ResourceNotFoundError for an unknown collection; rate-limited (429).
+   */
+  deleteEvents(projectId: string, collection: string, params: Readonly<Record<string, unknown>>): Promise<void>;
+  /** Deletes a property (and the paths below it) from the collection's schema and data. */
+  deleteProperty(projectId: string, collection: string, property: string): Promise<void>;
+
   /** The collection's log: first offset still stored and the next offset to be written. */
   logBounds(projectId: string, collection: string): { start: number; end: number };
   /** Up to maxRecords records from `fromOffset` on (skipping deleted offsets), at most ~maxBytes. */

@@ -10,6 +10,7 @@ import type {
   AppendOptions, AppendResult, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, TallyEngine, WriteContext,
 } from './api.js';
+import { DeleteManager } from './deletes/manager.js';
 import { createEnricher, sharedDatabaseFiles, type Enricher } from './enrich/pipeline.js';
 import { ApiError } from './errors.js';
 import { parseBatchBody } from './ingest/batch.js';
@@ -43,6 +44,7 @@ class Engine implements TallyEngine {
   private readonly writes: WritePath;
   private readonly log: LogReader;
   private readonly segmentPool: SegmentPool;
+  private readonly deletes: DeleteManager;
 
   private constructor(
     private readonly dataDir: string,
@@ -62,7 +64,18 @@ class Engine implements TallyEngine {
       appended: (project, collection) => this.notify(project, collection),
       full: () => void this.flush().catch(this.reportFlushError),
     });
-    this.log = new LogReader((project, collection) => this.store(project, collection, false));
+    this.log = new LogReader((project, collection) => this.store(project, collection, false),
+      (project, collection) => this.deletes.entriesOf(project, collection));
+    this.deletes = new DeleteManager({
+      dataDir, clock,
+      store: (project, collection) => this.store(project, collection, false),
+      stores: () => this.stores.values(),
+      resetStore: (old, flushedSeq) => this.resetStore(old, flushedSeq),
+      idle: () => this.idle(),
+      commitManifest: () => this.commitManifest(),
+      rewrite: (job) => this.segmentPool.run({ op: 'rewrite', ...job }),
+      forget: (file) => this.log.forget(file),
+    });
   }
 
   static async open(options: EngineOptions): Promise<Engine> {
@@ -122,6 +135,23 @@ class Engine implements TallyEngine {
       for (const orphan of store.orphanFiles()) fs.rmSync(orphan, { force: true });
     }
     this.writes.replay(replay);
+    this.deletes.recover();
+  }
+
+  /** An empty store in place of `old` (a collection delete): same directory, log offsets go on. */
+  private resetStore(old: CollectionStore, flushedSeq: number): CollectionStore {
+    const saved = {
+      project: old.project, collection: old.name, dir: old.relativeDir, flushedSeq,
+      nextSeq: old.nextSeq, schema: {}, segments: [],
+    };
+    const fresh = new CollectionStore(this.dataDir, old.project, old.name, saved, this.clock());
+    this.stores.set(key(old.project, old.name), fresh);
+    return fresh;
+  }
+
+  /** Resolves once no flush (nor the compaction and rewrite inside it) is running. */
+  private async idle(): Promise<void> {
+    while (this.flushing !== null) await this.flushing.catch(() => undefined);
   }
 
   private store(project: string, collection: string, create: boolean): CollectionStore | undefined {
@@ -213,7 +243,7 @@ class Engine implements TallyEngine {
   listCollections(projectId: string): CollectionSchema[] {
     const out: CollectionSchema[] = [];
     for (const store of this.stores.values()) {
-      if (store.project !== projectId) continue;
+      if (store.project !== projectId || this.deletes.hidden(store)) continue;
       out.push({ name: store.name, properties: store.schema.toJSON() });
       if (out.length === COLLECTIONS_LISTED_MAX) break;
     }
@@ -222,7 +252,8 @@ class Engine implements TallyEngine {
 
   getCollection(projectId: string, collection: string): CollectionSchema | undefined {
     const store = this.store(projectId, collection, false);
-    return store ? { name: store.name, properties: store.schema.toJSON() } : undefined;
+    if (store === undefined || this.deletes.hidden(store)) return undefined;
+    return { name: store.name, properties: store.schema.toJSON() };
   }
 
   // Scans and queries.
@@ -230,7 +261,9 @@ class Engine implements TallyEngine {
   scanSource(projectId: string, collection: string, startMs: number, endMs: number): ScanSource {
     const store = this.store(projectId, collection, false);
     if (!store) return { segments: [], memory: null, schema: {} };
-    return store.scanSource(startMs, endMs);
+    const deletes = this.deletes.entriesOf(projectId, collection);
+    const source = store.scanSource(startMs, endMs);
+    return deletes.length === 0 ? source : { ...source, deletes };
   }
 
   *scan(projectId: string, collection: string, startMs: number, endMs: number): Iterable<ColumnChunk> {
@@ -241,6 +274,16 @@ class Engine implements TallyEngine {
 
   query(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {
     return this.queries.run(projectId, analysis, params);
+  }
+
+  // Deletes (engine/deletes).
+
+  deleteEvents(projectId: string, collection: string, params: Readonly<Record<string, unknown>>): Promise<void> {
+    return this.deletes.deleteEvents(projectId, collection, params);
+  }
+
+  deleteProperty(projectId: string, collection: string, property: string): Promise<void> {
+    return this.deletes.deleteProperty(projectId, collection, property);
   }
 
   // The log (outbound Kafka).
@@ -306,6 +349,7 @@ class Engine implements TallyEngine {
       for (const store of this.stores.values()) store.buffer.trim();
     }
     await this.compactStep();
+    if (!this.closed) await this.deletes.rewriteStep();
   }
 
   private async compactStep(): Promise<void> {

@@ -5,6 +5,9 @@
  * cache because consumers read forward.
  */
 import type { LogRecord } from './api.js';
+import { keptRows, stripEvent, stripsAny, type DeleteEntry } from './deletes/predicate.js';
+import { ColumnViews } from './query/columns.js';
+import { Scratch } from './query/filter-eval.js';
 import { rawAt, type ColumnChunk } from './storage/chunk.js';
 import type { CollectionStore } from './storage/collection.js';
 import { readSegment } from './storage/segment/reader.js';
@@ -14,8 +17,23 @@ const ID_PATTERN = /"id":"([0-9a-f]{24})"/;
 
 export class LogReader {
   private readonly cache = new Map<string, ColumnChunk>();
+  private readonly views = new ColumnViews();
+  private readonly scratch = new Scratch();
 
-  constructor(private readonly storeOf: (project: string, collection: string) => CollectionStore | undefined) {}
+  constructor(
+    private readonly storeOf: (project: string, collection: string) => CollectionStore | undefined,
+    private readonly deletesOf: (project: string, collection: string) => DeleteEntry[] = () => [],
+  ) {}
+
+  /** Per row of `chunk`, 1 when a pending delete removed it; null when none did. */
+  private deletedMask(chunk: ColumnChunk, deletes: readonly DeleteEntry[]): Uint8Array | null {
+    if (deletes.length === 0) return null;
+    const kept = keptRows(chunk, deletes, this.views, this.scratch);
+    if (kept.length === chunk.rows) return null;
+    const mask = new Uint8Array(chunk.rows).fill(1);
+    for (const row of kept) mask[row] = 0;
+    return mask;
+  }
 
   bounds(project: string, collection: string): { start: number; end: number } {
     const store = this.storeOf(project, collection);
@@ -31,22 +49,30 @@ export class LogReader {
     const candidates = store.segments.filter((s) => s.footer.seqMax >= from)
       .sort((a, b) => a.footer.seqMin - b.footer.seqMin);
     const picked: { chunk: ColumnChunk; row: number }[] = [];
+    const deletes = this.deletesOf(project, collection);
     for (const segment of candidates) {
       // Once maxRecords rows are picked, a segment starting past the largest picked seq adds nothing.
       if (picked.length >= maxRecords && segment.footer.seqMin > picked[maxRecords - 1].chunk.seq[picked[maxRecords - 1].row]) break;
-      pickRows(this.chunkOf(segment.file), from, maxRecords, picked);
+      const chunk = this.chunkOf(segment.file);
+      pickRows(chunk, from, maxRecords, picked, this.deletedMask(chunk, deletes));
       picked.sort((a, b) => a.chunk.seq[a.row] - b.chunk.seq[b.row]);
       picked.length = Math.min(picked.length, maxRecords);
     }
     if (store.buffer.rows > 0) {
-      pickRows(store.buffer.snapshot(), from, maxRecords, picked);
+      const chunk = store.buffer.snapshot();
+      pickRows(chunk, from, maxRecords, picked, this.deletedMask(chunk, deletes));
       picked.sort((a, b) => a.chunk.seq[a.row] - b.chunk.seq[b.row]);
     }
     const out: LogRecord[] = [];
     let bytes = 0;
     for (const { chunk, row } of picked) {
       if (out.length === maxRecords || (out.length > 0 && bytes >= maxBytes)) break;
-      const json = rawAt(chunk, row);
+      let json = rawAt(chunk, row);
+      if (stripsAny(chunk.seq[row], deletes)) {
+        const event = JSON.parse(json) as Record<string, unknown>;
+        stripEvent(event, chunk.seq[row], deletes);
+        json = JSON.stringify(event);
+      }
       bytes += json.length;
       out.push({ offset: chunk.seq[row], id: ID_PATTERN.exec(json)?.[1] ?? '', createdAtMs: chunk.createdAt[row], json });
     }
@@ -86,12 +112,20 @@ export class LogReader {
 }
 
 /** Adds up to maxRecords rows of `chunk` with seq ≥ from (seq increases within a chunk). */
-function pickRows(chunk: ColumnChunk, from: number, maxRecords: number, picked: { chunk: ColumnChunk; row: number }[]): void {
+function pickRows(
+  chunk: ColumnChunk, from: number, maxRecords: number, picked: { chunk: ColumnChunk; row: number }[],
+  deleted: Uint8Array | null,
+): void {
   let low = 0, high = chunk.rows;
   while (low < high) {
     const mid = (low + high) >> 1;
     if (chunk.seq[mid] < from) low = mid + 1;
     else high = mid;
   }
-  for (let row = low; row < chunk.rows && row < low + maxRecords; row++) picked.push({ chunk, row });
+  let taken = 0;
+  for (let row = low; row < chunk.rows && taken < maxRecords; row++) {
+    if (deleted !== null && deleted[row] === 1) continue;
+    picked.push({ chunk, row });
+    taken++;
+  }
 }

@@ -2,10 +2,14 @@
  * extraction: the stored events of a timeframe that pass the filters, parsed from their raw JSON
  * (rawAt), oldest first; `latest` keeps the N most recent, `property_names` projects each event
  * onto the named dotted paths. A synchronous extraction scans at most extractionScanMax events
- * and returns at most extractionResultMax, else ExtractionTooLargeError.
+ * and returns at most extractionResultMax, else ExtractionTooLargeError. With `latest` the scan
+ * visits the write buffer and then segments newest first, and stops once no older segment can
+ * hold one of the N newest events, so `latest` never trips the scan limit (spec/api.md §11).
+ * extractLines serves asynchronous jobs (engine/extraction-jobs.ts): the same selection, streamed.
  */
+import { stripEvent, stripsAny } from '../deletes/predicate.js';
 import { ApiError } from '../errors.js';
-import { rawAt, type ScanSource } from '../storage/chunk.js';
+import { rawAt, type ColumnChunk, type ScanSource, type SegmentRef } from '../storage/chunk.js';
 import type { ExtractionPlan } from './plan.js';
 import { scanSource, type ExecEnv, type ScanBuffers } from './scan.js';
 
@@ -18,28 +22,86 @@ interface Found {
 export function runExtraction(
   plan: ExtractionPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers,
 ): Record<string, unknown> {
+  if (plan.latest !== null && plan.latest > env.limits.extractionResultMax) {
+    throw tooLarge('return', env.limits.extractionResultMax);
+  }
+  let found = plan.latest === null ? scanAll(plan, source, env, buffers)
+    : scanLatest(plan, plan.latest, source, env, buffers);
+  found.sort(byTime);
+  if (plan.latest !== null && found.length > plan.latest) found = found.slice(found.length - plan.latest);
+  const deletes = source.deletes ?? [];
+  const events = found.map((entry) => project(parseEvent(entry.json, entry.seq, deletes), plan.propertyNames));
+  return { result: events };
+}
+
+function scanAll(plan: ExtractionPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers): Found[] {
   const { extractionScanMax, extractionResultMax } = env.limits;
-  const keep = plan.latest ?? extractionResultMax;
-  let found: Found[] = [];
+  const found: Found[] = [];
   scanSource(source, { range: plan.range, filters: plan.filters, raw: true }, env, buffers,
     ({ chunk, idx, n }) => {
       if (buffers.eventsScanned > extractionScanMax) throw tooLarge('scan', extractionScanMax);
-      for (let k = 0; k < n; k++) {
-        const i = idx[k];
-        found.push({ ts: chunk.ts[i], seq: chunk.seq[i], json: rawAt(chunk, i) });
-      }
-      if (plan.latest === null && found.length > extractionResultMax) {
-        throw tooLarge('return', extractionResultMax);
-      }
-      if (found.length > 2 * keep) found = newest(found, keep);
+      collect(chunk, idx, n, found);
+      if (found.length > extractionResultMax) throw tooLarge('return', extractionResultMax);
     });
-  found.sort(byTime);
-  if (found.length > keep) {
-    if (plan.latest === null) throw tooLarge('return', extractionResultMax);
-    found = found.slice(found.length - keep);
+  return found;
+}
+
+/** The write buffer, then segments by newest event first, until older ones cannot matter. */
+function scanLatest(
+  plan: ExtractionPlan, keep: number, source: ScanSource, env: ExecEnv, buffers: ScanBuffers,
+): Found[] {
+  const options = { range: plan.range, filters: plan.filters, raw: true };
+  let found: Found[] = [];
+  const visit = ({ chunk, idx, n }: { chunk: ColumnChunk; idx: Int32Array; n: number }) => {
+    collect(chunk, idx, n, found);
+    if (found.length > 2 * keep) found = newest(found, keep);
+  };
+  scanSource({ ...source, segments: [] }, options, env, buffers, visit);
+  const segments: SegmentRef[] = [...source.segments].sort((a, b) => b.footer.tsMax - a.footer.tsMax);
+  for (const ref of segments) {
+    if (found.length >= keep) {
+      found = newest(found, keep);
+      if (ref.footer.tsMax < found[0].ts) break;
+    }
+    scanSource({ ...source, segments: [ref], memory: null }, options, env, buffers, visit);
   }
-  const events = found.map((entry) => project(JSON.parse(entry.json), plan.propertyNames));
-  return { result: events };
+  return found;
+}
+
+function collect(chunk: ColumnChunk, idx: Int32Array, n: number, found: Found[]): void {
+  for (let k = 0; k < n; k++) {
+    const i = idx[k];
+    found.push({ ts: chunk.ts[i], seq: chunk.seq[i], json: rawAt(chunk, i) });
+  }
+}
+
+/**
+ * Streams the matching events of `source` as JSON objects (deleted properties removed, projected
+ * onto `property_names`) to `emit`, chunk by chunk in storage order; stops with
+ * ExtractionTooLargeError once more than `max` events match. Returns the number emitted.
+ */
+export function extractLines(
+  plan: ExtractionPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers, max: number,
+  emit: (event: unknown) => void,
+): number {
+  const deletes = source.deletes ?? [];
+  let count = 0;
+  scanSource(source, { range: plan.range, filters: plan.filters, raw: true }, env, buffers,
+    ({ chunk, idx, n }) => {
+      const found: Found[] = [];
+      collect(chunk, idx, n, found);
+      found.sort(byTime);
+      count += found.length;
+      if (count > max) throw tooLarge('return', max);
+      for (const entry of found) emit(project(parseEvent(entry.json, entry.seq, deletes), plan.propertyNames));
+    });
+  return count;
+}
+
+function parseEvent(json: string, seq: number, deletes: NonNullable<ScanSource['deletes']>): Record<string, unknown> {
+  const event = JSON.parse(json) as Record<string, unknown>;
+  if (deletes.length > 0 && stripsAny(seq, deletes)) stripEvent(event, seq, deletes);
+  return event;
 }
 
 function byTime(a: Found, b: Found): number {
@@ -47,7 +109,7 @@ function byTime(a: Found, b: Found): number {
 }
 
 function newest(found: Found[], keep: number): Found[] {
-  return found.sort(byTime).slice(found.length - keep);
+  return found.sort(byTime).slice(Math.max(0, found.length - keep));
 }
 
 function project(event: Record<string, unknown>, names: readonly string[] | null): unknown {
@@ -71,7 +133,7 @@ function project(event: Record<string, unknown>, names: readonly string[] | null
   return out;
 }
 
-function tooLarge(what: 'scan' | 'return', limit: number): ApiError {
+export function tooLarge(what: 'scan' | 'return', limit: number): ApiError {
   const message = what === 'scan'
     ? `the extraction would scan more than ${limit} events`
     : `the extraction would return more than ${limit} events`;

@@ -45,7 +45,8 @@ export function splitSource(source: ScanSource, workers: number): (ScanSource | 
   let memoryAt = -1;
   if (source.memory !== null && source.memory.rows > 0) memoryAt = rows.indexOf(Math.min(...rows));
   return segments.map((refs, w) => (refs.length === 0 && w !== memoryAt ? null
-    : { segments: refs, memory: w === memoryAt ? source.memory : null, schema: source.schema }));
+    : { segments: refs, memory: w === memoryAt ? source.memory : null, schema: source.schema,
+      deletes: source.deletes }));
 }
 
 /** A worker's partial result: its packed outcome and the events it scanned. */

@@ -8,12 +8,16 @@ import type { ColumnChunk, SchemaType, SegmentFooter } from './chunk.js';
 import { concatChunks, gatherChunk } from './chunk-ops.js';
 import { readSegment } from './segment/reader.js';
 import { writeSegment } from './segment/writer.js';
+import type { DeleteEntry } from '../deletes/predicate.js';
+import { rewriteSegment } from '../deletes/rewrite.js';
 
 export type SegmentJob =
   | { readonly op: 'write'; readonly id: number; readonly file: string; readonly chunk: ColumnChunk;
       readonly schema: Readonly<Record<string, SchemaType>> }
   | { readonly op: 'compact'; readonly id: number; readonly file: string; readonly sources: readonly string[];
-      readonly schema: Readonly<Record<string, SchemaType>> };
+      readonly schema: Readonly<Record<string, SchemaType>> }
+  | { readonly op: 'rewrite'; readonly id: number; readonly file: string; readonly source: string;
+      readonly deletes: readonly DeleteEntry[]; readonly schema: Readonly<Record<string, SchemaType>> };
 
 export type SegmentJobResult =
   | { readonly id: number; readonly footer: SegmentFooter; readonly error?: undefined }
@@ -21,6 +25,7 @@ export type SegmentJobResult =
 
 export function runSegmentJob(job: SegmentJob): SegmentFooter {
   if (job.op === 'write') return writeSegment(job.file, job.chunk, job.schema);
+  if (job.op === 'rewrite') return rewriteSegment(job.source, job.file, job.deletes, job.schema);
   return writeSegment(job.file, mergeBySeq(job.sources.map((file) => readSegment(file))), job.schema);
 }
 
