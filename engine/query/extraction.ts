@@ -5,7 +5,6 @@
  * and returns at most extractionResultMax, else ExtractionTooLargeError. With `latest` the scan
  * visits the write buffer and then segments newest first, and stops once no older segment can
  * hold one of the N newest events, so `latest` never trips the scan limit (spec/api.md §11).
- * extractLines serves asynchronous jobs (engine/extraction-jobs.ts): the same selection, streamed.
  */
 import { stripEvent, stripsAny } from '../deletes/predicate.js';
 import { ApiError } from '../errors.js';
@@ -75,29 +74,6 @@ function collect(chunk: ColumnChunk, idx: Int32Array, n: number, found: Found[])
   }
 }
 
-/**
- * Streams the matching events of `source` as JSON objects (deleted properties removed, projected
- * onto `property_names`) to `emit`, chunk by chunk in storage order; stops with
- * ExtractionTooLargeError once more than `max` events match. Returns the number emitted.
- */
-export function extractLines(
-  plan: ExtractionPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers, max: number,
-  emit: (event: unknown) => void,
-): number {
-  const deletes = source.deletes ?? [];
-  let count = 0;
-  scanSource(source, { range: plan.range, filters: plan.filters, raw: true }, env, buffers,
-    ({ chunk, idx, n }) => {
-      const found: Found[] = [];
-      collect(chunk, idx, n, found);
-      found.sort(byTime);
-      count += found.length;
-      if (count > max) throw tooLarge('return', max);
-      for (const entry of found) emit(project(parseEvent(entry.json, entry.seq, deletes), plan.propertyNames));
-    });
-  return count;
-}
-
 function parseEvent(json: string, seq: number, deletes: NonNullable<ScanSource['deletes']>): Record<string, unknown> {
   const event = JSON.parse(json) as Record<string, unknown>;
   if (deletes.length > 0 && stripsAny(seq, deletes)) stripEvent(event, seq, deletes);
@@ -133,7 +109,7 @@ function project(event: Record<string, unknown>, names: readonly string[] | null
   return out;
 }
 
-export function tooLarge(what: 'scan' | 'return', limit: number): ApiError {
+function tooLarge(what: 'scan' | 'return', limit: number): ApiError {
   const message = what === 'scan'
     ? `the extraction would scan more than ${limit} events`
     : `the extraction would return more than ${limit} events`;
