@@ -4,6 +4,9 @@
  */
 import type { ApiError } from './errors.js';
 import type { ColumnChunk, SchemaType, ScanSource } from './storage/chunk.js';
+import type { ExtractionJob } from './extraction-jobs.js';
+
+export type { ExtractionJob } from './extraction-jobs.js';
 
 export type KeyKind = 'master' | 'write' | 'read';
 
@@ -136,6 +139,16 @@ export interface TallyEngine {
 
   /** Runs an analysis (spec/api.md §6); throws ApiError for bad queries and limits. */
   query(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown>;
+
+  /**
+   * Queues an asynchronous extraction (spec/api.md §11) after validating it as a synchronous one
+   * would be validated (ApiError 400s, 429 in the extractions category). The job survives restarts.
+   */
+  submitExtraction(projectId: string, params: Readonly<Record<string, unknown>>): ExtractionJob;
+  /** A job of the project, or undefined when unknown or expired. */
+  getExtractionJob(projectId: string, id: string): ExtractionJob | undefined;
+  /** The finished job's file and its content type; 404 unknown/expired, 409 ExtractionNotReadyError. */
+  extractionResult(projectId: string, id: string): { file: string; contentType: string };
 
   /**
    * Deletes events (spec/api.md §7): those matching `filters`/`timeframe`/`timezone`, or with none

@@ -11,6 +11,7 @@ import type {
   ProjectInfo, TallyEngine, WriteContext,
 } from './api.js';
 import { DeleteManager } from './deletes/manager.js';
+import { ExtractionJobs, type ExtractionJob } from './extraction-jobs.js';
 import { createEnricher, sharedDatabaseFiles, type Enricher } from './enrich/pipeline.js';
 import { ApiError } from './errors.js';
 import { parseBatchBody } from './ingest/batch.js';
@@ -45,6 +46,7 @@ class Engine implements TallyEngine {
   private readonly log: LogReader;
   private readonly segmentPool: SegmentPool;
   private readonly deletes: DeleteManager;
+  private extractions: ExtractionJobs | null = null;
 
   private constructor(
     private readonly dataDir: string,
@@ -105,6 +107,9 @@ class Engine implements TallyEngine {
     engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0, ingest);
     engine.createdFresh = projects.created;
     engine.recover(replay);
+    engine.extractions = new ExtractionJobs({
+      dataDir, clock, queries, source: (project, collection, start, end) => engine.scanSource(project, collection, start, end),
+    });
     const interval = options.flushIntervalMs ?? FLUSH_INTERVAL_MS;
     engine.timer = setInterval(() => void engine.flush().catch(engine.reportFlushError), interval);
     engine.timer.unref();
@@ -276,6 +281,21 @@ class Engine implements TallyEngine {
     return this.queries.run(projectId, analysis, params);
   }
 
+  // Asynchronous extractions (extraction-jobs.ts).
+
+  submitExtraction(projectId: string, params: Readonly<Record<string, unknown>>): ExtractionJob {
+    if (this.closed) throw new ApiError('ServiceUnavailableError', 'Tally is shutting down.');
+    return this.extractions!.submit(projectId, params);
+  }
+
+  getExtractionJob(projectId: string, id: string): ExtractionJob | undefined {
+    return this.extractions!.get(projectId, id);
+  }
+
+  extractionResult(projectId: string, id: string): { file: string; contentType: string } {
+    return this.extractions!.result(projectId, id);
+  }
+
   // Deletes (engine/deletes).
 
   deleteEvents(projectId: string, collection: string, params: Readonly<Record<string, unknown>>): Promise<void> {
@@ -377,6 +397,7 @@ class Engine implements TallyEngine {
     if (this.closed) return;
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
+    this.extractions?.close();
     await this.writes.settled();
     await this.ingest?.close();
     await this.flush();

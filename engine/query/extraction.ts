@@ -7,6 +7,7 @@
  * hold one of the N newest events, so `latest` never trips the scan limit (spec/api.md §11).
  */
 import { stripEvent, stripsAny } from '../deletes/predicate.js';
+import fs from 'node:fs';
 import { ApiError } from '../errors.js';
 import { rawAt, type ColumnChunk, type ScanSource, type SegmentRef } from '../storage/chunk.js';
 import type { ExtractionPlan } from './plan.js';
@@ -72,6 +73,73 @@ function collect(chunk: ColumnChunk, idx: Int32Array, n: number, found: Found[])
     const i = idx[k];
     found.push({ ts: chunk.ts[i], seq: chunk.seq[i], json: rawAt(chunk, i) });
   }
+}
+
+/** Where and how an asynchronous extraction task writes its events. */
+export interface ExtractionOutput {
+  /** Appended to. */
+  readonly file: string;
+  /** CSV columns (dotted paths) or null for NDJSON. */
+  readonly csvColumns: readonly string[] | null;
+  /** Events this task may still write: past it ExtractionTooLargeError (or, with `latest`, the newest only). */
+  readonly remaining: number;
+  /** The job's bound, for the error message. */
+  readonly max: number;
+}
+
+/**
+ * Appends the events of `source` that the plan selects to output.file, chunk by chunk, each chunk
+ * oldest first; with `plan.latest` only the newest `remaining` of them. Returns the count written.
+ */
+export function extractToFile(
+  plan: ExtractionPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers, output: ExtractionOutput,
+): number {
+  const deletes = source.deletes ?? [];
+  let found: Found[] = [];
+  scanSource(source, { range: plan.range, filters: plan.filters, raw: true }, env, buffers,
+    ({ chunk, idx, n }) => {
+      collect(chunk, idx, n, found);
+      if (plan.latest !== null && found.length > 2 * output.remaining) found = newest(found, output.remaining);
+      else if (plan.latest === null && found.length > output.remaining) throw tooLarge('return', output.max);
+    });
+  found.sort(byTime);
+  if (found.length > output.remaining) found = found.slice(found.length - output.remaining);
+  const lines: string[] = [];
+  let bytes = 0;
+  const fd = fs.openSync(output.file, 'a');
+  try {
+    for (const entry of found) {
+      const plain = plan.propertyNames === null && output.csvColumns === null && !stripsAny(entry.seq, deletes);
+      const event = plain ? null : project(parseEvent(entry.json, entry.seq, deletes), plan.propertyNames);
+      const line = output.csvColumns !== null ? csvRow(event as Record<string, unknown>, output.csvColumns)
+        : plain ? entry.json : JSON.stringify(event);
+      lines.push(line);
+      bytes += line.length;
+      if (bytes > 1 << 20) {
+        fs.writeSync(fd, lines.join('\n') + '\n');
+        lines.length = 0;
+        bytes = 0;
+      }
+    }
+    if (lines.length > 0) fs.writeSync(fd, lines.join('\n') + '\n');
+  } finally {
+    fs.closeSync(fd);
+  }
+  return found.length;
+}
+
+/** One RFC 4180 row: strings raw, numbers, booleans and lists as JSON, null or missing empty. */
+export function csvRow(event: Record<string, unknown>, columns: readonly string[]): string {
+  return columns.map((column) => {
+    let value: unknown = event;
+    for (const part of column.split('.')) {
+      value = typeof value === 'object' && value !== null && !Array.isArray(value)
+        ? (value as Record<string, unknown>)[part] : undefined;
+    }
+    if (value === undefined || value === null) return '';
+    const text = typeof value === 'string' ? value : JSON.stringify(value);
+    return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  }).join(',');
 }
 
 function parseEvent(json: string, seq: number, deletes: NonNullable<ScanSource['deletes']>): Record<string, unknown> {

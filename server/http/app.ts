@@ -6,6 +6,7 @@
 import { limits } from '../../engine/index.js';
 import { Router } from './router.js';
 import { deleteEvents, deleteProperty } from './routes/deletes.js';
+import { getExtractionJob, getExtractionResult } from './routes/extractions.js';
 import { recordBatch, recordBeaconOrInspect, recordEvent } from './routes/events.js';
 import { getProperty, listCollections } from './routes/inspect.js';
 import { createProject, getProject, listProjects, regenerateKey } from './routes/organizations.js';
@@ -30,6 +31,8 @@ export const ROUTES: readonly RouteSpec[] = [
     bodyBytesMax: limits.EVENT_BYTES_MAX },
   { pattern: `${P}/events/:collection/properties/:property`, methods: { GET: getProperty, DELETE: deleteProperty } },
   { pattern: `${P}/queries/:analysis`, methods: { GET: runQuery, POST: runQuery } },
+  { pattern: `${P}/queries/extraction/jobs/:id`, methods: { GET: getExtractionJob } },
+  { pattern: `${P}/queries/extraction/jobs/:id/result`, methods: { GET: getExtractionResult } },
 ].map((route) => ({ bodyBytesMax: SMALL_BODY_BYTES_MAX, ...route }));
 
 export function createRouter(): Router {
