@@ -46,6 +46,7 @@ async function main(): Promise<void> {
       events.push({ bucket: i % 100, price: i % 1000, country: `c${i % 20}`, svc: { timestamp: ts } });
     }
     await engine.appendBatchBody(project, Buffer.from(JSON.stringify({ pv: events })), ctx);
+    if ((from + BATCH) % 1_000_000 === 0) await engine.flush(); // keeps the write buffer small
   }
   await engine.flush();
   const query = { event_collection: 'pv', timeframe: { start: '2023-12-01T00:00:00Z', end: '2024-02-01T00:00:00Z' },

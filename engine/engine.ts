@@ -11,6 +11,7 @@ import type {
   ProjectInfo, TallyEngine, WriteContext,
 } from './api.js';
 import { DeleteManager } from './deletes/manager.js';
+import { applyDeletes } from './deletes/rewrite.js';
 import { ExtractionJobs, type ExtractionJob } from './extraction-jobs.js';
 import { createEnricher, sharedDatabaseFiles, type Enricher } from './enrich/pipeline.js';
 import { ApiError } from './errors.js';
@@ -273,8 +274,9 @@ class Engine implements TallyEngine {
 
   *scan(projectId: string, collection: string, startMs: number, endMs: number): Iterable<ColumnChunk> {
     const source = this.scanSource(projectId, collection, startMs, endMs);
-    for (const segment of source.segments) yield readSegment(segment.file);
-    if (source.memory) yield source.memory;
+    const deletes = source.deletes ?? [];
+    for (const segment of source.segments) yield applyDeletes(readSegment(segment.file), deletes);
+    if (source.memory) yield applyDeletes(source.memory, deletes);
   }
 
   query(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {

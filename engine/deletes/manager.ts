@@ -23,6 +23,12 @@ import { touches, underPath, type DeleteEntry } from './predicate.js';
 /** Far past and far future in ms: a delete without a timeframe covers all time (JSON-safe). */
 const ALL_TIME = { startMs: -8.64e15, endMs: 8.64e15 };
 const FILE = 'deletes.json';
+/**
+ * How long a rewritten segment's old file stays on disk after the manifest stops naming it: a
+ * query that listed it just before the swap may still be about to read it. A crash in between
+ * leaves an orphan that open() removes.
+ */
+const REPLACED_FILE_GRACE_MS = 10_000;
 
 interface LogFile {
   version: 1;
@@ -197,7 +203,8 @@ export class DeleteManager {
     if (footer.rows > 0) this.log.clean[this.relative(file)] = maxId;
     this.host.commitManifest();
     this.save();
-    this.removeFiles([ref.file]);
+    this.host.forget(ref.file);
+    setTimeout(() => this.removeFiles([ref.file]), REPLACED_FILE_GRACE_MS).unref();
   }
 
   /** Drops the entries every segment is clean of and the buffer has flushed past. */

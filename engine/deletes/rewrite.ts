@@ -16,15 +16,23 @@ import { hideProperties, keptRows, stripEvent, stripsAny, type DeleteEntry } fro
 export function rewriteSegment(
   source: string, target: string, entries: readonly DeleteEntry[], schema: Readonly<Record<string, SchemaType>>,
 ): SegmentFooter {
-  const original = readSegment(source);
-  const kept = keptRows(original, entries, new ColumnViews(), new Scratch());
-  if (kept.length === 0) {
+  const chunk = applyDeletes(readSegment(source), entries);
+  if (chunk.rows === 0) {
     return { rows: 0, tsMin: 0, tsMax: 0, seqMin: 0, seqMax: 0, columns: {} };
   }
+  return writeSegment(target, chunk, schema);
+}
+
+/** The chunk without its deleted rows, columns and raw JSON properties (a copy when any apply). */
+export function applyDeletes(original: ColumnChunk, entries: readonly DeleteEntry[]): ColumnChunk {
+  if (entries.length === 0) return original;
+  const kept = keptRows(original, entries, new ColumnViews(), new Scratch());
   let chunk = kept.length === original.rows ? original : gatherChunk(original, kept);
   chunk = hideProperties(chunk, entries);
-  if (entries.some((entry) => entry.kind === 'property')) chunk = { ...chunk, raw: strippedRaw(chunk, entries) };
-  return writeSegment(target, chunk, schema);
+  if (chunk.rows > 0 && entries.some((entry) => entry.kind === 'property')) {
+    chunk = { ...chunk, raw: strippedRaw(chunk, entries) };
+  }
+  return chunk;
 }
 
 /** The raw JSON of every row with deleted properties removed. */

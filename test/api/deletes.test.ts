@@ -158,6 +158,10 @@ t.test('deleted events are gone from a fresh read of the outbound Kafka view (em
   await engine.flush();
   const log = engine.readLog(project.id, 'k', 0, 100, 1 << 20);
   t.same(log.map((r) => JSON.parse(r.json).n), [0, 1, 2, 3, 4], 'also once flushed to a segment');
+  await engine.deleteProperty(project.id, 'k', 'n');
+  const stripped = engine.readLog(project.id, 'k', 0, 100, 1 << 20).map((r) => JSON.parse(r.json));
+  t.equal(stripped.length, 5);
+  t.ok(stripped.every((e) => !('n' in e) && typeof e.svc.id === 'string'), 'a deleted property is gone from the log view');
 });
 
 function dirBytes(dir: string): number {
