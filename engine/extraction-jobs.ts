@@ -44,6 +44,9 @@ export interface ExtractionJobsDeps {
   source(projectId: string, collection: string, startMs: number, endMs: number): ScanSource;
 }
 
+/** Runs of one job before it fails: a segment it listed may be replaced while it runs. */
+const ATTEMPTS_MAX = 3;
+
 const CONTENT_TYPES: Readonly<Record<string, ExtractionJob['content_type']>> = {
   'application/x-ndjson': 'application/x-ndjson', 'application/json': 'application/x-ndjson',
   'application/jsonl': 'application/x-ndjson', 'text/csv': 'text/csv',
@@ -154,38 +157,55 @@ export class ExtractionJobs {
   private async run(job: ExtractionJob): Promise<void> {
     job.status = 'running';
     this.save(job);
-    const part = `${this.fileOf(job)}.part`;
-    try {
-      const plan = this.plan(job.query, job.submitted_ms);
-      const whole = this.deps.source(job.project, plan.collection, plan.range.startMs, plan.range.endMs);
-      const csvColumns = job.content_type === 'text/csv' ? columnsOf(plan, whole) : null;
-      fs.writeFileSync(part, csvColumns === null ? '' : `${csvColumns.map(csvField).join(',')}\n`);
-      const max = plan.latest ?? ASYNC_EXTRACTION_EVENTS_MAX;
-      // With `latest` the newest segments come first, so the job can stop once it has N events.
-      const segments = [...whole.segments].sort((a, b) => (plan.latest === null
-        ? a.footer.tsMin - b.footer.tsMin : b.footer.tsMax - a.footer.tsMax));
-      const shares: ScanSource[] = segments.map((ref) => ({ ...whole, segments: [ref], memory: null }));
-      const memory: ScanSource = { ...whole, segments: [] };
-      if (plan.latest === null) shares.push(memory);
-      else shares.unshift(memory);
-      let events = 0;
-      for (const share of shares) {
-        if (this.closed) return;
-        if (events >= max && plan.latest !== null) break;
-        events += await this.deps.queries.extractToFile(plan, share, { file: part, csvColumns, remaining: max - events, max });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.attempt(job);
+        break;
+      } catch (error) {
+        // A compaction or delete rewrite may remove a segment the job listed: start again.
+        if (this.closed || error instanceof ApiError || attempt === ATTEMPTS_MAX) {
+          this.fail(job, error);
+          break;
+        }
       }
-      fs.renameSync(part, this.fileOf(job));
-      job.events = events;
-      job.status = 'done';
-    } catch (error) {
-      if (this.closed) return;
-      fs.rmSync(part, { force: true });
-      job.status = 'failed';
-      job.error = error instanceof ApiError ? { message: error.message, error_code: error.error_code }
-        : { message: `the extraction failed: ${(error as Error)?.message ?? error}`, error_code: 'InternalServerError' };
     }
+    if (this.closed) return;
     job.finished_at = new Date(this.deps.clock()).toISOString();
     this.save(job);
+  }
+
+  private fail(job: ExtractionJob, error: unknown): void {
+    fs.rmSync(`${this.fileOf(job)}.part`, { force: true });
+    if (this.closed) return;
+    job.status = 'failed';
+    job.error = error instanceof ApiError ? { message: error.message, error_code: error.error_code }
+      : { message: `the extraction failed: ${(error as Error)?.message ?? error}`, error_code: 'InternalServerError' };
+  }
+
+  /** One run of the job from scratch; throws when it fails. */
+  private async attempt(job: ExtractionJob): Promise<void> {
+    const part = `${this.fileOf(job)}.part`;
+    const plan = this.plan(job.query, job.submitted_ms);
+    const whole = this.deps.source(job.project, plan.collection, plan.range.startMs, plan.range.endMs);
+    const csvColumns = job.content_type === 'text/csv' ? columnsOf(plan, whole) : null;
+    fs.writeFileSync(part, csvColumns === null ? '' : `${csvColumns.map(csvField).join(',')}\n`);
+    const max = plan.latest ?? ASYNC_EXTRACTION_EVENTS_MAX;
+    // With `latest` the newest segments come first, so the job can stop once it has N events.
+    const segments = [...whole.segments].sort((a, b) => (plan.latest === null
+      ? a.footer.tsMin - b.footer.tsMin : b.footer.tsMax - a.footer.tsMax));
+    const shares: ScanSource[] = segments.map((ref) => ({ ...whole, segments: [ref], memory: null }));
+    const memory: ScanSource = { ...whole, segments: [] };
+    if (plan.latest === null) shares.push(memory);
+    else shares.unshift(memory);
+    let events = 0;
+    for (const share of shares) {
+      if (this.closed) return;
+      if (events >= max && plan.latest !== null) break;
+      events += await this.deps.queries.extractToFile(plan, share, { file: part, csvColumns, remaining: max - events, max });
+    }
+    fs.renameSync(part, this.fileOf(job));
+    job.events = events;
+    job.status = 'done';
   }
 
   private expire(): void {

@@ -64,3 +64,22 @@ t.test('deletes through the embedded engine: scans, the rewrite, retirement and 
   t.equal(engine.getCollection(project, 'c'), undefined, 'the collection delete survives reopening');
   await engine.close();
 });
+
+t.test('a delete that matches no row of a segment leaves the segment file alone and retires', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-deletes-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const engine = await open(dir);
+  const project = engine.listProjects()[0].id;
+  await engine.appendEvents(project, Array.from({ length: 10 }, (_, i) => ({ collection: 'c', event: { n: i } })), ctx);
+  await engine.flush();
+  const files = () => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'))
+    .collections[0].segments.map((s: { file: string }) => s.file);
+  const before = files();
+  await engine.deleteEvents(project, 'c', { filters: [{ property_name: 'n', operator: 'eq', property_value: 99 }] });
+  await engine.flush();
+  await engine.flush();
+  t.same(files(), before, 'not rewritten');
+  t.same(JSON.parse(fs.readFileSync(path.join(dir, 'deletes.json'), 'utf8')).entries, []);
+  t.equal(eventsOf(engine, project, 'c').length, 10);
+  await engine.close();
+});

@@ -197,6 +197,12 @@ export class DeleteManager {
       this.removeFiles([file]);
       return;
     }
+    if (footer.rows > 0 && !fs.existsSync(file)) {
+      // No row or value of it was deleted (the footer could not tell): nothing to swap.
+      this.log.clean[this.relative(ref.file)] = maxId;
+      this.save();
+      return;
+    }
     if (footer.rows === 0) store.segments.splice(index, 1);
     else store.segments[index] = { file, footer };
     delete this.log.clean[this.relative(ref.file)];

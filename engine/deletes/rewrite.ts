@@ -2,7 +2,8 @@
  * The background rewrite of one segment without its deleted rows and properties, so disk space
  * comes back (spec/api.md §7). Runs on the segment worker (storage/segment-worker.ts, op
  * "rewrite") through the same reader and writer as flushes and compaction; the main thread swaps
- * the result into the manifest. A segment whose every row is deleted produces no file (rows 0).
+ * the result into the manifest. A segment whose every row is deleted produces no file (rows 0);
+ * one the entries do not change produces no file either (its row count, and no file at target).
  */
 import type { ColumnChunk, SchemaType, SegmentFooter, Utf8Column } from '../storage/chunk.js';
 import { rawAt } from '../storage/chunk.js';
@@ -13,10 +14,14 @@ import { ColumnViews } from '../query/columns.js';
 import { Scratch } from '../query/filter-eval.js';
 import { hideProperties, keptRows, stripEvent, stripsAny, type DeleteEntry } from './predicate.js';
 
+const UNCHANGED = { rows: 0, tsMin: 0, tsMax: 0, seqMin: 0, seqMax: 0, columns: {} };
+
 export function rewriteSegment(
   source: string, target: string, entries: readonly DeleteEntry[], schema: Readonly<Record<string, SchemaType>>,
 ): SegmentFooter {
-  const chunk = applyDeletes(readSegment(source), entries);
+  const original = readSegment(source);
+  const chunk = applyDeletes(original, entries);
+  if (chunk === original) return { ...UNCHANGED, rows: original.rows };
   if (chunk.rows === 0) {
     return { rows: 0, tsMin: 0, tsMax: 0, seqMin: 0, seqMax: 0, columns: {} };
   }
@@ -29,6 +34,7 @@ export function applyDeletes(original: ColumnChunk, entries: readonly DeleteEntr
   const kept = keptRows(original, entries, new ColumnViews(), new Scratch());
   let chunk = kept.length === original.rows ? original : gatherChunk(original, kept);
   chunk = hideProperties(chunk, entries);
+  if (chunk === original) return original;
   if (chunk.rows > 0 && entries.some((entry) => entry.kind === 'property')) {
     chunk = { ...chunk, raw: strippedRaw(chunk, entries) };
   }
