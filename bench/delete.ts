@@ -25,7 +25,8 @@ function arg(name: string, fallback: string): string {
 function arrowBytes(dir: string): number {
   let total = 0;
   for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile() && entry.name.endsWith('.arrow')) total += fs.statSync(path.join(entry.parentPath, entry.name)).size;
+    if (entry.isFile() && entry.name.endsWith('.arrow'))
+      total += fs.statSync(path.join(entry.parentPath, entry.name)).size;
   }
   return total;
 }
@@ -45,14 +46,22 @@ async function main(): Promise<void> {
     const events = [];
     for (let i = from; i < Math.min(rows, from + BATCH); i++) {
       const ts = new Date(START + Math.floor((i / rows) * 10 * DAY)).toISOString();
-      events.push({ bucket: i % 100, price: i % 1000, country: `c${i % 20}`, svc: { timestamp: ts } });
+      events.push({
+        bucket: i % 100,
+        price: i % 1000,
+        country: `c${i % 20}`,
+        svc: { timestamp: ts },
+      });
     }
     await engine.appendBatchBody(project, Buffer.from(JSON.stringify({ pv: events })), ctx);
     if ((from + BATCH) % 1_000_000 === 0) await engine.flush(); // keeps the write buffer small
   }
   await engine.flush();
-  const query = { event_collection: 'pv', timeframe: { start: '2023-12-01T00:00:00Z', end: '2024-02-01T00:00:00Z' },
-    filters: [{ property_name: 'price', operator: 'gte', property_value: 0 }] };
+  const query = {
+    event_collection: 'pv',
+    timeframe: { start: '2023-12-01T00:00:00Z', end: '2024-02-01T00:00:00Z' },
+    filters: [{ property_name: 'price', operator: 'gte', property_value: 0 }],
+  };
   const time = async () => {
     const t0 = performance.now();
     const result = await engine.query(project, 'count', query);
@@ -63,11 +72,14 @@ async function main(): Promise<void> {
   for (let i = 0; i < 10; i++) before.push((await time()).ms);
   const bytesBefore = arrowBytes(dataDir);
   const t0 = performance.now();
-  await engine.deleteEvents(project, 'pv', { filters: [{ property_name: 'bucket', operator: 'eq', property_value: 0 }] });
+  await engine.deleteEvents(project, 'pv', {
+    filters: [{ property_name: 'bucket', operator: 'eq', property_value: 0 }],
+  });
   const ackMs = performance.now() - t0;
   const during: number[] = [];
   const deletesFile = path.join(dataDir, 'deletes.json');
-  const pending = () => (JSON.parse(fs.readFileSync(deletesFile, 'utf8')) as { entries: unknown[] }).entries.length > 0;
+  const pending = () =>
+    (JSON.parse(fs.readFileSync(deletesFile, 'utf8')) as { entries: unknown[] }).entries.length > 0;
   let rewriting = true;
   const rewrite = (async () => {
     while (pending()) await engine.flush();
@@ -91,9 +103,13 @@ async function main(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 11_000));
   const bytesAfter = arrowBytes(dataDir);
   const row = (name: string, v: number[]) =>
-    console.log(`${name.padEnd(8)} queries=${String(v.length).padStart(4)} p50=${percentile(v, 50).toFixed(1)} ms p99=${percentile(v, 99).toFixed(1)} ms`);
+    console.log(
+      `${name.padEnd(8)} queries=${String(v.length).padStart(4)} p50=${percentile(v, 50).toFixed(1)} ms p99=${percentile(v, 99).toFixed(1)} ms`,
+    );
   console.log(`rows=${rows} deleted=${rows / 100} (1%) count after=${counted}`);
-  console.log(`delete acknowledged in ${ackMs.toFixed(1)} ms; background rewrite done in ${(rewriteMs / 1000).toFixed(2)} s`);
+  console.log(
+    `delete acknowledged in ${ackMs.toFixed(1)} ms; background rewrite done in ${(rewriteMs / 1000).toFixed(2)} s`,
+  );
   console.log(`first (cold) query ${coldMs.toFixed(1)} ms`);
   row('before', before);
   row('during', during);

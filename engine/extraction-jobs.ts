@@ -48,14 +48,19 @@ export interface ExtractionJobsDeps {
 const ATTEMPTS_MAX = 3;
 
 const CONTENT_TYPES: Readonly<Record<string, ExtractionJob['content_type']>> = {
-  'application/x-ndjson': 'application/x-ndjson', 'application/json': 'application/x-ndjson',
-  'application/jsonl': 'application/x-ndjson', 'text/csv': 'text/csv',
+  'application/x-ndjson': 'application/x-ndjson',
+  'application/json': 'application/x-ndjson',
+  'application/jsonl': 'application/x-ndjson',
+  'text/csv': 'text/csv',
 };
 
 /** True when an extraction request asks for an asynchronous job (`async: true` or an `email`). */
 export function isAsyncExtraction(params: Readonly<Record<string, unknown>>): boolean {
-  return params.async === true || params.async === 'true' ||
-    (typeof params.email === 'string' && params.email !== '');
+  return (
+    params.async === true ||
+    params.async === 'true' ||
+    (typeof params.email === 'string' && params.email !== '')
+  );
 }
 
 export class ExtractionJobs {
@@ -88,23 +93,43 @@ export class ExtractionJobs {
 
   /** Validates like a synchronous extraction (400 before any job exists), then queues the job. */
   submit(projectId: string, params: Readonly<Record<string, unknown>>): ExtractionJob {
-    const { async: _async, email, content_type: type, content_encoding: _encoding, ...query } = params;
-    const contentType = CONTENT_TYPES[typeof type === 'string' && type !== '' ? type : 'application/x-ndjson'];
+    const {
+      async: _async,
+      email,
+      content_type: type,
+      content_encoding: _encoding,
+      ...query
+    } = params;
+    const contentType =
+      CONTENT_TYPES[typeof type === 'string' && type !== '' ? type : 'application/x-ndjson'];
     if (contentType === undefined) {
-      throw new ApiError('InvalidQueryError', '"content_type" must be "application/x-ndjson" (default) or "text/csv"');
+      throw new ApiError(
+        'InvalidQueryError',
+        '"content_type" must be "application/x-ndjson" (default) or "text/csv"',
+      );
     }
     const now = this.deps.clock();
     const plan = this.plan(query, now);
     if (plan.latest !== null && plan.latest > ASYNC_EXTRACTION_EVENTS_MAX) {
-      throw new ApiError('ExtractionTooLargeError',
-        `an asynchronous extraction returns at most ${ASYNC_EXTRACTION_EVENTS_MAX} events; lower "latest"`);
+      throw new ApiError(
+        'ExtractionTooLargeError',
+        `an asynchronous extraction returns at most ${ASYNC_EXTRACTION_EVENTS_MAX} events; lower "latest"`,
+      );
     }
     this.deps.queries.takeExtraction(projectId);
     const job: ExtractionJob = {
-      id: randomBytes(12).toString('hex'), project: projectId, status: 'queued', query,
-      content_type: contentType, email: typeof email === 'string' && email !== '' ? email : null,
-      events: null, created_at: new Date(now).toISOString(), submitted_ms: now, finished_at: null,
-      expires_at: new Date(now + ASYNC_EXTRACTION_TTL_MS).toISOString(), error: null,
+      id: randomBytes(12).toString('hex'),
+      project: projectId,
+      status: 'queued',
+      query,
+      content_type: contentType,
+      email: typeof email === 'string' && email !== '' ? email : null,
+      events: null,
+      created_at: new Date(now).toISOString(),
+      submitted_ms: now,
+      finished_at: null,
+      expires_at: new Date(now + ASYNC_EXTRACTION_TTL_MS).toISOString(),
+      error: null,
     };
     this.jobs.set(job.id, job);
     this.save(job);
@@ -122,13 +147,21 @@ export class ExtractionJobs {
   /** The finished file of a job: 404 unknown or expired, 409 not done yet (or failed). */
   result(projectId: string, id: string): { file: string; contentType: string } {
     const job = this.get(projectId, id);
-    if (job === undefined) throw new ApiError('ResourceNotFoundError', `no extraction job "${id}" (jobs expire after 24 hours)`);
+    if (job === undefined)
+      throw new ApiError(
+        'ResourceNotFoundError',
+        `no extraction job "${id}" (jobs expire after 24 hours)`,
+      );
     if (job.status !== 'done') {
-      throw new ApiError('ExtractionNotReadyError',
-        job.status === 'failed' ? `extraction job "${id}" failed: ${job.error?.message}`
-          : `extraction job "${id}" is ${job.status}; poll its status until it is done`);
+      throw new ApiError(
+        'ExtractionNotReadyError',
+        job.status === 'failed'
+          ? `extraction job "${id}" failed: ${job.error?.message}`
+          : `extraction job "${id}" is ${job.status}; poll its status until it is done`,
+      );
     }
-    const contentType = job.content_type === 'text/csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson';
+    const contentType =
+      job.content_type === 'text/csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson';
     return { file: this.fileOf(job), contentType };
   }
 
@@ -178,22 +211,37 @@ export class ExtractionJobs {
     fs.rmSync(`${this.fileOf(job)}.part`, { force: true });
     if (this.closed) return;
     job.status = 'failed';
-    job.error = error instanceof ApiError ? { message: error.message, error_code: error.error_code }
-      : { message: `the extraction failed: ${(error as Error)?.message ?? error}`, error_code: 'InternalServerError' };
+    job.error =
+      error instanceof ApiError
+        ? { message: error.message, error_code: error.error_code }
+        : {
+            message: `the extraction failed: ${(error as Error)?.message ?? error}`,
+            error_code: 'InternalServerError',
+          };
   }
 
   /** One run of the job from scratch; throws when it fails. */
   private async attempt(job: ExtractionJob): Promise<void> {
     const part = `${this.fileOf(job)}.part`;
     const plan = this.plan(job.query, job.submitted_ms);
-    const whole = this.deps.source(job.project, plan.collection, plan.range.startMs, plan.range.endMs);
+    const whole = this.deps.source(
+      job.project,
+      plan.collection,
+      plan.range.startMs,
+      plan.range.endMs,
+    );
     const csvColumns = job.content_type === 'text/csv' ? columnsOf(plan, whole) : null;
     fs.writeFileSync(part, csvColumns === null ? '' : `${csvColumns.map(csvField).join(',')}\n`);
     const max = plan.latest ?? ASYNC_EXTRACTION_EVENTS_MAX;
     // With `latest` the newest segments come first, so the job can stop once it has N events.
-    const segments = [...whole.segments].sort((a, b) => (plan.latest === null
-      ? a.footer.tsMin - b.footer.tsMin : b.footer.tsMax - a.footer.tsMax));
-    const shares: ScanSource[] = segments.map((ref) => ({ ...whole, segments: [ref], memory: null }));
+    const segments = [...whole.segments].sort((a, b) =>
+      plan.latest === null ? a.footer.tsMin - b.footer.tsMin : b.footer.tsMax - a.footer.tsMax,
+    );
+    const shares: ScanSource[] = segments.map((ref) => ({
+      ...whole,
+      segments: [ref],
+      memory: null,
+    }));
     const memory: ScanSource = { ...whole, segments: [] };
     if (plan.latest === null) shares.push(memory);
     else shares.unshift(memory);
@@ -201,7 +249,12 @@ export class ExtractionJobs {
     for (const share of shares) {
       if (this.closed) return;
       if (events >= max && plan.latest !== null) break;
-      events += await this.deps.queries.extractToFile(plan, share, { file: part, csvColumns, remaining: max - events, max });
+      events += await this.deps.queries.extractToFile(plan, share, {
+        file: part,
+        csvColumns,
+        remaining: max - events,
+        max,
+      });
     }
     fs.renameSync(part, this.fileOf(job));
     job.events = events;

@@ -49,8 +49,12 @@ export interface DeleteHost {
   /** Resolves when no flush or compaction runs; the caller's synchronous code then runs alone. */
   idle(): Promise<void>;
   commitManifest(): void;
-  rewrite(job: { file: string; source: string; deletes: readonly DeleteEntry[];
-    schema: Readonly<Record<string, SchemaType>> }): Promise<SegmentFooter>;
+  rewrite(job: {
+    file: string;
+    source: string;
+    deletes: readonly DeleteEntry[];
+    schema: Readonly<Record<string, SchemaType>>;
+  }): Promise<SegmentFooter>;
   forget(file: string): void;
 }
 
@@ -59,30 +63,45 @@ export class DeleteManager {
   private readonly rates: RateLimiter;
 
   constructor(private readonly host: DeleteHost) {
-    this.log = readJsonIfExists<LogFile>(path.join(host.dataDir, FILE)) ??
-      { version: 1, nextId: 1, entries: [], tombstones: [], clean: {} };
+    this.log = readJsonIfExists<LogFile>(path.join(host.dataDir, FILE)) ?? {
+      version: 1,
+      nextId: 1,
+      entries: [],
+      tombstones: [],
+      clean: {},
+    };
     this.rates = new RateLimiter(host.clock);
   }
 
   /** Entries readers of the collection must apply; empty almost always. */
   entriesOf(project: string, collection: string): DeleteEntry[] {
     if (this.log.entries.length === 0) return [];
-    return this.log.entries.filter((e) => e.project === project && e.collection === collection).map((e) => e.entry);
+    return this.log.entries
+      .filter((e) => e.project === project && e.collection === collection)
+      .map((e) => e.entry);
   }
 
   /** True for a deleted collection nothing was written to since. */
   hidden(store: CollectionStore): boolean {
-    return this.log.tombstones.some((t) => t.project === store.project && t.collection === store.name &&
-      store.nextSeq <= t.seqBefore);
+    return this.log.tombstones.some(
+      (t) =>
+        t.project === store.project && t.collection === store.name && store.nextSeq <= t.seqBefore,
+    );
   }
 
   /** DELETE .../events/<c>: by filters/timeframe/timezone, or the whole collection without them. */
-  async deleteEvents(project: string, collection: string, params: Readonly<Record<string, unknown>>): Promise<void> {
-    const given = (name: string) => params[name] !== undefined && params[name] !== null && params[name] !== '';
+  async deleteEvents(
+    project: string,
+    collection: string,
+    params: Readonly<Record<string, unknown>>,
+  ): Promise<void> {
+    const given = (name: string) =>
+      params[name] !== undefined && params[name] !== null && params[name] !== '';
     const whole = !given('filters') && !given('timeframe') && !given('timezone');
     let range = ALL_TIME;
     const filters = whole ? [] : parseFilters(params.filters);
-    if (given('timeframe')) range = resolveTimeframe(params.timeframe, parseTimezone(params.timezone), this.host.clock());
+    if (given('timeframe'))
+      range = resolveTimeframe(params.timeframe, parseTimezone(params.timezone), this.host.clock());
     else if (given('timezone')) parseTimezone(params.timezone);
     this.requireCollection(project, collection);
     if (whole) this.rates.take(project, 'collection_delete', COLLECTION_DELETES_PER_MINUTE);
@@ -90,20 +109,35 @@ export class DeleteManager {
     await this.host.idle();
     const store = this.requireCollection(project, collection);
     if (whole) return this.dropCollection(store);
-    this.append(store, { kind: 'rows', id: this.log.nextId, seqBefore: store.nextSeq, range, filters });
+    this.append(store, {
+      kind: 'rows',
+      id: this.log.nextId,
+      seqBefore: store.nextSeq,
+      range,
+      filters,
+    });
   }
 
   /** DELETE .../events/<c>/properties/<p>: gone from the schema now, from the data for readers. */
   async deleteProperty(project: string, collection: string, property: string): Promise<void> {
-    const known = (store: CollectionStore) => Object.keys(store.schema.toJSON()).some((p) => underPath(p, property));
+    const known = (store: CollectionStore) =>
+      Object.keys(store.schema.toJSON()).some((p) => underPath(p, property));
     const before = this.requireCollection(project, collection);
     if (!known(before) || property.startsWith('svc.') || property === 'svc') {
-      throw new ApiError('ResourceNotFoundError', `collection "${collection}" has no deletable property "${property}"`);
+      throw new ApiError(
+        'ResourceNotFoundError',
+        `collection "${collection}" has no deletable property "${property}"`,
+      );
     }
     this.rates.take(project, 'delete', DELETES_PER_MINUTE);
     await this.host.idle();
     const store = this.requireCollection(project, collection);
-    this.append(store, { kind: 'property', id: this.log.nextId, seqBefore: store.nextSeq, path: property });
+    this.append(store, {
+      kind: 'property',
+      id: this.log.nextId,
+      seqBefore: store.nextSeq,
+      path: property,
+    });
     store.schema.forget(property);
     this.host.commitManifest();
   }
@@ -124,9 +158,17 @@ export class DeleteManager {
 
   private dropCollection(store: CollectionStore): void {
     const files = store.segments.map((s) => s.file);
-    this.log.tombstones = this.log.tombstones.filter((t) => t.project !== store.project || t.collection !== store.name);
-    this.log.tombstones.push({ project: store.project, collection: store.name, seqBefore: store.nextSeq });
-    this.log.entries = this.log.entries.filter((e) => e.project !== store.project || e.collection !== store.name);
+    this.log.tombstones = this.log.tombstones.filter(
+      (t) => t.project !== store.project || t.collection !== store.name,
+    );
+    this.log.tombstones.push({
+      project: store.project,
+      collection: store.name,
+      seqBefore: store.nextSeq,
+    });
+    this.log.entries = this.log.entries.filter(
+      (e) => e.project !== store.project || e.collection !== store.name,
+    );
     this.save();
     this.host.resetStore(store, store.nextSeq);
     this.host.commitManifest();
@@ -141,7 +183,8 @@ export class DeleteManager {
     for (const tombstone of this.log.tombstones) {
       const store = this.host.store(tombstone.project, tombstone.collection);
       if (store === undefined) continue;
-      const stale = store.segments.some((s) => s.footer.seqMin < tombstone.seqBefore) ||
+      const stale =
+        store.segments.some((s) => s.footer.seqMin < tombstone.seqBefore) ||
         (store.buffer.rows > 0 && store.buffer.firstSeq < tombstone.seqBefore);
       if (!stale) continue;
       const files = store.segments.map((s) => s.file);
@@ -188,10 +231,25 @@ export class DeleteManager {
     return false;
   }
 
-  private async rewriteOne(store: CollectionStore, ref: SegmentRef, deletes: DeleteEntry[], maxId: number): Promise<void> {
-    const name = path.basename(ref.file).replace(/-\d+\.arrow$/, `-${process.hrtime.bigint()}.arrow`);
-    const file = path.join(path.dirname(ref.file), name === path.basename(ref.file) ? `r${name}` : name);
-    const footer = await this.host.rewrite({ file, source: ref.file, deletes, schema: store.schema.toJSON() });
+  private async rewriteOne(
+    store: CollectionStore,
+    ref: SegmentRef,
+    deletes: DeleteEntry[],
+    maxId: number,
+  ): Promise<void> {
+    const name = path
+      .basename(ref.file)
+      .replace(/-\d+\.arrow$/, `-${process.hrtime.bigint()}.arrow`);
+    const file = path.join(
+      path.dirname(ref.file),
+      name === path.basename(ref.file) ? `r${name}` : name,
+    );
+    const footer = await this.host.rewrite({
+      file,
+      source: ref.file,
+      deletes,
+      schema: store.schema.toJSON(),
+    });
     const index = store.segments.indexOf(ref);
     if (index === -1) {
       this.removeFiles([file]);
@@ -215,10 +273,16 @@ export class DeleteManager {
 
   /** Drops the entries every segment is clean of and the buffer has flushed past. */
   private retire(store: CollectionStore, entries: DeleteEntry[]): void {
-    const done = entries.filter((entry) => store.flushedSeq >= entry.seqBefore &&
-      (store.buffer.rows === 0 || store.buffer.firstSeq >= entry.seqBefore) &&
-      store.segments.every((s) => !touches(entry, s.footer.seqMin) ||
-        (this.log.clean[this.relative(s.file)] ?? 0) >= entry.id));
+    const done = entries.filter(
+      (entry) =>
+        store.flushedSeq >= entry.seqBefore &&
+        (store.buffer.rows === 0 || store.buffer.firstSeq >= entry.seqBefore) &&
+        store.segments.every(
+          (s) =>
+            !touches(entry, s.footer.seqMin) ||
+            (this.log.clean[this.relative(s.file)] ?? 0) >= entry.id,
+        ),
+    );
     if (done.length === 0) return;
     const ids = new Set(done.map((e) => e.id));
     this.log.entries = this.log.entries.filter((e) => !ids.has(e.entry.id));
@@ -248,7 +312,9 @@ function affects(entry: DeleteEntry, ref: SegmentRef): boolean {
   const footer = ref.footer;
   if (!touches(entry, footer.seqMin)) return false;
   if (entry.kind === 'property') {
-    return Object.entries(footer.columns).some(([name, stats]) => underPath(name, entry.path) && stats.present > 0);
+    return Object.entries(footer.columns).some(
+      ([name, stats]) => underPath(name, entry.path) && stats.present > 0,
+    );
   }
   return footer.tsMax >= entry.range.startMs && footer.tsMin < entry.range.endMs;
 }

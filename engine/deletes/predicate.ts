@@ -49,7 +49,7 @@ export function hideProperties(chunk: ColumnChunk, entries: readonly DeleteEntry
   let columns: Map<string, Column> | null = null;
   for (const entry of entries) {
     if (entry.kind !== 'property' || !touches(entry, chunk.seq[0])) continue;
-    for (const [name, column] of (columns ?? chunk.columns)) {
+    for (const [name, column] of columns ?? chunk.columns) {
       if (!underPath(name, entry.path)) continue;
       columns ??= new Map(chunk.columns);
       if (chunk.seq[chunk.rows - 1] < entry.seqBefore) {
@@ -77,8 +77,14 @@ export class DeleteScratch {
  * rows to dst (which may be src) in order; returns their count. Both selections are ascending.
  */
 export function dropDeleted(
-  chunk: ColumnChunk, src: Int32Array, dst: Int32Array, n: number, entries: readonly DeleteEntry[],
-  views: ColumnViews, scratch: Scratch, own: DeleteScratch,
+  chunk: ColumnChunk,
+  src: Int32Array,
+  dst: Int32Array,
+  n: number,
+  entries: readonly DeleteEntry[],
+  views: ColumnViews,
+  scratch: Scratch,
+  own: DeleteScratch,
 ): number {
   if (chunk.rows === 0) return n;
   let from = src;
@@ -115,7 +121,10 @@ export function dropDeleted(
 
 /** Row indexes of `chunk` no entry deletes (for rewriting a segment and reading the log). */
 export function keptRows(
-  chunk: ColumnChunk, entries: readonly DeleteEntry[], views: ColumnViews, scratch: Scratch,
+  chunk: ColumnChunk,
+  entries: readonly DeleteEntry[],
+  views: ColumnViews,
+  scratch: Scratch,
 ): Int32Array {
   const all = Int32Array.from({ length: chunk.rows }, (_, i) => i);
   const n = dropDeleted(chunk, all, all, chunk.rows, entries, views, scratch, new DeleteScratch());
@@ -123,13 +132,20 @@ export function keptRows(
 }
 
 /** Removes deleted properties from one parsed event of log offset `seq` (its raw JSON). */
-export function stripEvent(event: Record<string, unknown>, seq: number, entries: readonly DeleteEntry[]): void {
+export function stripEvent(
+  event: Record<string, unknown>,
+  seq: number,
+  entries: readonly DeleteEntry[],
+): void {
   for (const entry of entries) {
     if (entry.kind !== 'property' || seq >= entry.seqBefore) continue;
     const parts = entry.path.split('.');
     let target: unknown = event;
     for (const part of parts.slice(0, -1)) {
-      target = typeof target === 'object' && target !== null ? (target as Record<string, unknown>)[part] : undefined;
+      target =
+        typeof target === 'object' && target !== null
+          ? (target as Record<string, unknown>)[part]
+          : undefined;
     }
     if (typeof target === 'object' && target !== null && !Array.isArray(target)) {
       delete (target as Record<string, unknown>)[parts[parts.length - 1]];

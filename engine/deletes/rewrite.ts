@@ -17,7 +17,10 @@ import { hideProperties, keptRows, stripEvent, stripsAny, type DeleteEntry } fro
 const UNCHANGED = { rows: 0, tsMin: 0, tsMax: 0, seqMin: 0, seqMax: 0, columns: {} };
 
 export function rewriteSegment(
-  source: string, target: string, entries: readonly DeleteEntry[], schema: Readonly<Record<string, SchemaType>>,
+  source: string,
+  target: string,
+  entries: readonly DeleteEntry[],
+  schema: Readonly<Record<string, SchemaType>>,
 ): SegmentFooter {
   const original = readSegment(source);
   const chunk = applyDeletes(original, entries);

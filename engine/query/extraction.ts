@@ -20,35 +20,57 @@ interface Found {
 }
 
 export function runExtraction(
-  plan: ExtractionPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers,
+  plan: ExtractionPlan,
+  source: ScanSource,
+  env: ExecEnv,
+  buffers: ScanBuffers,
 ): Record<string, unknown> {
   if (plan.latest !== null && plan.latest > env.limits.extractionResultMax) {
     throw tooLarge('return', env.limits.extractionResultMax);
   }
-  let found = plan.latest === null ? scanAll(plan, source, env, buffers)
-    : scanLatest(plan, plan.latest, source, env, buffers);
+  let found =
+    plan.latest === null
+      ? scanAll(plan, source, env, buffers)
+      : scanLatest(plan, plan.latest, source, env, buffers);
   found.sort(byTime);
-  if (plan.latest !== null && found.length > plan.latest) found = found.slice(found.length - plan.latest);
+  if (plan.latest !== null && found.length > plan.latest)
+    found = found.slice(found.length - plan.latest);
   const deletes = source.deletes ?? [];
-  const events = found.map((entry) => project(parseEvent(entry.json, entry.seq, deletes), plan.propertyNames));
+  const events = found.map((entry) =>
+    project(parseEvent(entry.json, entry.seq, deletes), plan.propertyNames),
+  );
   return { result: events };
 }
 
-function scanAll(plan: ExtractionPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers): Found[] {
+function scanAll(
+  plan: ExtractionPlan,
+  source: ScanSource,
+  env: ExecEnv,
+  buffers: ScanBuffers,
+): Found[] {
   const { extractionScanMax, extractionResultMax } = env.limits;
   const found: Found[] = [];
-  scanSource(source, { range: plan.range, filters: plan.filters, raw: true }, env, buffers,
+  scanSource(
+    source,
+    { range: plan.range, filters: plan.filters, raw: true },
+    env,
+    buffers,
     ({ chunk, idx, n }) => {
       if (buffers.eventsScanned > extractionScanMax) throw tooLarge('scan', extractionScanMax);
       collect(chunk, idx, n, found);
       if (found.length > extractionResultMax) throw tooLarge('return', extractionResultMax);
-    });
+    },
+  );
   return found;
 }
 
 /** The write buffer, then segments by newest event first, until older ones cannot matter. */
 function scanLatest(
-  plan: ExtractionPlan, keep: number, source: ScanSource, env: ExecEnv, buffers: ScanBuffers,
+  plan: ExtractionPlan,
+  keep: number,
+  source: ScanSource,
+  env: ExecEnv,
+  buffers: ScanBuffers,
 ): Found[] {
   const options = { range: plan.range, filters: plan.filters, raw: true };
   let found: Found[] = [];
@@ -57,7 +79,9 @@ function scanLatest(
     if (found.length > 2 * keep) found = newest(found, keep);
   };
   scanSource({ ...source, segments: [] }, options, env, buffers, visit);
-  const segments: SegmentRef[] = [...source.segments].sort((a, b) => b.footer.tsMax - a.footer.tsMax);
+  const segments: SegmentRef[] = [...source.segments].sort(
+    (a, b) => b.footer.tsMax - a.footer.tsMax,
+  );
   for (const ref of segments) {
     if (found.length >= keep) {
       found = newest(found, keep);
@@ -92,16 +116,27 @@ export interface ExtractionOutput {
  * oldest first; with `plan.latest` only the newest `remaining` of them. Returns the count written.
  */
 export function extractToFile(
-  plan: ExtractionPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers, output: ExtractionOutput,
+  plan: ExtractionPlan,
+  source: ScanSource,
+  env: ExecEnv,
+  buffers: ScanBuffers,
+  output: ExtractionOutput,
 ): number {
   const deletes = source.deletes ?? [];
   let found: Found[] = [];
-  scanSource(source, { range: plan.range, filters: plan.filters, raw: true }, env, buffers,
+  scanSource(
+    source,
+    { range: plan.range, filters: plan.filters, raw: true },
+    env,
+    buffers,
     ({ chunk, idx, n }) => {
       collect(chunk, idx, n, found);
-      if (plan.latest !== null && found.length > 2 * output.remaining) found = newest(found, output.remaining);
-      else if (plan.latest === null && found.length > output.remaining) throw tooLarge('return', output.max);
-    });
+      if (plan.latest !== null && found.length > 2 * output.remaining)
+        found = newest(found, output.remaining);
+      else if (plan.latest === null && found.length > output.remaining)
+        throw tooLarge('return', output.max);
+    },
+  );
   found.sort(byTime);
   if (found.length > output.remaining) found = found.slice(found.length - output.remaining);
   const lines: string[] = [];
@@ -109,10 +144,17 @@ export function extractToFile(
   const fd = fs.openSync(output.file, 'a');
   try {
     for (const entry of found) {
-      const plain = plan.propertyNames === null && output.csvColumns === null && !stripsAny(entry.seq, deletes);
-      const event = plain ? null : project(parseEvent(entry.json, entry.seq, deletes), plan.propertyNames);
-      const line = output.csvColumns !== null ? csvRow(event as Record<string, unknown>, output.csvColumns)
-        : plain ? entry.json : JSON.stringify(event);
+      const plain =
+        plan.propertyNames === null && output.csvColumns === null && !stripsAny(entry.seq, deletes);
+      const event = plain
+        ? null
+        : project(parseEvent(entry.json, entry.seq, deletes), plan.propertyNames);
+      const line =
+        output.csvColumns !== null
+          ? csvRow(event as Record<string, unknown>, output.csvColumns)
+          : plain
+            ? entry.json
+            : JSON.stringify(event);
       lines.push(line);
       bytes += line.length;
       if (bytes > 1 << 20) {
@@ -130,19 +172,27 @@ export function extractToFile(
 
 /** One RFC 4180 row: strings raw, numbers, booleans and lists as JSON, null or missing empty. */
 export function csvRow(event: Record<string, unknown>, columns: readonly string[]): string {
-  return columns.map((column) => {
-    let value: unknown = event;
-    for (const part of column.split('.')) {
-      value = typeof value === 'object' && value !== null && !Array.isArray(value)
-        ? (value as Record<string, unknown>)[part] : undefined;
-    }
-    if (value === undefined || value === null) return '';
-    const text = typeof value === 'string' ? value : JSON.stringify(value);
-    return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-  }).join(',');
+  return columns
+    .map((column) => {
+      let value: unknown = event;
+      for (const part of column.split('.')) {
+        value =
+          typeof value === 'object' && value !== null && !Array.isArray(value)
+            ? (value as Record<string, unknown>)[part]
+            : undefined;
+      }
+      if (value === undefined || value === null) return '';
+      const text = typeof value === 'string' ? value : JSON.stringify(value);
+      return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+    })
+    .join(',');
 }
 
-function parseEvent(json: string, seq: number, deletes: NonNullable<ScanSource['deletes']>): Record<string, unknown> {
+function parseEvent(
+  json: string,
+  seq: number,
+  deletes: NonNullable<ScanSource['deletes']>,
+): Record<string, unknown> {
   const event = JSON.parse(json) as Record<string, unknown>;
   if (deletes.length > 0 && stripsAny(seq, deletes)) stripEvent(event, seq, deletes);
   return event;
@@ -163,14 +213,19 @@ function project(event: Record<string, unknown>, names: readonly string[] | null
     const parts = name.split('.');
     let value: unknown = event;
     for (const part of parts) {
-      value = typeof value === 'object' && value !== null && !Array.isArray(value)
-        ? (value as Record<string, unknown>)[part] : undefined;
+      value =
+        typeof value === 'object' && value !== null && !Array.isArray(value)
+          ? (value as Record<string, unknown>)[part]
+          : undefined;
     }
     if (value === undefined) continue;
     let target = out;
     for (const part of parts.slice(0, -1)) {
       const next = target[part];
-      target = (typeof next === 'object' && next !== null ? next : (target[part] = {})) as Record<string, unknown>;
+      target = (typeof next === 'object' && next !== null ? next : (target[part] = {})) as Record<
+        string,
+        unknown
+      >;
     }
     target[parts[parts.length - 1]] = value;
   }
@@ -178,9 +233,12 @@ function project(event: Record<string, unknown>, names: readonly string[] | null
 }
 
 function tooLarge(what: 'scan' | 'return', limit: number): ApiError {
-  const message = what === 'scan'
-    ? `the extraction would scan more than ${limit} events`
-    : `the extraction would return more than ${limit} events`;
-  return new ApiError('ExtractionTooLargeError',
-    `${message}; split the request into shorter timeframes (or set "latest")`);
+  const message =
+    what === 'scan'
+      ? `the extraction would scan more than ${limit} events`
+      : `the extraction would return more than ${limit} events`;
+  return new ApiError(
+    'ExtractionTooLargeError',
+    `${message}; split the request into shorter timeframes (or set "latest")`,
+  );
 }

@@ -15,8 +15,11 @@ const CHUNK_BYTES = 256 * 1024;
  * that goes away. Resolves when the response is complete or aborted.
  */
 export function streamFile(
-  res: HttpResponse, reply: Reply & { file: string }, headOnly: boolean,
-  onAbort: (callback: () => void) => void, writeHead: (res: HttpResponse) => void,
+  res: HttpResponse,
+  reply: Reply & { file: string },
+  headOnly: boolean,
+  onAbort: (callback: () => void) => void,
+  writeHead: (res: HttpResponse) => void,
 ): Promise<void> {
   const totalSize = fs.statSync(reply.file).size;
   return new Promise((resolve) => {
@@ -44,7 +47,9 @@ export function streamFile(
       const start = res.getWriteOffset();
       let ok = false;
       let done = false;
-      res.cork(() => { [ok, done] = res.tryEnd(chunk, totalSize); });
+      res.cork(() => {
+        [ok, done] = res.tryEnd(chunk, totalSize);
+      });
       if (done) return finish();
       if (ok) return;
       stream.pause();

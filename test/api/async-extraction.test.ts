@@ -16,13 +16,21 @@ function api(server: TestServer) {
   return {
     base,
     submit: (body: Record<string, unknown>, key = server.keys.read) =>
-      c.post(`${base}/queries/extraction`, { key, body: { event_collection: 'pv', timeframe: ALL_TIME, ...body } }),
-    job: (id: string, key = server.keys.read) => c.get(`${base}/queries/extraction/jobs/${id}`, { key }),
+      c.post(`${base}/queries/extraction`, {
+        key,
+        body: { event_collection: 'pv', timeframe: ALL_TIME, ...body },
+      }),
+    job: (id: string, key = server.keys.read) =>
+      c.get(`${base}/queries/extraction/jobs/${id}`, { key }),
     get: (path: string, key = server.keys.read) => c.get(path, { key }),
   };
 }
 
-async function waitDone(server: TestServer, id: string, timeoutMs = 60_000): Promise<Record<string, any>> {
+async function waitDone(
+  server: TestServer,
+  id: string,
+  timeoutMs = 60_000,
+): Promise<Record<string, any>> {
   let job: Record<string, any> = {};
   await eventually(async () => {
     job = (await api(server).job(id)).body;
@@ -36,15 +44,32 @@ t.test('submit, poll and stream NDJSON and CSV; errors; deleted events stay out'
   t.teardown(() => server.cleanup());
   const a = api(server);
   const c = client(server.url);
-  const events = Array.from({ length: 50 }, (_, i) => ({ n: i, name: i === 3 ? 'a "quoted", name' : `u${i}`, tags: ['x', 'y'] }));
-  t.equal((await c.post(`${a.base}/events`, { key: server.keys.write, body: { pv: events } })).status, 200);
-  t.equal((await c.send('DELETE', `${a.base}/events/pv`, { key: server.keys.master,
-    body: { filters: [{ property_name: 'n', operator: 'gte', property_value: 40 }] } })).status, 204);
+  const events = Array.from({ length: 50 }, (_, i) => ({
+    n: i,
+    name: i === 3 ? 'a "quoted", name' : `u${i}`,
+    tags: ['x', 'y'],
+  }));
+  t.equal(
+    (await c.post(`${a.base}/events`, { key: server.keys.write, body: { pv: events } })).status,
+    200,
+  );
+  t.equal(
+    (
+      await c.send('DELETE', `${a.base}/events/pv`, {
+        key: server.keys.master,
+        body: { filters: [{ property_name: 'n', operator: 'gte', property_value: 40 }] },
+      })
+    ).status,
+    204,
+  );
 
   const submitted = await a.submit({ async: true });
   t.equal(submitted.status, 202, submitted.text);
   t.match(submitted.body.result, { id: /^[0-9a-f]{24}$/, status: /^(queued|running)$/ });
-  t.equal(submitted.headers.get('location'), `${a.base}/queries/extraction/jobs/${submitted.body.result.id}`);
+  t.equal(
+    submitted.headers.get('location'),
+    `${a.base}/queries/extraction/jobs/${submitted.body.result.id}`,
+  );
   const job = await waitDone(server, submitted.body.result.id);
   t.equal(job.status, 'done');
   t.equal(job.events, 40, 'deleted events are not extracted');
@@ -52,12 +77,22 @@ t.test('submit, poll and stream NDJSON and CSV; errors; deleted events stay out'
   const ndjson = await a.get(job.url);
   t.equal(ndjson.status, 200);
   t.match(ndjson.headers.get('content-type'), /application\/x-ndjson/);
-  const lines = ndjson.text.trim().split('\n').map((line) => JSON.parse(line));
+  const lines = ndjson.text
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line));
   t.equal(lines.length, 40);
-  t.same(lines.map((e) => e.n).sort((x, y) => x - y), Array.from({ length: 40 }, (_, i) => i));
+  t.same(
+    lines.map((e) => e.n).sort((x, y) => x - y),
+    Array.from({ length: 40 }, (_, i) => i),
+  );
   t.ok(lines.every((e) => typeof e.svc.id === 'string'));
 
-  const csvJob = await a.submit({ email: 'ops@example.com', content_type: 'text/csv', property_names: ['n', 'name', 'tags'] });
+  const csvJob = await a.submit({
+    email: 'ops@example.com',
+    content_type: 'text/csv',
+    property_names: ['n', 'name', 'tags'],
+  });
   t.equal(csvJob.status, 202);
   const csvDone = await waitDone(server, csvJob.body.result.id);
   t.equal(csvDone.email, 'ops@example.com');
@@ -73,7 +108,10 @@ t.test('submit, poll and stream NDJSON and CSV; errors; deleted events stay out'
   t.equal(bad.body.error_code, 'InvalidQueryError');
   const tooMany = await a.submit({ async: true, latest: 10_000_001 });
   t.equal(tooMany.body.error_code, 'ExtractionTooLargeError');
-  const noTimeframe = await c.post(`${a.base}/queries/extraction`, { key: server.keys.read, body: { event_collection: 'pv', async: true } });
+  const noTimeframe = await c.post(`${a.base}/queries/extraction`, {
+    key: server.keys.read,
+    body: { event_collection: 'pv', async: true },
+  });
   t.equal(noTimeframe.body.error_code, 'MissingRequiredRequestFieldError');
   t.equal((await a.submit({ async: true }, server.keys.write)).status, 403);
   t.equal((await a.job(job.id, server.keys.write)).status, 403);
@@ -84,8 +122,14 @@ t.test('submit, poll and stream NDJSON and CSV; errors; deleted events stay out'
   const latest = await a.submit({ async: 'true', latest: 5 });
   const latestDone = await waitDone(server, latest.body.result.id);
   t.equal(latestDone.events, 5);
-  const newest = (await a.get(latestDone.url)).text.trim().split('\n').map((line) => JSON.parse(line).n);
-  t.same(newest.sort((x: number, y: number) => x - y), [35, 36, 37, 38, 39]);
+  const newest = (await a.get(latestDone.url)).text
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line).n);
+  t.same(
+    newest.sort((x: number, y: number) => x - y),
+    [35, 36, 37, 38, 39],
+  );
   await server.stop();
 });
 
@@ -94,9 +138,11 @@ t.test('an extraction of two million events completes after a kill -9 in the mid
   t.teardown(() => server.cleanup());
   const total = 2_000_000;
   const batch = 20_000; // BATCH_EVENTS_MAX
-  const send = (from: number) => client(server.url).post(`${api(server).base}/events`, {
-    key: server.keys.write, body: { big: Array.from({ length: batch }, (_, i) => ({ n: from + i })) },
-  });
+  const send = (from: number) =>
+    client(server.url).post(`${api(server).base}/events`, {
+      key: server.keys.write,
+      body: { big: Array.from({ length: batch }, (_, i) => ({ n: from + i })) },
+    });
   for (let from = 0; from < total; from += 4 * batch) {
     const sent = await Promise.all([0, 1, 2, 3].map((k) => send(from + k * batch)));
     t.ok(sent.every((r) => r.status === 200 && !r.text.includes('"success":false')));
@@ -104,11 +150,15 @@ t.test('an extraction of two million events completes after a kill -9 in the mid
   await server.stop(); // flushed into segments
   server = await server.restart();
   const submitted = await client(server.url).post(`${api(server).base}/queries/extraction`, {
-    key: server.keys.read, body: { event_collection: 'big', timeframe: ALL_TIME, async: true },
+    key: server.keys.read,
+    body: { event_collection: 'big', timeframe: ALL_TIME, async: true },
   });
   t.equal(submitted.status, 202);
   const id = submitted.body.result.id;
-  t.ok(await eventually(async () => (await api(server).job(id)).body.status === 'running', 30_000), 'the job runs');
+  t.ok(
+    await eventually(async () => (await api(server).job(id)).body.status === 'running', 30_000),
+    'the job runs',
+  );
   const early = await api(server).get(`${api(server).base}/queries/extraction/jobs/${id}/result`);
   t.equal(early.status, 409);
   t.equal(early.body.error_code, 'ExtractionNotReadyError');
@@ -117,9 +167,14 @@ t.test('an extraction of two million events completes after a kill -9 in the mid
   server = await server.restart();
   const job = await waitDone(server, id, 120_000);
   t.equal(job.status, 'done', JSON.stringify(job));
-  t.ok(Date.parse(job.finished_at) > killedMs, 'the job finished after the restart, not before the kill');
+  t.ok(
+    Date.parse(job.finished_at) > killedMs,
+    'the job finished after the restart, not before the kill',
+  );
   t.equal(job.events, total);
-  const response = await fetch(`${server.url}${job.url}`, { headers: { Authorization: server.keys.read } });
+  const response = await fetch(`${server.url}${job.url}`, {
+    headers: { Authorization: server.keys.read },
+  });
   t.equal(response.status, 200);
   let newlines = 0;
   let bytes = 0;

@@ -13,7 +13,10 @@ function deleteParams(ctx: Ctx): Record<string, unknown> {
   if (ctx.body.length === 0) return params;
   const body = parseJsonBody(ctx.body);
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new ApiError('InvalidQueryError', 'The delete body must be one JSON object of parameters.');
+    throw new ApiError(
+      'InvalidQueryError',
+      'The delete body must be one JSON object of parameters.',
+    );
   }
   const { api_key: _ignored, ...rest } = body as Record<string, unknown>;
   return { ...params, ...rest };
@@ -27,7 +30,11 @@ export const deleteEvents: Handler = async (ctx, { engine }) => {
 };
 
 export const deleteProperty: Handler = async (ctx, { engine }) => {
-  const { project, collection, property } = ctx.params as { project: string; collection: string; property: string };
+  const { project, collection, property } = ctx.params as {
+    project: string;
+    collection: string;
+    property: string;
+  };
   requireProjectKey(engine, project, ctx.key, []);
   await engine.deleteProperty(project, collection, property);
   return { status: 204 };

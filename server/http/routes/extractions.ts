@@ -15,25 +15,46 @@ function jobPath(job: ExtractionJob): string {
 /** The job as clients see it: `url` is where the result is read once `status` is "done". */
 function jobView(job: ExtractionJob): Record<string, unknown> {
   return {
-    id: job.id, status: job.status, events: job.events, url: `${jobPath(job)}/result`,
-    content_type: job.content_type, email: job.email, query: job.query, created_at: job.created_at,
-    finished_at: job.finished_at, expires_at: job.expires_at, error: job.error,
+    id: job.id,
+    status: job.status,
+    events: job.events,
+    url: `${jobPath(job)}/result`,
+    content_type: job.content_type,
+    email: job.email,
+    query: job.query,
+    created_at: job.created_at,
+    finished_at: job.finished_at,
+    expires_at: job.expires_at,
+    error: job.error,
   };
 }
 
 /** Called by the extraction route for an async request whose parameters it has parsed. */
-export function submitExtraction(engine: Parameters<Handler>[1]['engine'], project: string,
-  params: Record<string, unknown>): Reply {
+export function submitExtraction(
+  engine: Parameters<Handler>[1]['engine'],
+  project: string,
+  params: Record<string, unknown>,
+): Reply {
   const job = engine.submitExtraction(project, params);
   const view = jobView(job);
-  return { status: 202, json: { result: { id: view.id, url: view.url, status: view.status } },
-    headers: [['Location', jobPath(job)]] };
+  return {
+    status: 202,
+    json: { result: { id: view.id, url: view.url, status: view.status } },
+    headers: [['Location', jobPath(job)]],
+  };
 }
 
-function requireJob(engine: Parameters<Handler>[1]['engine'], project: string, id: string): ExtractionJob {
+function requireJob(
+  engine: Parameters<Handler>[1]['engine'],
+  project: string,
+  id: string,
+): ExtractionJob {
   const job = engine.getExtractionJob(project, id);
   if (job === undefined) {
-    throw new ApiError('ResourceNotFoundError', `no extraction job "${id}" (jobs expire after 24 hours)`);
+    throw new ApiError(
+      'ResourceNotFoundError',
+      `no extraction job "${id}" (jobs expire after 24 hours)`,
+    );
   }
   return job;
 }
