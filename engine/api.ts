@@ -158,6 +158,11 @@ export interface TallyEngine {
   deleteEvents(projectId: string, collection: string, params: Readonly<Record<string, unknown>>): Promise<void>;
   /** Deletes a property (and the paths below it) from the collection's schema and data. */
   deleteProperty(projectId: string, collection: string, property: string): Promise<void>;
+  /**
+   * Calls listener after a delete of the collection's events, properties or the collection itself
+   * is durable (results cached over it are stale); returns an unsubscribe function.
+   */
+  onDelete(listener: (projectId: string, collection: string) => void): () => void;
 
   /** The collection's log: first offset still stored and the next offset to be written. */
   logBounds(projectId: string, collection: string): { start: number; end: number };

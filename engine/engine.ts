@@ -39,6 +39,7 @@ export async function openEngine(options: EngineOptions): Promise<TallyEngine> {
 class Engine implements TallyEngine {
   private readonly stores = new Map<string, CollectionStore>();
   private readonly listeners = new Set<(projectId: string, collection: string) => void>();
+  private readonly deleteListeners = new Set<(projectId: string, collection: string) => void>();
   private flushing: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -76,6 +77,9 @@ class Engine implements TallyEngine {
       resetStore: (old, flushedSeq) => this.resetStore(old, flushedSeq),
       idle: () => this.idle(),
       commitManifest: () => this.commitManifest(),
+      deleted: (project, collection) => {
+        for (const listener of this.deleteListeners) listener(project, collection);
+      },
       rewrite: (job) => this.segmentPool.run({ op: 'rewrite', ...job }),
       forget: (file) => this.log.forget(file),
     });
@@ -320,6 +324,11 @@ class Engine implements TallyEngine {
 
   offsetForTime(projectId: string, collection: string, timestampMs: number): number {
     return this.log.offsetForTime(projectId, collection, timestampMs);
+  }
+
+  onDelete(listener: (projectId: string, collection: string) => void): () => void {
+    this.deleteListeners.add(listener);
+    return () => this.deleteListeners.delete(listener);
   }
 
   onAppend(listener: (projectId: string, collection: string) => void): () => void {

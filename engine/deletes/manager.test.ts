@@ -39,6 +39,8 @@ t.test(
     t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
     let engine = await open(dir);
     const project = engine.listProjects()[0].id;
+    const notified: string[] = [];
+    engine.onDelete((p, c) => notified.push(`${p === project}:${c}`));
     const events = Array.from({ length: 100 }, (_, i) => ({
       collection: 'c',
       event: { n: i, odd: i % 2 === 1, pii: { email: `u${i}@x` } },
@@ -66,6 +68,7 @@ t.test(
       'events written later keep it',
     );
     t.equal(segmentRows(dir), 100, 'nothing was rewritten synchronously');
+    t.same(notified, ['true:c', 'true:c'], 'onDelete listeners hear of each delete');
     await engine.flush(); // the buffered event goes to a segment, then one rewrite step
     await engine.flush();
     await engine.flush();

@@ -49,6 +49,8 @@ export interface DeleteHost {
   /** Resolves when no flush or compaction runs; the caller's synchronous code then runs alone. */
   idle(): Promise<void>;
   commitManifest(): void;
+  /** Tells the engine's onDelete listeners (cached results over the collection are stale). */
+  deleted(project: string, collection: string): void;
   rewrite(job: {
     file: string;
     source: string;
@@ -154,6 +156,7 @@ export class DeleteManager {
     this.log.nextId = entry.id + 1;
     this.log.entries.push({ project: store.project, collection: store.name, entry });
     this.save();
+    this.host.deleted(store.project, store.name);
   }
 
   private dropCollection(store: CollectionStore): void {
@@ -173,6 +176,7 @@ export class DeleteManager {
     this.host.resetStore(store, store.nextSeq);
     this.host.commitManifest();
     this.removeFiles(files);
+    this.host.deleted(store.project, store.name);
   }
 
   /**
