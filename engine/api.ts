@@ -4,6 +4,9 @@
  */
 import type { ApiError } from './errors.js';
 import type { ColumnChunk, SchemaType, ScanSource } from './storage/chunk.js';
+import type { ExtractionJob } from './extraction-jobs.js';
+
+export type { ExtractionJob } from './extraction-jobs.js';
 
 export type KeyKind = 'master' | 'write' | 'read';
 
@@ -141,6 +144,30 @@ export interface TallyEngine {
 
   /** Runs an analysis (spec/api.md §6); throws ApiError for bad queries and limits. */
   query(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown>;
+
+  /**
+   * Queues an asynchronous extraction (spec/api.md §11) after validating it as a synchronous one
+   * would be validated (ApiError 400s, 429 in the extractions category). The job survives restarts.
+   */
+  submitExtraction(projectId: string, params: Readonly<Record<string, unknown>>): ExtractionJob;
+  /** A job of the project, or undefined when unknown or expired. */
+  getExtractionJob(projectId: string, id: string): ExtractionJob | undefined;
+  /** The finished job's file and its content type; 404 unknown/expired, 409 ExtractionNotReadyError. */
+  extractionResult(projectId: string, id: string): { file: string; contentType: string };
+
+  /**
+   * Deletes events (spec/api.md §7): those matching `filters`/`timeframe`/`timezone`, or with none
+   * of them the whole collection and its schema. Durable when it resolves; rows leave the disk in
+   * the background. ResourceNotFoundError for an unknown collection; rate-limited (429).
+   */
+  deleteEvents(projectId: string, collection: string, params: Readonly<Record<string, unknown>>): Promise<void>;
+  /** Deletes a property (and the paths below it) from the collection's schema and data. */
+  deleteProperty(projectId: string, collection: string, property: string): Promise<void>;
+  /**
+   * Calls listener after a delete of the collection's events, properties or the collection itself
+   * is durable (results cached over it are stale); returns an unsubscribe function.
+   */
+  onDelete(listener: (projectId: string, collection: string) => void): () => void;
 
   /** The collection's log: first offset still stored and the next offset to be written. */
   logBounds(projectId: string, collection: string): { start: number; end: number };

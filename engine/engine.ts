@@ -10,6 +10,9 @@ import type {
   AppendOptions, AppendResult, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, TallyEngine, WriteContext,
 } from './api.js';
+import { DeleteManager } from './deletes/manager.js';
+import { applyDeletes } from './deletes/rewrite.js';
+import { ExtractionJobs, type ExtractionJob } from './extraction-jobs.js';
 import { createEnricher, sharedDatabaseFiles, type Enricher } from './enrich/pipeline.js';
 import { ApiError } from './errors.js';
 import { collectionIdKey } from './ids.js';
@@ -40,6 +43,7 @@ export async function openEngine(options: EngineOptions): Promise<TallyEngine> {
 class Engine implements TallyEngine {
   private readonly stores = new Map<string, CollectionStore>();
   private readonly listeners = new Set<(projectId: string, collection: string) => void>();
+  private readonly deleteListeners = new Set<(projectId: string, collection: string) => void>();
   private flushing: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -47,6 +51,8 @@ class Engine implements TallyEngine {
   private readonly writes: WritePath;
   private readonly log: LogReader;
   private readonly segmentPool: SegmentPool;
+  private readonly deletes: DeleteManager;
+  private extractions: ExtractionJobs | null = null;
 
   private constructor(
     private readonly dataDir: string,
@@ -68,7 +74,21 @@ class Engine implements TallyEngine {
       full: () => void this.flush().catch(this.reportFlushError),
       added: (rows) => this.checkBufferBudget(rows),
     });
-    this.log = new LogReader((project, collection) => this.store(project, collection, false), memory.logCacheBytes);
+    this.log = new LogReader((project, collection) => this.store(project, collection, false), memory.logCacheBytes,
+      (project, collection) => this.deletes.entriesOf(project, collection));
+    this.deletes = new DeleteManager({
+      dataDir, clock,
+      store: (project, collection) => this.store(project, collection, false),
+      stores: () => this.stores.values(),
+      resetStore: (old, flushedSeq) => this.resetStore(old, flushedSeq),
+      idle: () => this.idle(),
+      commitManifest: () => this.commitManifest(),
+      deleted: (project, collection) => {
+        for (const listener of this.deleteListeners) listener(project, collection);
+      },
+      rewrite: (job) => this.segmentPool.run({ op: 'rewrite', ...job }).then(([footer]) => footer),
+      forget: (file) => this.log.forget(file),
+    });
   }
 
   static async open(options: EngineOptions): Promise<Engine> {
@@ -101,6 +121,9 @@ class Engine implements TallyEngine {
     engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0, ingest, memory);
     engine.createdFresh = projects.created;
     engine.recover(replay);
+    engine.extractions = new ExtractionJobs({
+      dataDir, clock, queries, source: (project, collection, start, end) => engine.scanSource(project, collection, start, end),
+    });
     const interval = options.flushIntervalMs ?? FLUSH_INTERVAL_MS;
     engine.timer = setInterval(() => void engine.flush().catch(engine.reportFlushError), interval);
     engine.timer.unref();
@@ -131,6 +154,23 @@ class Engine implements TallyEngine {
       for (const orphan of store.orphanFiles()) fs.rmSync(orphan, { force: true });
     }
     this.writes.replay(replay);
+    this.deletes.recover();
+  }
+
+  /** An empty store in place of `old` (a collection delete): same directory, log offsets go on. */
+  private resetStore(old: CollectionStore, flushedSeq: number): CollectionStore {
+    const saved = {
+      project: old.project, collection: old.name, dir: old.relativeDir, flushedSeq,
+      nextSeq: old.nextSeq, schema: {}, segments: [],
+    };
+    const fresh = new CollectionStore(this.dataDir, old.project, old.name, saved, this.clock());
+    this.stores.set(key(old.project, old.name), fresh);
+    return fresh;
+  }
+
+  /** Resolves once no flush (nor the compaction and rewrite inside it) is running. */
+  private async idle(): Promise<void> {
+    while (this.flushing !== null) await this.flushing.catch(() => undefined);
   }
 
   private store(project: string, collection: string, create: boolean): CollectionStore | undefined {
@@ -235,7 +275,7 @@ class Engine implements TallyEngine {
   listCollections(projectId: string): CollectionSchema[] {
     const out: CollectionSchema[] = [];
     for (const store of this.stores.values()) {
-      if (store.project !== projectId) continue;
+      if (store.project !== projectId || this.deletes.hidden(store)) continue;
       out.push({ name: store.name, properties: store.schema.toJSON() });
       if (out.length === COLLECTIONS_LISTED_MAX) break;
     }
@@ -244,7 +284,8 @@ class Engine implements TallyEngine {
 
   getCollection(projectId: string, collection: string): CollectionSchema | undefined {
     const store = this.store(projectId, collection, false);
-    return store ? { name: store.name, properties: store.schema.toJSON() } : undefined;
+    if (store === undefined || this.deletes.hidden(store)) return undefined;
+    return { name: store.name, properties: store.schema.toJSON() };
   }
 
   // Scans and queries.
@@ -252,17 +293,45 @@ class Engine implements TallyEngine {
   scanSource(projectId: string, collection: string, startMs: number, endMs: number): ScanSource {
     const store = this.store(projectId, collection, false);
     if (!store) return { idKey: collectionIdKey(projectId, collection), memoryVersion: 0, segments: [], memory: null, schema: {} };
-    return store.scanSource(startMs, endMs);
+    const deletes = this.deletes.entriesOf(projectId, collection);
+    const source = store.scanSource(startMs, endMs);
+    return deletes.length === 0 ? source : { ...source, deletes };
   }
 
   *scan(projectId: string, collection: string, startMs: number, endMs: number): Iterable<ColumnChunk> {
     const source = this.scanSource(projectId, collection, startMs, endMs);
-    for (const segment of source.segments) yield readSegment(segment.file);
-    if (source.memory) yield source.memory;
+    const deletes = source.deletes ?? [];
+    for (const segment of source.segments) yield applyDeletes(readSegment(segment.file), deletes);
+    if (source.memory) yield applyDeletes(source.memory, deletes);
   }
 
   query(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {
     return this.queries.run(projectId, analysis, params);
+  }
+
+  // Asynchronous extractions (extraction-jobs.ts).
+
+  submitExtraction(projectId: string, params: Readonly<Record<string, unknown>>): ExtractionJob {
+    if (this.closed) throw new ApiError('ServiceUnavailableError', 'Tally is shutting down.');
+    return this.extractions!.submit(projectId, params);
+  }
+
+  getExtractionJob(projectId: string, id: string): ExtractionJob | undefined {
+    return this.extractions!.get(projectId, id);
+  }
+
+  extractionResult(projectId: string, id: string): { file: string; contentType: string } {
+    return this.extractions!.result(projectId, id);
+  }
+
+  // Deletes (engine/deletes).
+
+  deleteEvents(projectId: string, collection: string, params: Readonly<Record<string, unknown>>): Promise<void> {
+    return this.deletes.deleteEvents(projectId, collection, params);
+  }
+
+  deleteProperty(projectId: string, collection: string, property: string): Promise<void> {
+    return this.deletes.deleteProperty(projectId, collection, property);
   }
 
   // The log (outbound Kafka).
@@ -277,6 +346,11 @@ class Engine implements TallyEngine {
 
   offsetForTime(projectId: string, collection: string, timestampMs: number): number {
     return this.log.offsetForTime(projectId, collection, timestampMs);
+  }
+
+  onDelete(listener: (projectId: string, collection: string) => void): () => void {
+    this.deleteListeners.add(listener);
+    return () => this.deleteListeners.delete(listener);
   }
 
   onAppend(listener: (projectId: string, collection: string) => void): () => void {
@@ -340,6 +414,7 @@ class Engine implements TallyEngine {
       for (const store of this.stores.values()) store.buffer.trim();
     }
     await this.compactStep();
+    if (!this.closed) await this.deletes.rewriteStep();
   }
 
   /**
@@ -380,6 +455,7 @@ class Engine implements TallyEngine {
     if (this.closed) return;
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
+    this.extractions?.close();
     await this.writes.settled();
     await this.ingest?.close();
     await this.flush();

@@ -27,6 +27,7 @@ export const ERROR_STATUS = {
   KeyNotPermittedError: 403,
   ResourceNotFoundError: 404,
   MethodNotAllowedError: 405,
+  ExtractionNotReadyError: 409,
   RequestTooLargeError: 413,
   RateLimitExceededError: 429,
   TooManyConcurrentQueriesError: 429,

@@ -3,7 +3,7 @@
  * programs import this file and nothing deeper.
  */
 export type {
-  AppendOptions, AppendResult, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
+  AppendOptions, AppendResult, ExtractionJob, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, TallyEngine, WriteContext,
 } from './api.js';
 export type { Column, ColumnChunk, SchemaType, ScanSource, SegmentFooter } from './storage/chunk.js';
@@ -16,3 +16,4 @@ export * as limits from './limits.js';
 export { openEngine } from './engine.js';
 export { MEMORY_BUDGET_MIN_BYTES, defaultMemoryBudget, parseBytes } from './memory.js';
 export { parseJson, parseJsonBody } from './ingest/batch.js';
+export { isAsyncExtraction } from './extraction-jobs.js';

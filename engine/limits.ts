@@ -81,6 +81,10 @@ export const RESPONSE_BYTES_MAX = 150 * 1_000_000;
 export const EXTRACTION_SCAN_MAX = 1_000_000;
 /** Events a synchronous extraction may return (seed) → ExtractionTooLargeError. */
 export const EXTRACTION_RESULT_MAX = 100_000;
+/** Events an asynchronous extraction job may write (spec/api.md §11) → ExtractionTooLargeError. */
+export const ASYNC_EXTRACTION_EVENTS_MAX = 10_000_000;
+/** How long an asynchronous extraction's record and file are kept after it is submitted (spec: 24 h). */
+export const ASYNC_EXTRACTION_TTL_MS = 24 * 3_600_000;
 /** Unique actors of a funnel (seed) → TooManyGroupsError. */
 export const FUNNEL_ACTORS_MAX = 1_000_000;
 /** Steps of a funnel; bounds the work of one request → InvalidQueryError. */

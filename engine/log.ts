@@ -6,7 +6,10 @@
  * read forward.
  */
 import type { LogRecord } from './api.js';
+import { hideProperties, keptRows, type DeleteEntry } from './deletes/predicate.js';
 import { eventId } from './ids.js';
+import { ColumnViews } from './query/columns.js';
+import { Scratch } from './query/filter-eval.js';
 import type { ColumnChunk } from './storage/chunk.js';
 import { EventBuilder } from './storage/event-json.js';
 import { chunkBytes } from './storage/chunk-bytes.js';
@@ -21,10 +24,24 @@ export class LogReader {
   /** Event builders of the chunks records were last read from; a read touches a few chunks. */
   private builders = new Map<ColumnChunk, EventBuilder>();
 
+  private readonly views = new ColumnViews();
+  private readonly scratch = new Scratch();
+
   constructor(
     private readonly storeOf: (project: string, collection: string) => CollectionStore | undefined,
     private readonly budgetBytes: number,
+    private readonly deletesOf: (project: string, collection: string) => DeleteEntry[] = () => [],
   ) {}
+
+  /** Per row of `chunk`, 1 when a pending delete removed it; null when none did. */
+  private deletedMask(chunk: ColumnChunk, deletes: readonly DeleteEntry[]): Uint8Array | null {
+    if (deletes.length === 0) return null;
+    const kept = keptRows(chunk, deletes, this.views, this.scratch);
+    if (kept.length === chunk.rows) return null;
+    const mask = new Uint8Array(chunk.rows).fill(1);
+    for (const row of kept) mask[row] = 0;
+    return mask;
+  }
 
   bounds(project: string, collection: string): { start: number; end: number } {
     const store = this.storeOf(project, collection);
@@ -40,15 +57,18 @@ export class LogReader {
     const candidates = store.segments.filter((s) => s.footer.seqMax >= from)
       .sort((a, b) => a.footer.seqMin - b.footer.seqMin);
     const picked: { chunk: ColumnChunk; row: number }[] = [];
+    const deletes = this.deletesOf(project, collection);
     for (const segment of candidates) {
       // Once maxRecords rows are picked, a segment starting past the largest picked seq adds nothing.
       if (picked.length >= maxRecords && segment.footer.seqMin > picked[maxRecords - 1].chunk.seq[picked[maxRecords - 1].row]) break;
-      pickRows(this.chunkOf(segment.file), from, maxRecords, picked);
+      const chunk = this.chunkOf(segment.file);
+      pickRows(chunk, from, maxRecords, picked, this.deletedMask(chunk, deletes));
       picked.sort((a, b) => a.chunk.seq[a.row] - b.chunk.seq[b.row]);
       picked.length = Math.min(picked.length, maxRecords);
     }
     if (store.buffer.rows > 0) {
-      pickRows(store.buffer.snapshot(), from, maxRecords, picked);
+      const chunk = store.buffer.snapshot();
+      pickRows(chunk, from, maxRecords, picked, this.deletedMask(chunk, deletes));
       picked.sort((a, b) => a.chunk.seq[a.row] - b.chunk.seq[b.row]);
     }
     const out: LogRecord[] = [];
@@ -58,7 +78,9 @@ export class LogReader {
       if (out.length === maxRecords || (out.length > 0 && bytes >= maxBytes)) break;
       let builder = builders.get(chunk);
       if (builder === undefined) {
-        builder = this.builders.get(chunk) ?? new EventBuilder(chunk, store.idKey);
+        // Deleted properties are not in the rebuilt event (hideProperties turns them missing).
+        builder = (deletes.length === 0 ? this.builders.get(chunk) : undefined)
+          ?? new EventBuilder(hideProperties(chunk, deletes), store.idKey);
         builders.set(chunk, builder);
       }
       const json = JSON.stringify(builder.event(row));
@@ -114,13 +136,21 @@ export class LogReader {
   }
 }
 
-/** Adds up to maxRecords rows of `chunk` with seq ≥ from (seq increases within a chunk). */
-function pickRows(chunk: ColumnChunk, from: number, maxRecords: number, picked: { chunk: ColumnChunk; row: number }[]): void {
+/** Adds up to maxRecords rows of `chunk` with seq ≥ from (seq increases within a chunk), skipping deleted ones. */
+function pickRows(
+  chunk: ColumnChunk, from: number, maxRecords: number, picked: { chunk: ColumnChunk; row: number }[],
+  deleted: Uint8Array | null,
+): void {
   let low = 0, high = chunk.rows;
   while (low < high) {
     const mid = (low + high) >> 1;
     if (chunk.seq[mid] < from) low = mid + 1;
     else high = mid;
   }
-  for (let row = low; row < chunk.rows && row < low + maxRecords; row++) picked.push({ chunk, row });
+  let taken = 0;
+  for (let row = low; row < chunk.rows && taken < maxRecords; row++) {
+    if (deleted !== null && deleted[row] === 1) continue;
+    picked.push({ chunk, row });
+    taken++;
+  }
 }

@@ -23,7 +23,7 @@ export function countUniqueFromSketches(
   const cache = env.cache;
   if (plan.aggregates.length !== 1 || spec.kind !== 'count_unique' || spec.forceExact ||
     plan.filters.length > 0 || plan.groupBy !== null || plan.buckets !== null || cache === null ||
-    TIME_PATHS.has(spec.targetProperty!)) return null;
+    TIME_PATHS.has(spec.targetProperty!) || (source.deletes?.length ?? 0) > 0) return null;
   const target = spec.targetProperty!;
   const { startMs, endMs } = plan.range;
   const union = new HyperLogLog(HLL_PRECISION);

@@ -8,10 +8,11 @@ import { ApiError } from '../errors.js';
 
 const WINDOW_MS = 60_000;
 
-export type RateCategory = 'query' | 'extraction';
+export type RateCategory = 'query' | 'extraction' | 'delete' | 'collection_delete';
 
 const NAMES: Readonly<Record<RateCategory, string>> = {
-  query: 'ad-hoc queries', extraction: 'extractions',
+  query: 'ad-hoc queries', extraction: 'extractions', delete: 'deletes',
+  collection_delete: 'collection deletes',
 };
 
 interface Window {

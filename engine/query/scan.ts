@@ -8,6 +8,7 @@ import { ApiError } from '../errors.js';
 import type { ColumnChunk, ScanSource, SegmentFooter, SegmentRef } from '../storage/chunk.js';
 import type { ChunkCache } from './chunk-cache.js';
 import type { ColumnViews } from './columns.js';
+import { DeleteScratch, dropDeleted, hideProperties, touches } from '../deletes/predicate.js';
 import { compileFilters, Scratch } from './filter-eval.js';
 import type { ExecLimits, FilterNode, TimeRange } from './plan.js';
 
@@ -36,6 +37,7 @@ export class ScanBuffers {
   /** identity[i] === i: the selection of a chunk wholly inside the timeframe, never written. */
   identity = new Int32Array(0);
   readonly scratch = new Scratch();
+  readonly deleteScratch = new DeleteScratch();
   eventsScanned = 0;
   ensure(rows: number): void {
     if (this.idx.length >= rows) return;
@@ -72,25 +74,29 @@ export function scanSource(
   visit: (selected: Selected) => void,
 ): void {
   const { range, filters } = options;
-  const columns = options.columns === null ? null : [...new Set([...options.columns, ...filterPaths(filters)])];
+  const deletes = source.deletes ?? [];
+  const deleteFilters = deletes.flatMap((entry) => (entry.kind === 'rows' ? entry.filters : []));
+  const columns = options.columns === null ? null
+    : [...new Set([...options.columns, ...filterPaths(filters), ...filterPaths(deleteFilters)])];
   for (const ref of source.segments) {
     checkDeadline(env);
     const footer = ref.footer;
     if (footer.tsMax < range.startMs || footer.tsMin >= range.endMs) continue;
     if (cannotMatch(filters, footer)) continue;
     const inside = footer.tsMin >= range.startMs && footer.tsMax < range.endMs;
-    if (inside && options.answerFromFooter?.(footer)) {
+    const footerAnswers = !deletes.some((entry) => entry.kind === 'rows' && touches(entry, footer.seqMin));
+    if (inside && footerAnswers && options.answerFromFooter?.(footer)) {
       buffers.eventsScanned += footer.rows;
       continue;
     }
-    visitChunk(loadSegment(ref, columns, env), inside, options, env, buffers, visit);
+    visitChunk(loadSegment(ref, columns, env), inside, options, env, buffers, visit, deletes);
   }
   const memory = source.memory;
   if (memory !== null && memory.rows > 0) {
     checkDeadline(env);
     const [tsMin, tsMax] = env.views.tsRange(memory);
     const inside = tsMin >= range.startMs && tsMax < range.endMs;
-    visitChunk(memory, inside, options, env, buffers, visit);
+    visitChunk(memory, inside, options, env, buffers, visit, deletes);
   }
 }
 
@@ -110,8 +116,9 @@ export function filterPaths(filters: readonly FilterNode[], out: string[] = []):
 
 function visitChunk(
   chunk: ColumnChunk, inside: boolean, options: ScanOptions, env: ExecEnv, buffers: ScanBuffers,
-  visit: (selected: Selected) => void,
+  visit: (selected: Selected) => void, deletes: NonNullable<ScanSource['deletes']>,
 ): void {
+  if (deletes.length > 0) chunk = hideProperties(chunk, deletes);
   buffers.ensure(chunk.rows);
   let idx = buffers.identity;
   let inRange = chunk.rows;
@@ -123,6 +130,10 @@ function visitChunk(
   let n = inRange;
   if (n > 0 && options.filters.length > 0) {
     n = compileFilters(options.filters, chunk, env.views, buffers.scratch)(idx, buffers.idx, n);
+    idx = buffers.idx;
+  }
+  if (n > 0 && deletes.length > 0) {
+    n = dropDeleted(chunk, idx, buffers.idx, n, deletes, env.views, buffers.scratch, buffers.deleteScratch);
     idx = buffers.idx;
   }
   visit({ chunk, idx, n, inRange });

@@ -125,6 +125,26 @@ export class QueryService {
     }
   }
 
+  /** Counts one extraction against the project's extraction rate limit (asynchronous jobs). */
+  takeExtraction(projectId: string): void {
+    const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
+    this.rates.take(projectId, 'extraction', limits.extractionsPerMinute);
+  }
+
+  /**
+   * Runs one asynchronous extraction task (engine/extraction-jobs.ts) on a worker, outside the
+   * admission queue (a job runs one task at a time); returns the events it wrote to output.file.
+   */
+  async extractToFile(plan: Plan, source: ScanSource, output: QueryTask['output']): Promise<number> {
+    const task: QueryTask = {
+      plan, sources: [source], limits: this.limits, output,
+      deadlineMs: Date.now() + this.limits.timeoutMs, timeoutMs: this.limits.timeoutMs,
+    };
+    const body = this.pool !== null ? await this.pool.run(task)
+      : runTask(task, await (this.local ??= this.openLocal()));
+    return body.events as number;
+  }
+
   private async runOnPool(task: QueryTask): Promise<Record<string, unknown>> {
     const pool = this.pool!;
     const plan = task.plan;

@@ -5,6 +5,7 @@
 import { ApiError } from '../errors.js';
 import type { ScanSource } from '../storage/chunk.js';
 import { aggregateOver, executePlan } from './execute.js';
+import { extractToFile, type ExtractionOutput } from './extraction.js';
 import { pack, type PartialBody } from './partial.js';
 import type { ExecLimits, Plan } from './plan.js';
 import { ScanBuffers, type ExecEnv } from './scan.js';
@@ -50,6 +51,8 @@ export interface QueryTask {
    * and the task returns its packed partial states (partial.ts) instead of a response body.
    */
   readonly whole?: ScanSource;
+  /** Set on an asynchronous extraction's task: the events go to this file, the body is {events}. */
+  readonly output?: ExtractionOutput;
 }
 
 export function runTask(task: QueryTask, env: Omit<ExecEnv, 'limits' | 'deadlineMs' | 'timeoutMs'>): Record<string, unknown> {
@@ -60,6 +63,12 @@ export function runTask(task: QueryTask, env: Omit<ExecEnv, 'limits' | 'deadline
     }, buffers, task.whole);
     const partial: PartialBody = { outcome: pack(outcome), eventsScanned: buffers.eventsScanned };
     return partial as unknown as Record<string, unknown>;
+  }
+  if (task.output !== undefined && task.plan.kind === 'extraction') {
+    const events = extractToFile(task.plan, task.sources[0], {
+      ...env, limits: task.limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs,
+    }, new ScanBuffers(), task.output);
+    return { events };
   }
   const body = executePlan(task.plan, task.sources, {
     ...env, limits: task.limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs,

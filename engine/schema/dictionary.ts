@@ -65,6 +65,15 @@ export class SchemaDictionary {
     }
   }
 
+  /** Removes `path` and every path below it (a property delete); true when any was known. */
+  forget(path: string): boolean {
+    let found = false;
+    for (const known of [...this.types.keys()]) {
+      if (known === path || known.startsWith(`${path}.`)) found = this.types.delete(known) || found;
+    }
+    return found;
+  }
+
   typeOf(path: string): SchemaType | undefined {
     return STANDARD[path] ?? this.types.get(path);
   }

@@ -4,6 +4,7 @@
  * data (typed arrays, arrays, maps of them) so a chunk can be posted to a worker thread.
  * This file owns the shape only; segment/writer.ts and segment/reader.ts convert it to Arrow.
  */
+import type { DeleteEntry } from '../deletes/predicate.js';
 
 /** Schema type strings of spec/api.md §4. */
 export type SchemaType = 'num' | 'bool' | 'string' | 'list' | 'null' | 'datetime' | 'geo';
@@ -99,4 +100,6 @@ export interface ScanSource {
    */
   readonly memoryVersion: number;
   readonly schema: Readonly<Record<string, SchemaType>>;
+  /** Pending deletes of the collection (engine/deletes): rows and properties readers must skip. */
+  readonly deletes?: readonly DeleteEntry[];
 }

@@ -8,6 +8,8 @@ import type { ColumnChunk, SchemaType, SegmentFooter } from './chunk.js';
 import { concatChunks, gatherChunk } from './chunk-ops.js';
 import { readSegment } from './segment/reader.js';
 import { writeSegment } from './segment/writer.js';
+import type { DeleteEntry } from '../deletes/predicate.js';
+import { rewriteSegment } from '../deletes/rewrite.js';
 
 export type SegmentJob =
   | { readonly op: 'write'; readonly id: number; readonly chunk: ColumnChunk;
@@ -15,7 +17,9 @@ export type SegmentJob =
       readonly parts: readonly { readonly file: string; readonly indices: Int32Array | null }[];
       readonly schema: Readonly<Record<string, SchemaType>> }
   | { readonly op: 'compact'; readonly id: number; readonly file: string; readonly sources: readonly string[];
-      readonly schema: Readonly<Record<string, SchemaType>> };
+      readonly schema: Readonly<Record<string, SchemaType>> }
+  | { readonly op: 'rewrite'; readonly id: number; readonly file: string; readonly source: string;
+      readonly deletes: readonly DeleteEntry[]; readonly schema: Readonly<Record<string, SchemaType>> };
 
 export type SegmentJobResult =
   | { readonly id: number; readonly footers: SegmentFooter[]; readonly error?: undefined }
@@ -29,6 +33,7 @@ export function runSegmentJob(job: SegmentJob): SegmentFooter[] {
     return job.parts.map(({ file, indices }) =>
       writeSegment(file, indices === null ? job.chunk : gatherChunk(job.chunk, indices), job.schema));
   }
+  if (job.op === 'rewrite') return [rewriteSegment(job.source, job.file, job.deletes, job.schema)];
   return [writeSegment(job.file, mergeBySeq(job.sources.map((file) => readSegment(file))), job.schema)];
 }
 

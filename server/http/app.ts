@@ -5,6 +5,8 @@
  */
 import { limits } from '../../engine/index.js';
 import { Router } from './router.js';
+import { deleteEvents, deleteProperty } from './routes/deletes.js';
+import { getExtractionJob, getExtractionResult } from './routes/extractions.js';
 import { recordBatch, recordBeaconOrInspect, recordEvent } from './routes/events.js';
 import { getProperty, listCollections } from './routes/inspect.js';
 import { createProject, getProject, listProjects, regenerateKey } from './routes/organizations.js';
@@ -25,10 +27,12 @@ export const ROUTES: readonly RouteSpec[] = [
   { pattern: `${P}/api_keys/:kind/regenerate`, methods: { POST: regenerateKey } },
   { pattern: `${P}/events`, methods: { GET: listCollections, POST: recordBatch },
     bodyBytesMax: limits.BATCH_BYTES_MAX },
-  { pattern: `${P}/events/:collection`, methods: { GET: recordBeaconOrInspect, POST: recordEvent },
+  { pattern: `${P}/events/:collection`, methods: { GET: recordBeaconOrInspect, POST: recordEvent, DELETE: deleteEvents },
     bodyBytesMax: limits.EVENT_BYTES_MAX },
-  { pattern: `${P}/events/:collection/properties/:property`, methods: { GET: getProperty } },
+  { pattern: `${P}/events/:collection/properties/:property`, methods: { GET: getProperty, DELETE: deleteProperty } },
   { pattern: `${P}/queries/:analysis`, methods: { GET: runQuery, POST: runQuery } },
+  { pattern: `${P}/queries/extraction/jobs/:id`, methods: { GET: getExtractionJob } },
+  { pattern: `${P}/queries/extraction/jobs/:id/result`, methods: { GET: getExtractionResult } },
 ].map((route) => ({ bodyBytesMax: SMALL_BODY_BYTES_MAX, ...route }));
 
 export function createRouter(): Router {

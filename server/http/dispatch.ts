@@ -6,7 +6,8 @@
 import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { ApiError } from '../../engine/index.js';
 import { readBody } from './body.js';
-import { errorReply, preflight, writeReply } from './respond.js';
+import { errorReply, preflight, writeHead, writeReply } from './respond.js';
+import { streamFile } from './stream-file.js';
 import type { Router } from './router.js';
 import type { Ctx, Deps, Handler, Reply, RouteSpec } from './types.js';
 
@@ -120,6 +121,7 @@ export function createDispatcher(
     let answered = false;
     let head: Head | undefined;
     let body: Promise<Buffer> | undefined;
+    const abortListeners: (() => void)[] = [];
     const answer = (reply: Reply): void => {
       if (aborted || answered) return;
       answered = true;
@@ -135,11 +137,19 @@ export function createDispatcher(
       // stopped copying), and closing while the client still uploads would reset the connection
       // before it reads our answer.
       const close = state.closing;
+      if (reply.file !== undefined) {
+        void streamFile(res, { ...reply, file: reply.file }, head?.method === 'HEAD',
+          (callback) => abortListeners.push(callback), (r) => writeHead(r, reply));
+        return;
+      }
       res.cork(() => writeReply(res, reply, head?.method === 'HEAD', close));
     };
     try {
       head = readHead(res, req, trustProxy);
-      res.onAborted(() => { aborted = true; });
+      res.onAborted(() => {
+        aborted = true;
+        for (const listener of abortListeners) listener();
+      });
       if (head.method === 'OPTIONS') return answer(preflight(head.requestHeaders));
       if (state.closing) {
         return answer(errorReply(shuttingDown(), deps.log));

@@ -8,9 +8,9 @@ import { isApiError } from '../../engine/index.js';
 import type { Reply } from './types.js';
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {
-  200: '200 OK', 201: '201 Created', 204: '204 No Content', 302: '302 Found',
+  200: '200 OK', 201: '201 Created', 202: '202 Accepted', 204: '204 No Content', 302: '302 Found',
   400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden', 404: '404 Not Found',
-  405: '405 Method Not Allowed', 413: '413 Payload Too Large', 429: '429 Too Many Requests',
+  405: '405 Method Not Allowed', 409: '409 Conflict', 413: '413 Payload Too Large', 429: '429 Too Many Requests',
   500: '500 Internal Server Error', 503: '503 Service Unavailable', 504: '504 Gateway Timeout',
 };
 
@@ -66,6 +66,14 @@ function encodeBody(reply: Reply): { bytes: Uint8Array | string; type: string | 
  * Writes one reply; call inside res.cork() when not in the synchronous part of a handler.
  * `headOnly` sends the headers of the reply with its Content-Length but no body.
  */
+/** Status line and headers of a reply whose body is written separately (a streamed file). */
+export function writeHead(res: HttpResponse, reply: Reply): void {
+  res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
+  res.writeHeader('Access-Control-Allow-Origin', '*');
+  if (reply.contentType !== undefined) res.writeHeader('Content-Type', reply.contentType);
+  for (const [name, value] of reply.headers ?? []) res.writeHeader(name, value);
+}
+
 export function writeReply(
   res: HttpResponse, reply: Reply, headOnly: boolean, close: boolean,
 ): void {

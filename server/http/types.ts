@@ -30,6 +30,8 @@ export interface Reply {
   readonly status: number;
   /** Serialized as the JSON body. */
   readonly json?: unknown;
+  /** A file streamed as the body (server/http/stream-file.ts); wins over body and json. */
+  readonly file?: string;
   /** A raw body; wins over json. */
   readonly body?: Uint8Array;
   readonly contentType?: string;

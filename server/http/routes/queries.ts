@@ -2,11 +2,12 @@
  * Analyses (spec/api.md §6): GET (lenient query-string params), POST (one JSON object) and
  * HEAD, with a Read or Master Key. The engine validates the parameters and runs the analysis.
  */
-import { ApiError } from '../../../engine/index.js';
+import { ApiError, isAsyncExtraction } from '../../../engine/index.js';
 import { requireProjectKey } from '../auth.js';
 import { lenientParams, parseJsonBody } from '../parse.js';
 import { json } from '../respond.js';
 import type { Ctx, Handler } from '../types.js';
+import { submitExtraction } from './extractions.js';
 
 const ANALYSES = new Set([
   'count', 'count_unique', 'minimum', 'maximum', 'sum', 'average', 'median', 'percentile',
@@ -32,7 +33,9 @@ export const runQuery: Handler = async (ctx, { engine }) => {
     throw new ApiError('ResourceNotFoundError',
       `Unknown analysis "${analysis}"; see spec/api.md §6 for the list.`);
   }
-  const result = await engine.query(project, analysis, queryParams(ctx));
+  const params = queryParams(ctx);
+  if (analysis === 'extraction' && isAsyncExtraction(params)) return submitExtraction(engine, project, params);
+  const result = await engine.query(project, analysis, params);
   // The engine answers with the whole body ({result, ...}); a bare value gets the envelope.
   const isObject = result !== null && typeof result === 'object' && !Array.isArray(result);
   return json(200, isObject && 'result' in result ? result : { result });

@@ -1,0 +1,136 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { collectionIdKey } from '../ids.js';
+import { EventBuilder, openEngine, type TallyEngine } from '../index.js';
+
+const ctx = { ip: '203.0.113.9', userAgent: 'test/1.0' };
+
+async function open(dataDir: string): Promise<TallyEngine> {
+  return openEngine({ dataDir, queryWorkers: 0, flushIntervalMs: 3_600_000 });
+}
+
+function eventsOf(
+  engine: TallyEngine,
+  project: string,
+  collection: string,
+): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const chunk of engine.scan(project, collection, 0, 8.64e15)) {
+    const builder = new EventBuilder(chunk, collectionIdKey(project, collection));
+    for (let i = 0; i < chunk.rows; i++) out.push(builder.event(i));
+  }
+  return out;
+}
+
+function segmentRows(dataDir: string): number {
+  const manifest = JSON.parse(fs.readFileSync(path.join(dataDir, 'manifest.json'), 'utf8'));
+  return manifest.collections
+    .flatMap((c: { segments: { footer: { rows: number } }[] }) => c.segments)
+    .reduce((sum: number, s: { footer: { rows: number } }) => sum + s.footer.rows, 0);
+}
+
+t.test(
+  'deletes through the embedded engine: scans, the rewrite, retirement and reopening',
+  async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-deletes-'));
+    t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+    let engine = await open(dir);
+    const project = engine.listProjects()[0].id;
+    const notified: string[] = [];
+    engine.onDelete((p, c) => notified.push(`${p === project}:${c}`));
+    const events = Array.from({ length: 100 }, (_, i) => ({
+      collection: 'c',
+      event: { n: i, odd: i % 2 === 1, pii: { email: `u${i}@x` } },
+    }));
+    await engine.appendEvents(project, events, ctx);
+    await engine.flush();
+    await engine.deleteEvents(project, 'c', {
+      filters: [{ property_name: 'odd', operator: 'eq', property_value: true }],
+    });
+    await engine.deleteProperty(project, 'c', 'pii');
+    await engine.appendEvents(
+      project,
+      [{ collection: 'c', event: { n: 1000, odd: true, pii: { email: 'late@x' } } }],
+      ctx,
+    );
+    let seen = eventsOf(engine, project, 'c');
+    t.equal(seen.length, 51, 'odd events before the delete are gone; the later one stays');
+    t.ok(
+      seen.filter((e) => e.n !== 1000).every((e) => !('pii' in e)),
+      'the property is gone from older events',
+    );
+    t.same(
+      seen.find((e) => e.n === 1000)?.pii,
+      { email: 'late@x' },
+      'events written later keep it',
+    );
+    t.equal(segmentRows(dir), 100, 'nothing was rewritten synchronously');
+    t.same(notified, ['true:c', 'true:c'], 'onDelete listeners hear of each delete');
+    await engine.flush(); // the buffered event goes to a segment, then one rewrite step
+    await engine.flush();
+    await engine.flush();
+    t.equal(
+      segmentRows(dir),
+      51,
+      'the background rewrite removed the deleted rows from the segments',
+    );
+    const log = JSON.parse(fs.readFileSync(path.join(dir, 'deletes.json'), 'utf8'));
+    t.same(log.entries, [], 'entries retire once nothing holds what they delete');
+    await engine.close();
+    engine = await open(dir);
+    seen = eventsOf(engine, project, 'c');
+    t.equal(seen.length, 51);
+    t.ok(
+      seen.filter((e) => e.n !== 1000).every((e) => !('pii' in e)),
+      'rewritten raw JSON lacks the property',
+    );
+    const count = (await engine.query(project, 'count', {
+      event_collection: 'c',
+      timeframe: { start: '2000-01-01', end: '2100-01-01' },
+    })) as { result: number };
+    t.equal(count.result, 51);
+    await engine.deleteEvents(project, 'c', {});
+    t.equal(engine.getCollection(project, 'c'), undefined);
+    t.same(eventsOf(engine, project, 'c'), []);
+    await engine.close();
+    engine = await open(dir);
+    t.equal(
+      engine.getCollection(project, 'c'),
+      undefined,
+      'the collection delete survives reopening',
+    );
+    await engine.close();
+  },
+);
+
+t.test(
+  'a delete that matches no row of a segment leaves the segment file alone and retires',
+  async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-deletes-'));
+    t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const engine = await open(dir);
+    const project = engine.listProjects()[0].id;
+    await engine.appendEvents(
+      project,
+      Array.from({ length: 10 }, (_, i) => ({ collection: 'c', event: { n: i } })),
+      ctx,
+    );
+    await engine.flush();
+    const files = () =>
+      JSON.parse(
+        fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'),
+      ).collections[0].segments.map((s: { file: string }) => s.file);
+    const before = files();
+    await engine.deleteEvents(project, 'c', {
+      filters: [{ property_name: 'n', operator: 'eq', property_value: 99 }],
+    });
+    await engine.flush();
+    await engine.flush();
+    t.same(files(), before, 'not rewritten');
+    t.same(JSON.parse(fs.readFileSync(path.join(dir, 'deletes.json'), 'utf8')).entries, []);
+    t.equal(eventsOf(engine, project, 'c').length, 10);
+    await engine.close();
+  },
+);

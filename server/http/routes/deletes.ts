@@ -1,0 +1,41 @@
+/**
+ * Deletes (spec/api.md §7), Master Key only: events of a collection by filters/timeframe/timezone
+ * or the whole collection, and one property. Parameters come from the query string (parsed
+ * leniently, as keen-analysis sends them) and/or a JSON body; unknown ones are ignored.
+ */
+import { ApiError } from '../../../engine/index.js';
+import { requireProjectKey } from '../auth.js';
+import { lenientParams, parseJsonBody } from '../parse.js';
+import type { Ctx, Handler } from '../types.js';
+
+function deleteParams(ctx: Ctx): Record<string, unknown> {
+  const params = lenientParams(ctx.query);
+  if (ctx.body.length === 0) return params;
+  const body = parseJsonBody(ctx.body);
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new ApiError(
+      'InvalidQueryError',
+      'The delete body must be one JSON object of parameters.',
+    );
+  }
+  const { api_key: _ignored, ...rest } = body as Record<string, unknown>;
+  return { ...params, ...rest };
+}
+
+export const deleteEvents: Handler = async (ctx, { engine }) => {
+  const { project, collection } = ctx.params as { project: string; collection: string };
+  requireProjectKey(engine, project, ctx.key, []);
+  await engine.deleteEvents(project, collection, deleteParams(ctx));
+  return { status: 204 };
+};
+
+export const deleteProperty: Handler = async (ctx, { engine }) => {
+  const { project, collection, property } = ctx.params as {
+    project: string;
+    collection: string;
+    property: string;
+  };
+  requireProjectKey(engine, project, ctx.key, []);
+  await engine.deleteProperty(project, collection, property);
+  return { status: 204 };
+};

@@ -1,0 +1,73 @@
+/**
+ * Asynchronous extractions (spec/api.md §11): a POST/GET extraction with `async: true` or an
+ * `email` becomes a job (202 with its status and result URLs); the job's status (Read Key); the
+ * finished file, streamed as NDJSON or CSV. The engine owns the jobs; this file only shapes them.
+ */
+import { ApiError, type ExtractionJob } from '../../../engine/index.js';
+import { requireProjectKey } from '../auth.js';
+import { json } from '../respond.js';
+import type { Handler, Reply } from '../types.js';
+
+function jobPath(job: ExtractionJob): string {
+  return `/3.0/projects/${job.project}/queries/extraction/jobs/${job.id}`;
+}
+
+/** The job as clients see it: `url` is where the result is read once `status` is "done". */
+function jobView(job: ExtractionJob): Record<string, unknown> {
+  return {
+    id: job.id,
+    status: job.status,
+    events: job.events,
+    url: `${jobPath(job)}/result`,
+    content_type: job.content_type,
+    email: job.email,
+    query: job.query,
+    created_at: job.created_at,
+    finished_at: job.finished_at,
+    expires_at: job.expires_at,
+    error: job.error,
+  };
+}
+
+/** Called by the extraction route for an async request whose parameters it has parsed. */
+export function submitExtraction(
+  engine: Parameters<Handler>[1]['engine'],
+  project: string,
+  params: Record<string, unknown>,
+): Reply {
+  const job = engine.submitExtraction(project, params);
+  const view = jobView(job);
+  return {
+    status: 202,
+    json: { result: { id: view.id, url: view.url, status: view.status } },
+    headers: [['Location', jobPath(job)]],
+  };
+}
+
+function requireJob(
+  engine: Parameters<Handler>[1]['engine'],
+  project: string,
+  id: string,
+): ExtractionJob {
+  const job = engine.getExtractionJob(project, id);
+  if (job === undefined) {
+    throw new ApiError(
+      'ResourceNotFoundError',
+      `no extraction job "${id}" (jobs expire after 24 hours)`,
+    );
+  }
+  return job;
+}
+
+export const getExtractionJob: Handler = (ctx, { engine }) => {
+  const { project, id } = ctx.params as { project: string; id: string };
+  requireProjectKey(engine, project, ctx.key, ['read']);
+  return json(200, jobView(requireJob(engine, project, id)));
+};
+
+export const getExtractionResult: Handler = (ctx, { engine }) => {
+  const { project, id } = ctx.params as { project: string; id: string };
+  requireProjectKey(engine, project, ctx.key, ['read']);
+  const { file, contentType } = engine.extractionResult(project, id);
+  return { status: 200, file, contentType };
+};
