@@ -18,10 +18,17 @@ export class SelectUniqueAggregator implements Aggregator {
   update({ column, idx, n, cells }: UpdateInput): void {
     if (column === undefined) return;
     const { tags, num, str, dict, lists } = column;
+    // Without groups or buckets, a string row only marks its dictionary code: each distinct code
+    // is looked up once per chunk, not once per row.
+    const seen = cells === null && dict !== null ? new Uint8Array(dict.length) : null;
     for (let k = 0; k < n; k++) {
       const i = idx[k];
       const t = tags[i];
       let id: number;
+      if (t === TAG_STR && seen !== null) {
+        seen[str![i]] = 1;
+        continue;
+      }
       if (t === TAG_STR) id = this.ids.idOfString(dict![str![i]]);
       else if (t === TAG_NUM) id = this.ids.idOfNumber(num![i]);
       else if (t === TAG_BOOL) id = this.ids.idOfBool(num![i]);
@@ -29,6 +36,11 @@ export class SelectUniqueAggregator implements Aggregator {
       else continue;
       const cell = cells === null ? 0 : cells[k];
       if (this.set.add(cell, id, 0)) this.pairs.push(cell, id);
+    }
+    for (let code = 0; seen !== null && code < seen.length; code++) {
+      if (seen[code] === 0) continue;
+      const id = this.ids.idOfString(dict![code]);
+      if (this.set.add(0, id, 0)) this.pairs.push(0, id);
     }
   }
 
