@@ -83,7 +83,7 @@ export class LogReader {
           ?? new EventBuilder(hideProperties(chunk, deletes), store.idKey);
         builders.set(chunk, builder);
       }
-      const json = JSON.stringify(builder.event(row));
+      const json = builder.json(row);
       bytes += json.length;
       out.push({ offset: chunk.seq[row], id: eventId(store.idKey, chunk.seq[row]), createdAtMs: chunk.createdAt[row], json });
     }

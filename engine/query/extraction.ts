@@ -143,10 +143,10 @@ export function extractToFile(
   const fd = fs.openSync(output.file, 'a');
   try {
     for (const entry of found) {
-      const event = project(entry.builder.event(entry.row), plan.propertyNames);
       const line = output.csvColumns !== null
-        ? csvRow(event as Record<string, unknown>, output.csvColumns)
-        : JSON.stringify(event);
+        ? csvRow(project(entry.builder.event(entry.row), plan.propertyNames) as Record<string, unknown>, output.csvColumns)
+        : plan.propertyNames === null ? entry.builder.json(entry.row)
+          : JSON.stringify(project(entry.builder.event(entry.row), plan.propertyNames));
       lines.push(line);
       bytes += line.length;
       if (bytes > 1 << 20) {

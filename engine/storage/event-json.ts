@@ -15,6 +15,8 @@ import {
 
 type JsonObject = Record<string, unknown>;
 
+const SVC_PREFIX = '"svc":';
+
 /** A column with its path split once per chunk, not once per row. */
 interface PlannedColumn {
   readonly column: Column;
@@ -25,9 +27,34 @@ interface PlannedColumn {
   readonly structural: boolean;
 }
 
-/** Turns rows of one chunk into events; build the plan once and call event() per row. */
+/**
+ * A node of an event's JSON tree for json(): a property that a row may hold as a primitive or list
+ * (`leaf`), as JSON text (`structural`: an empty object, svc.addons) or as an object (`children`);
+ * a row holds at most one of the three.
+ */
+interface JsonNode {
+  /** `"key":`, escaped once. */
+  readonly prefix: string;
+  leaf: Column | null;
+  structural: Column | null;
+  readonly children: JsonNode[];
+  readonly byKey: Map<string, JsonNode>;
+}
+
+function jsonNode(key: string): JsonNode {
+  return { prefix: `${JSON.stringify(key)}:`, leaf: null, structural: null, children: [], byKey: new Map() };
+}
+
+/** Turns rows of one chunk into events; build the plan once and call event() or json() per row. */
 export class EventBuilder {
   private readonly planned: PlannedColumn[] = [];
+  private tree: JsonNode | null = null;
+  /** Per string column, its dictionary's strings as JSON, made on first use. */
+  private readonly quoted = new Map<Column, (string | undefined)[]>();
+  private lastTs = NaN;
+  private lastTsText = '';
+  private lastCreated = NaN;
+  private lastCreatedText = '';
 
   /** `idKey` is the collection's id key (ids.ts collectionIdKey). */
   constructor(private readonly chunk: ColumnChunk, private readonly idKey: number) {
@@ -42,14 +69,97 @@ export class EventBuilder {
     }
   }
 
+  /**
+   * The event stored at `row` as JSON text, written straight from the columns (the same event
+   * event() builds, without the objects): the outbound stream and NDJSON output use it.
+   */
+  json(row: number): string {
+    const chunk = this.chunk;
+    const root = (this.tree ??= this.buildTree());
+    let svc = `"id":"${eventId(this.idKey, chunk.seq[row])}","timestamp":"${this.tsText(chunk.ts[row])}",` +
+      `"created_at":"${this.createdText(chunk.createdAt[row])}"`;
+    let out = '';
+    for (const child of root.children) {
+      if (child.prefix === SVC_PREFIX) {
+        for (const inner of child.children) {
+          const value = this.nodeJson(inner, row);
+          if (value !== null) svc += `,${inner.prefix}${value}`;
+        }
+        continue;
+      }
+      const value = this.nodeJson(child, row);
+      if (value !== null) out += `,${child.prefix}${value}`;
+    }
+    return `{${SVC_PREFIX}{${svc}}${out}}`;
+  }
+
+  private nodeJson(node: JsonNode, row: number): string | null {
+    if (node.leaf !== null && node.leaf.tags[row] !== TAG_MISSING) return this.leafJson(node.leaf, row);
+    if (node.structural !== null && node.structural.tags[row] !== TAG_MISSING) {
+      return node.structural.dict![node.structural.str![row]];
+    }
+    let out: string | null = null;
+    for (const child of node.children) {
+      const value = this.nodeJson(child, row);
+      if (value === null) continue;
+      out = out === null ? `{${child.prefix}${value}` : `${out},${child.prefix}${value}`;
+    }
+    return out === null ? null : `${out}}`;
+  }
+
+  private leafJson(column: Column, row: number): string {
+    switch (column.tags[row]) {
+      case TAG_NUM: return String(column.num![row]);
+      case TAG_BOOL: return column.num![row] === 1 ? 'true' : 'false';
+      case TAG_STR: {
+        let quoted = this.quoted.get(column);
+        if (quoted === undefined) this.quoted.set(column, (quoted = new Array(column.dict!.length)));
+        const code = column.str![row];
+        return (quoted[code] ??= JSON.stringify(column.dict![code]));
+      }
+      case TAG_LIST: return JSON.stringify(column.lists![row]);
+      default: return 'null';
+    }
+  }
+
+  private buildTree(): JsonNode {
+    const root = jsonNode('');
+    for (const { column, parents, key, structural } of this.planned) {
+      let node = root;
+      for (const part of [...parents, key]) {
+        let next = node.byKey.get(part);
+        if (next === undefined) {
+          next = jsonNode(part);
+          node.byKey.set(part, next);
+          node.children.push(next);
+        }
+        node = next;
+      }
+      if (structural) node.structural = column;
+      else node.leaf = column;
+    }
+    return root;
+  }
+
+  /** Rows of a chunk often share a millisecond: format each distinct one once. */
+  private tsText(ms: number): string {
+    if (ms !== this.lastTs) [this.lastTs, this.lastTsText] = [ms, formatTimestamp(ms)];
+    return this.lastTsText;
+  }
+
+  private createdText(ms: number): string {
+    if (ms !== this.lastCreated) [this.lastCreated, this.lastCreatedText] = [ms, formatTimestamp(ms)];
+    return this.lastCreatedText;
+  }
+
   /** The event stored at `row`. */
   event(row: number): JsonObject {
     const chunk = this.chunk;
     const event: JsonObject = {};
     const svc: JsonObject = {
       id: eventId(this.idKey, chunk.seq[row]),
-      timestamp: formatTimestamp(chunk.ts[row]),
-      created_at: formatTimestamp(chunk.createdAt[row]),
+      timestamp: this.tsText(chunk.ts[row]),
+      created_at: this.createdText(chunk.createdAt[row]),
     };
     event.svc = svc;
     for (const { column, parents, key, structural } of this.planned) {
