@@ -60,8 +60,12 @@ export const PARTITION_SEGMENTS_MAX = 8;
  * after a load, each day ends up as one segment (one dictionary per string column, one file to scan).
  */
 export const PARTITION_QUIET_MS = 5_000;
-/** Compaction waits until no query has run for this long: queries come first on a small machine. */
-export const COMPACTION_QUERY_IDLE_MS = 300;
+/**
+ * Compaction waits until no query has run for this long: queries come first on a small machine, and
+ * a merge replaces segments whose columns the query workers have decoded, so it waits for a pause
+ * in an interactive session rather than the gap between two of its queries.
+ */
+export const COMPACTION_QUERY_IDLE_MS = 2_000;
 /** Rows of a compacted segment; bounds the memory of one compaction. */
 export const SEGMENT_ROWS_MAX = 2_000_000;
 /** HyperLogLog precision: 2^14 registers, ~0.8% standard error, 16 KiB per column per segment. */
