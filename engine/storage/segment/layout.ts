@@ -28,6 +28,12 @@
 import type { SchemaType } from '../chunk.js';
 
 export const LAYOUT_VERSION = '2';
+/**
+ * Layouts the reader still reads. Version 1 also stored each event's JSON in `_raw` (ignored now):
+ * its columns answer every query; events rebuilt from them lack svc.addons and empty objects, and
+ * get svc.id from their log offset. Compaction rewrites such segments as version 2.
+ */
+export const READABLE_LAYOUT_VERSIONS: readonly string[] = ['1', LAYOUT_VERSION];
 
 export const META_SCALE = 'tally.scale';
 export const META_ENCODING = 'tally.encoding';

@@ -15,7 +15,7 @@ import { readProjected } from './projection.js';
 import { assertFooter, decodeSidecar, type FooterWithSketches } from './footer.js';
 import {
   ENCODING_DELTA,
-  LAYOUT_VERSION,
+  READABLE_LAYOUT_VERSIONS,
   META_BASE,
   META_ENCODING,
   META_FOOTER,
@@ -76,7 +76,7 @@ function readBatch(file: string, wanted: ReadonlySet<string> | null): RecordBatc
   assert(batches.length === 1, 'a segment holds one record batch');
   const batch = batches[0];
   const version = batch.schema.metadata.get(META_VERSION);
-  if (version !== LAYOUT_VERSION) throw new Error(`segment ${file}: unknown layout ${version}`);
+  if (!READABLE_LAYOUT_VERSIONS.includes(version ?? '')) throw new Error(`segment ${file}: unknown layout ${version}`);
   const footer = JSON.parse(batch.schema.metadata.get(META_FOOTER) ?? 'null') as SegmentFooter;
   assertFooter(footer);
   assert(footer.rows === batch.numRows, 'footer rows match the batch');
