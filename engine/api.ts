@@ -101,6 +101,22 @@ export interface EngineOptions {
   readonly fsync?: boolean;
 }
 
+/** Numbers an operator watches (the server's /metrics); cheap to compute, plain data. */
+export interface EngineStats {
+  /** Events accepted since start (stored, or dropped as duplicates of a uniqueness token). */
+  readonly eventsAccepted: number;
+  /** Events refused since start (invalid, or all events of an atomic append with one invalid). */
+  readonly eventsRefused: number;
+  /** Rows in the write buffers, not yet in segments. */
+  readonly bufferRows: number;
+  readonly segments: number;
+  readonly segmentRows: number;
+  readonly segmentBytes: number;
+  /** Day partitions holding more than one segment: what compaction has yet to merge. */
+  readonly compactionBacklog: number;
+  readonly memoryBudgetBytes: number;
+}
+
 export interface TallyEngine {
   readonly orgId: string;
   readonly orgKey: string;
@@ -180,6 +196,9 @@ export interface TallyEngine {
 
   commitOffsets(projectId: string, groupId: string, offsets: readonly CommittedOffset[]): Promise<void>;
   fetchOffsets(projectId: string, groupId: string): CommittedOffset[];
+
+  /** Counters and sizes for monitoring (computed on call). */
+  stats(): EngineStats;
 
   /** Flushes buffered rows to segments (also runs on a timer). */
   flush(): Promise<void>;

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type {
-  AppendOptions, AppendResult, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
+  AppendOptions, AppendResult, BatchAppendResult, EngineStats, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, TallyEngine, WriteContext,
 } from './api.js';
 import { DeleteManager } from './deletes/manager.js';
@@ -368,6 +368,31 @@ class Engine implements TallyEngine {
 
   fetchOffsets(projectId: string, groupId: string): CommittedOffset[] {
     return this.offsets[projectId]?.[groupId]?.slice() ?? [];
+  }
+
+  stats(): EngineStats {
+    let bufferRows = 0, segments = 0, segmentRows = 0, segmentBytes = 0, compactionBacklog = 0;
+    for (const store of this.stores.values()) {
+      bufferRows += store.buffer.rows;
+      const perDay = new Map<string, number>();
+      for (const segment of store.segments) {
+        segments++;
+        segmentRows += segment.footer.rows;
+        try {
+          segmentBytes += fs.statSync(segment.file).size;
+        } catch {
+          // Replaced by a compaction since the list was read: its successor is counted next time.
+        }
+        const day = path.basename(path.dirname(segment.file));
+        perDay.set(day, (perDay.get(day) ?? 0) + 1);
+      }
+      for (const count of perDay.values()) if (count > 1) compactionBacklog++;
+    }
+    return {
+      eventsAccepted: this.writes.accepted, eventsRefused: this.writes.refused,
+      bufferRows, segments, segmentRows, segmentBytes, compactionBacklog,
+      memoryBudgetBytes: this.memory.budgetBytes,
+    };
   }
 
   // Flush, compaction, close.

@@ -3,7 +3,7 @@
  * programs import this file and nothing deeper.
  */
 export type {
-  AppendOptions, AppendResult, ExtractionJob, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
+  AppendOptions, AppendResult, EngineStats, ExtractionJob, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, TallyEngine, WriteContext,
 } from './api.js';
 export type { Column, ColumnChunk, SchemaType, ScanSource, SegmentFooter } from './storage/chunk.js';

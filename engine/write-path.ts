@@ -78,6 +78,9 @@ export class WritePath {
   private lastNow = NaN;
   private lastNowIso = '';
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Events accepted (stored or dropped as duplicates) and refused since start: the metrics' counters. */
+  accepted = 0;
+  refused = 0;
 
   constructor(private readonly deps: WritePathDeps) {
     this.preparer = new EventPreparer(deps.enricher);
@@ -168,6 +171,8 @@ export class WritePath {
       }
       if (!atomic && validated[i]) results[i] = this.commit(validated[i]!, staged, batch.now);
     }
+    if (refused && atomic) this.refused += count;
+    else for (let i = 0; i < count; i++) validated[i] ? this.accepted++ : this.refused++;
     if (atomic) {
       for (let i = 0; i < count; i++) {
         if (validated[i]) results[i] = refused ? NOT_STORED : this.commit(validated[i]!, staged, batch.now);

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * The server's entry point: reads the config, opens the engine, starts HTTP(S) and, when built and
  * enabled, the Kafka listeners and bridge; prints the first-start banner and the ready line; on
@@ -7,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { openEngine, type TallyEngine } from '../engine/index.js';
 import { ConfigError, readConfig, usage, type Config } from './config.js';
 import { startHttp, type HttpListener } from './http/listen.js';
+import { Metrics } from './metrics.js';
 
 /** How long shutdown waits for in-flight requests before closing connections. */
 const SHUTDOWN_DRAIN_MS = 30_000;
@@ -120,7 +122,7 @@ async function main(): Promise<void> {
   }
   const engine = await openEngine(openOptions(config));
   const http = await startHttp({
-    engine, host: config.host, port: config.httpPort, trustProxy: config.trustProxy, log,
+    engine, host: config.host, port: config.httpPort, trustProxy: config.trustProxy, log, metrics: new Metrics(engine),
     ...(config.tlsCert && config.tlsKey
       && { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }),
   });

@@ -11,6 +11,7 @@ import { recordBatch, recordBeaconOrInspect, recordEvent } from './routes/events
 import { getProperty, listCollections } from './routes/inspect.js';
 import { createProject, getProject, listProjects, regenerateKey } from './routes/organizations.js';
 import { runQuery } from './routes/queries.js';
+import { getHealth, getMetrics, getReady } from './routes/operations.js';
 import { getVersions } from './routes/versions.js';
 import type { RouteSpec } from './types.js';
 
@@ -22,6 +23,9 @@ const P = '/3.0/projects/:project';
 
 export const ROUTES: readonly RouteSpec[] = [
   { pattern: '/', methods: { GET: getVersions } },
+  { pattern: '/health', methods: { GET: getHealth } },
+  { pattern: '/ready', methods: { GET: getReady } },
+  { pattern: '/metrics', methods: { GET: getMetrics } },
   { pattern: `${O}/projects`, methods: { GET: listProjects, POST: createProject } },
   { pattern: `${O}/projects/:project`, methods: { GET: getProject } },
   { pattern: `${P}/api_keys/:kind/regenerate`, methods: { POST: regenerateKey } },

@@ -159,8 +159,12 @@ export function createDispatcher(
         body = readBody(res, head.contentLength, spec.bodyBytesMax ?? 0);
       }
       state.inFlight++;
+      const started = performance.now();
+      const method = head.method;
       void serve(head, params, handler, body, deps).then((reply) => {
         answer(reply);
+        deps.metrics?.observe(spec.pattern, method, reply.status, (performance.now() - started) / 1000,
+          spec.pattern.endsWith('/queries/:analysis') ? params.analysis : undefined);
         state.inFlight--;
         if (state.inFlight === 0) state.onIdle();
       });

@@ -2,6 +2,7 @@
  * Starting and stopping the HTTP(S) listener on uWebSockets.js. close() stops accepting, lets the
  * requests being served finish (bounded by a drain timeout), then closes the remaining connections.
  */
+import type { Metrics } from '../metrics.js';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { TallyEngine } from '../../engine/index.js';
 import { createRouter } from './app.js';
@@ -15,6 +16,7 @@ export interface HttpOptions {
   readonly trustProxy: boolean;
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   readonly log: (line: string) => void;
+  readonly metrics?: Metrics;
 }
 
 export interface HttpListener {
@@ -34,7 +36,7 @@ export function startHttp(options: HttpOptions): Promise<HttpListener> {
     ? uWS.SSLApp({ cert_file_name: options.tls.certFile, key_file_name: options.tls.keyFile })
     : uWS.App();
   const state: ServeState = { inFlight: 0, closing: false, onIdle: () => {} };
-  const deps = { engine: options.engine, log: options.log };
+  const deps = { engine: options.engine, log: options.log, metrics: options.metrics };
   app.any('/*', createDispatcher(createRouter(), deps, options.trustProxy, state));
   return new Promise((resolve, reject) => {
     app.listen(options.host, options.port, (socket) => {

@@ -3,6 +3,7 @@
  * stack-allocated request) and what it returns (Reply). Handlers never touch uWS objects.
  */
 import type { TallyEngine } from '../../engine/index.js';
+import type { Metrics } from '../metrics.js';
 
 export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
 
@@ -41,6 +42,8 @@ export interface Reply {
 export interface Deps {
   readonly engine: TallyEngine;
   readonly log: (line: string) => void;
+  /** Prometheus metrics (server/metrics.ts); absent where no one scrapes (some tests). */
+  readonly metrics?: Metrics;
 }
 
 export type Handler = (ctx: Ctx, deps: Deps) => Reply | Promise<Reply>;

@@ -1,0 +1,70 @@
+/**
+ * Prometheus metrics (text exposition by prom-client, the well-kept standard client): process
+ * metrics (memory, CPU, event loop lag, GC), HTTP requests by route, method and status with their
+ * latency, query latency by analysis, rate-limit rejections, and the engine's numbers (events
+ * accepted and refused, buffered rows, segments, their rows and bytes, the compaction backlog),
+ * read from engine.stats() at scrape time so the write and query paths pay one histogram
+ * observation per request and nothing more.
+ */
+import client from 'prom-client';
+import type { TallyEngine } from '../engine/index.js';
+
+/** Analyses as labels; anything else a client puts in the path is `other` (labels stay bounded). */
+const ANALYSES = new Set(['count', 'count_unique', 'minimum', 'maximum', 'sum', 'average', 'median', 'percentile',
+  'standard_deviation', 'select_unique', 'extraction', 'funnel', 'multi_analysis']);
+
+export class Metrics {
+  readonly registry = new client.Registry();
+  private readonly requests: client.Histogram<'route' | 'method' | 'status'>;
+  private readonly queries: client.Histogram<'analysis'>;
+  private readonly rateLimited: client.Counter<'route'>;
+
+  constructor(engine: TallyEngine) {
+    const registry = this.registry;
+    client.collectDefaultMetrics({ register: registry, prefix: 'tally_' });
+    this.requests = new client.Histogram({
+      name: 'tally_http_request_duration_seconds', help: 'HTTP requests by route pattern, method and status',
+      labelNames: ['route', 'method', 'status'], registers: [registry],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    });
+    this.queries = new client.Histogram({
+      name: 'tally_query_duration_seconds', help: 'Queries over HTTP by analysis (errors included)',
+      labelNames: ['analysis'], registers: [registry],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    });
+    this.rateLimited = new client.Counter({
+      name: 'tally_rate_limited_total', help: 'Requests refused with 429 by route pattern',
+      labelNames: ['route'], registers: [registry],
+    });
+    let stats = engine.stats();
+    const fresh = () => (stats = engine.stats());
+    const fromStats = (name: string, help: string, read: () => number, kind: 'counter' | 'gauge') => {
+      if (kind === 'counter') {
+        new client.Counter({ name, help, registers: [registry], collect() { this.reset(); this.inc(read()); } });
+      } else {
+        new client.Gauge({ name, help, registers: [registry], collect() { this.set(read()); } });
+      }
+    };
+    // The first metric of a scrape refreshes the engine's numbers; the others read the same snapshot.
+    fromStats('tally_events_accepted_total', 'Events accepted (stored, or dropped as duplicate tokens)',
+      () => fresh().eventsAccepted, 'counter');
+    fromStats('tally_events_refused_total', 'Events refused as invalid', () => stats.eventsRefused, 'counter');
+    fromStats('tally_buffer_rows', 'Rows in the write buffers, not yet in segments', () => stats.bufferRows, 'gauge');
+    fromStats('tally_segments', 'Segment files', () => stats.segments, 'gauge');
+    fromStats('tally_segment_rows', 'Rows in segment files', () => stats.segmentRows, 'gauge');
+    fromStats('tally_segment_bytes', 'Bytes of segment files', () => stats.segmentBytes, 'gauge');
+    fromStats('tally_compaction_backlog', 'Day partitions with more than one segment', () => stats.compactionBacklog, 'gauge');
+    fromStats('tally_memory_budget_bytes', 'The memory budget for caches and buffers', () => stats.memoryBudgetBytes, 'gauge');
+  }
+
+  /** One answered request; `analysis` for query routes. */
+  observe(route: string, method: string, status: number, seconds: number, analysis: string | undefined): void {
+    this.requests.observe({ route, method, status: String(status) }, seconds);
+    if (analysis !== undefined) this.queries.observe({ analysis: ANALYSES.has(analysis) ? analysis : 'other' }, seconds);
+    if (status === 429) this.rateLimited.inc({ route });
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

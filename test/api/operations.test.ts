@@ -1,0 +1,83 @@
+/**
+ * Operator endpoints over the real server: liveness and readiness need no key and say nothing else;
+ * /metrics is Prometheus text for the organization key only, and its numbers move with traffic.
+ */
+import t from 'tap';
+import { client } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
+
+let server: TestServer;
+let api: ReturnType<typeof client>;
+
+t.before(async () => {
+  server = await startServer();
+  api = client(server.url);
+});
+t.teardown(async () => {
+  await server.stop();
+  server.cleanup();
+});
+
+/** The value of a sample line `name{labels} value` (summed over every line that matches). */
+function sample(text: string, name: string, labels = ''): number {
+  let total = 0;
+  let found = false;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const [series, value] = line.split(' ');
+    if (series === undefined || value === undefined) continue;
+    const bare = series.replace(/\{.*\}$/, '');
+    if (bare !== name || !series.includes(labels)) continue;
+    total += Number(value);
+    found = true;
+  }
+  return found ? total : NaN;
+}
+
+t.test('health and readiness answer without a key and reveal nothing', async (t) => {
+  const health = await api.get('/health');
+  t.equal(health.status, 200);
+  t.same(health.body, { status: 'ok' });
+  const ready = await api.get('/ready');
+  t.equal(ready.status, 200);
+  t.same(ready.body, { status: 'ready' });
+  t.equal((await api.send('POST', '/health')).status, 405);
+});
+
+t.test('metrics need the organization key', async (t) => {
+  const none = await api.get('/metrics');
+  t.equal(none.status, 401);
+  t.equal(none.body.error_code, 'InvalidApiKeyError');
+  const project = await api.get('/metrics', { key: server.keys.master });
+  t.equal(project.status, 403);
+  t.equal(project.body.error_code, 'KeyNotPermittedError');
+  t.equal((await api.get('/metrics', { key: 'f'.repeat(64) })).status, 401);
+});
+
+t.test('metrics are Prometheus text whose numbers move with the traffic', async (t) => {
+  const scrape = async () => {
+    const response = await api.get('/metrics', { key: server.orgKey });
+    t.equal(response.status, 200);
+    t.match(response.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
+    return response.text;
+  };
+  const before = await scrape();
+  t.ok(sample(before, 'tally_process_resident_memory_bytes') > 0, 'process memory');
+  const base = `/3.0/projects/${server.projectId}`;
+  for (let i = 0; i < 3; i++) {
+    t.equal((await api.post(`${base}/events/clicks`, { key: server.keys.write, body: { i } })).status, 201);
+  }
+  const batch = await api.post(`${base}/events`, { key: server.keys.write, body: { clicks: [{ a: 1 }, { 'bad.name': 1 }] } });
+  t.equal(batch.status, 200);
+  const query = await api.get(`${base}/queries/count?event_collection=clicks&timeframe=this_1_days`, { key: server.keys.read });
+  t.equal(query.status, 200);
+  const after = await scrape();
+  t.equal(sample(after, 'tally_events_accepted_total') - (sample(before, 'tally_events_accepted_total') || 0), 4);
+  t.equal(sample(after, 'tally_events_refused_total') - (sample(before, 'tally_events_refused_total') || 0), 1);
+  t.equal(sample(after, 'tally_query_duration_seconds_count', 'analysis="count"'), 1);
+  t.ok(sample(after, 'tally_http_request_duration_seconds_count', 'status="201"') >= 3);
+  t.ok(sample(after, 'tally_buffer_rows') + sample(after, 'tally_segment_rows') >= 4, 'rows are buffered or in segments');
+  for (const name of ['tally_segments', 'tally_segment_bytes', 'tally_compaction_backlog', 'tally_memory_budget_bytes']) {
+    t.ok(Number.isFinite(sample(after, name)), name);
+  }
+});
