@@ -107,6 +107,16 @@ export interface EngineStats {
   readonly eventsAccepted: number;
   /** Events refused since start (invalid, or all events of an atomic append with one invalid). */
   readonly eventsRefused: number;
+  /** Valid events not stored because the disk failed them (503; a full disk). */
+  readonly eventsFailed: number;
+  /** WAL write or sync failures, and recoveries from them without a restart. */
+  readonly walFailures: number;
+  readonly walRecoveries: number;
+  /** Flushes or compactions that failed (retried on the next flush). */
+  readonly flushFailures: number;
+  /** Queries executing and waiting for a slot (K running, Q waiting). */
+  readonly queriesRunning: number;
+  readonly queriesWaiting: number;
   /** Rows in the write buffers, not yet in segments. */
   readonly bufferRows: number;
   readonly segments: number;
@@ -199,6 +209,8 @@ export interface TallyEngine {
 
   /** Counters and sizes for monitoring (computed on call). */
   stats(): EngineStats;
+  /** Calls `listener` with the seconds of each WAL fdatasync (a latency histogram). */
+  onWalSync(listener: (seconds: number) => void): void;
 
   /** Flushes buffered rows to segments (also runs on a timer). */
   flush(): Promise<void>;

@@ -200,8 +200,18 @@ class Engine implements TallyEngine {
     for (const listener of this.listeners) listener(project, collection);
   }
 
+  /** When the last flush failure was logged: a full disk fails every flush, one line a minute says so. */
+  private flushErrorLoggedAt = -Infinity;
+  flushFailures = 0;
+
   private readonly reportFlushError = (error: unknown): void => {
-    process.stderr.write(`tally flush failed: ${(error as Error)?.stack ?? error}\n`);
+    this.flushFailures++;
+    const now = Date.now();
+    if (now - this.flushErrorLoggedAt < 60_000) return;
+    this.flushErrorLoggedAt = now;
+    const code = (error as { code?: unknown })?.code;
+    const text = typeof code === 'string' ? `${code}: ${(error as Error).message}` : (error as Error)?.stack ?? String(error);
+    process.stderr.write(`tally flush failed (rows stay in the WAL and the buffers; retried every flush): ${text}\n`);
   };
 
   // Projects and keys.
@@ -388,11 +398,18 @@ class Engine implements TallyEngine {
       }
       for (const count of perDay.values()) if (count > 1) compactionBacklog++;
     }
+    const queries = this.queries.depths();
     return {
-      eventsAccepted: this.writes.accepted, eventsRefused: this.writes.refused,
+      eventsAccepted: this.writes.accepted, eventsRefused: this.writes.refused, eventsFailed: this.writes.failed,
+      walFailures: this.wal.stats.failures, walRecoveries: this.wal.stats.recoveries, flushFailures: this.flushFailures,
+      queriesRunning: queries.running, queriesWaiting: queries.waiting,
       bufferRows, segments, segmentRows, segmentBytes, compactionBacklog,
       memoryBudgetBytes: this.memory.budgetBytes,
     };
+  }
+
+  onWalSync(listener: (seconds: number) => void): void {
+    this.wal.onSync = listener;
   }
 
   // Flush, compaction, close.

@@ -36,6 +36,11 @@ export class Metrics {
       name: 'tally_rate_limited_total', help: 'Requests refused with 429 by route pattern',
       labelNames: ['route'], registers: [registry],
     });
+    const walSync = new client.Histogram({
+      name: 'tally_wal_fsync_seconds', help: 'WAL fdatasync latency (one per group commit)', registers: [registry],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    });
+    engine.onWalSync((seconds) => walSync.observe(seconds));
     let stats = engine.stats();
     const fresh = () => (stats = engine.stats());
     const fromStats = (name: string, help: string, read: () => number, kind: 'counter' | 'gauge') => {
@@ -49,6 +54,13 @@ export class Metrics {
     fromStats('tally_events_accepted_total', 'Events accepted (stored, or dropped as duplicate tokens)',
       () => fresh().eventsAccepted, 'counter');
     fromStats('tally_events_refused_total', 'Events refused as invalid', () => stats.eventsRefused, 'counter');
+    fromStats('tally_events_failed_total', 'Valid events refused with 503 because the disk failed them (full, I/O error)',
+      () => stats.eventsFailed, 'counter');
+    fromStats('tally_wal_failures_total', 'WAL write or sync failures', () => stats.walFailures, 'counter');
+    fromStats('tally_wal_recoveries_total', 'WAL recoveries after a failure, without a restart', () => stats.walRecoveries, 'counter');
+    fromStats('tally_flush_failures_total', 'Flushes or compactions that failed (retried)', () => stats.flushFailures, 'counter');
+    fromStats('tally_queries_running', 'Queries executing (K of the admission limit)', () => stats.queriesRunning, 'gauge');
+    fromStats('tally_queries_waiting', 'Queries waiting for a slot (Q)', () => stats.queriesWaiting, 'gauge');
     fromStats('tally_buffer_rows', 'Rows in the write buffers, not yet in segments', () => stats.bufferRows, 'gauge');
     fromStats('tally_segments', 'Segment files', () => stats.segments, 'gauge');
     fromStats('tally_segment_rows', 'Rows in segment files', () => stats.segmentRows, 'gauge');

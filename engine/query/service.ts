@@ -90,6 +90,11 @@ export class QueryService {
   private lastDoneMs = 0;
 
   /** Milliseconds since the last query finished; 0 while one runs. Background work defers to queries. */
+  /** Queries executing and waiting to start. */
+  depths(): { running: number; waiting: number } {
+    return this.admission.depths;
+  }
+
   idleMs(): number {
     return this.active > 0 ? 0 : Date.now() - this.lastDoneMs;
   }

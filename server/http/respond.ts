@@ -39,10 +39,26 @@ export function preflight(requestedHeaders: string): Reply {
   };
 }
 
-/** The single error handler: ApiError → its status; anything else is a bug → 500 with an id. */
+/** Errors of the disk under the data directory: the service cannot store now, it is not a bug. */
+const STORAGE_ERRORS = new Set(['ENOSPC', 'EDQUOT', 'EIO', 'EROFS']);
+
+/**
+ * The single error handler: ApiError → its status; a failing disk → 503; anything else is a bug
+ * → 500 with an id.
+ */
 export function errorReply(error: unknown, log: (line: string) => void): Reply {
   if (isApiError(error)) {
     return json(error.status, { message: error.message, error_code: error.error_code });
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && STORAGE_ERRORS.has(code)) {
+    log(`storage error: ${(error as Error).message}`);
+    return json(503, {
+      message: code === 'EIO'
+        ? 'Tally could not write to its disk (EIO); nothing was changed. Retry later.'
+        : `Tally's disk is full or read-only (${code}); nothing was changed. Retry once space is freed.`,
+      error_code: 'ServiceUnavailableError',
+    });
   }
   const uniqueId = randomBytes(12).toString('hex');
   const detail = error instanceof Error

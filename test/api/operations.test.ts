@@ -77,7 +77,10 @@ t.test('metrics are Prometheus text whose numbers move with the traffic', async 
   t.equal(sample(after, 'tally_query_duration_seconds_count', 'analysis="count"'), 1);
   t.ok(sample(after, 'tally_http_request_duration_seconds_count', 'status="201"') >= 3);
   t.ok(sample(after, 'tally_buffer_rows') + sample(after, 'tally_segment_rows') >= 4, 'rows are buffered or in segments');
-  for (const name of ['tally_segments', 'tally_segment_bytes', 'tally_compaction_backlog', 'tally_memory_budget_bytes']) {
+  t.ok(sample(after, 'tally_wal_fsync_seconds_count') - (sample(before, 'tally_wal_fsync_seconds_count') || 0) >= 2,
+    'each acknowledged write waited for a WAL fsync');
+  for (const name of ['tally_segments', 'tally_segment_bytes', 'tally_compaction_backlog', 'tally_memory_budget_bytes',
+    'tally_queries_running', 'tally_queries_waiting', 'tally_events_failed_total', 'tally_wal_failures_total']) {
     t.ok(Number.isFinite(sample(after, name)), name);
   }
 });
