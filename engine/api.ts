@@ -2,6 +2,7 @@
  * The types of the engine's public surface. The server, the Kafka broker, the bench and embedding
  * programs code against TallyEngine; engine/engine.ts implements it. Wire field names stay snake_case.
  */
+import type { Logger } from './logger.js';
 import type { ApiError } from './errors.js';
 import type { ColumnChunk, SchemaType, ScanSource } from './storage/chunk.js';
 import type { ExtractionJob } from './extraction-jobs.js';
@@ -99,6 +100,8 @@ export interface EngineOptions {
   readonly memoryBudgetBytes?: number;
   /** Whether to fsync the WAL before acknowledging (default true). Only benchmarks turn it off. */
   readonly fsync?: boolean;
+  /** Where the engine reports recoveries and failures; JSON lines on stderr at info by default. */
+  readonly logger?: Logger;
 }
 
 /** Numbers an operator watches (the server's /metrics); cheap to compute, plain data. */

@@ -30,6 +30,7 @@ import { readManifest, writeManifest } from './storage/manifest.js';
 import { SegmentPool } from './storage/segment-pool.js';
 import { readSegment } from './storage/segment/reader.js';
 import { Wal } from './wal/wal.js';
+import { jsonLogger, type Logger } from './logger.js';
 import { LogReader } from './log.js';
 import { defaultMemoryBudget, planMemory, type MemoryPlan } from './memory.js';
 import { WritePath } from './write-path.js';
@@ -64,6 +65,7 @@ class Engine implements TallyEngine {
     inlineSegments: boolean,
     private readonly ingest: IngestPool | null,
     private readonly memory: MemoryPlan,
+    private readonly logger: Logger,
   ) {
     this.segmentPool = new SegmentPool(inlineSegments);
     this.offsets = readJsonIfExists<OffsetsFile>(path.join(dataDir, 'kafka-offsets.json')) ?? {};
@@ -95,12 +97,13 @@ class Engine implements TallyEngine {
     const dataDir = path.resolve(options.dataDir);
     fs.mkdirSync(dataDir, { recursive: true });
     const clock = options.clock ?? Date.now;
+    const logger = options.logger ?? jsonLogger();
     const projects = new ProjectStore(dataDir, options.orgId ?? 'default', options.orgKey);
     if (projects.created) projects.create('default');
     else projects.save();
     const { wal, replay } = await Wal.open(path.join(dataDir, 'wal'), {
       fsync: options.fsync ?? true,
-      log: (level, message) => process.stderr.write(`tally wal ${level}: ${message}\n`),
+      log: (level, message, fields) => logger.write(level, message, fields),
     });
     const enricher = await createEnricher({ geoipDbPath: options.geoipDbPath });
     // One worker per core: a query fans out over all of them; the OS shares the cores with the
@@ -118,7 +121,7 @@ class Engine implements TallyEngine {
     // The thread that serves writes keeps a core's share of the work (schema, WAL, buffers).
     const ingestWorkers = options.ingestWorkers ?? Math.max(1, os.availableParallelism() - 1);
     const ingest = ingestWorkers > 0 ? new IngestPool(ingestWorkers, { geoipDbPath: options.geoipDbPath, databaseFiles: sharedDatabaseFiles() }) : null;
-    engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0, ingest, memory);
+    engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0, ingest, memory, logger);
     engine.createdFresh = projects.created;
     engine.recover(replay);
     engine.extractions = new ExtractionJobs({
@@ -210,8 +213,10 @@ class Engine implements TallyEngine {
     if (now - this.flushErrorLoggedAt < 60_000) return;
     this.flushErrorLoggedAt = now;
     const code = (error as { code?: unknown })?.code;
-    const text = typeof code === 'string' ? `${code}: ${(error as Error).message}` : (error as Error)?.stack ?? String(error);
-    process.stderr.write(`tally flush failed (rows stay in the WAL and the buffers; retried every flush): ${text}\n`);
+    this.logger.write('error', 'flush failed: rows stay in the WAL and the buffers; retried every flush', {
+      error: typeof code === 'string' ? `${code}: ${(error as Error).message}` : (error as Error)?.stack ?? String(error),
+      failures: this.flushFailures,
+    });
   };
 
   // Projects and keys.

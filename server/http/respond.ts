@@ -83,19 +83,21 @@ function encodeBody(reply: Reply): { bytes: Uint8Array | string; type: string | 
  * `headOnly` sends the headers of the reply with its Content-Length but no body.
  */
 /** Status line and headers of a reply whose body is written separately (a streamed file). */
-export function writeHead(res: HttpResponse, reply: Reply): void {
+export function writeHead(res: HttpResponse, reply: Reply, requestId: string): void {
   res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
   res.writeHeader('Access-Control-Allow-Origin', '*');
+  res.writeHeader('X-Request-Id', requestId);
   if (reply.contentType !== undefined) res.writeHeader('Content-Type', reply.contentType);
   for (const [name, value] of reply.headers ?? []) res.writeHeader(name, value);
 }
 
 export function writeReply(
-  res: HttpResponse, reply: Reply, headOnly: boolean, close: boolean,
+  res: HttpResponse, reply: Reply, headOnly: boolean, close: boolean, requestId: string,
 ): void {
   const { bytes, type } = encodeBody(reply);
   res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
   res.writeHeader('Access-Control-Allow-Origin', '*');
+  res.writeHeader('X-Request-Id', requestId);
   if (type !== undefined) res.writeHeader('Content-Type', type);
   for (const [name, value] of reply.headers ?? []) res.writeHeader(name, value);
   if (headOnly) {

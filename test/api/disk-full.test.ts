@@ -89,7 +89,7 @@ t.test('a full disk refuses writes with 503, loses nothing acknowledged and reco
   t.equal(await count(server), acknowledged, 'queries keep answering, with exactly the acknowledged events');
   t.equal((await api.get('/health')).status, 200, 'the process stays alive');
   // A flush tick (every 10 s) meets the full disk: its segment write fails and leaves nothing behind.
-  t.ok(await eventually(async () => /flush failed .*ENOSPC/.test(server.stderr()), 15_000), 'a flush failed on the full disk');
+  t.ok(await eventually(async () => /"msg":"flush failed.*ENOSPC/.test(server.stderr()), 15_000), 'a flush failed on the full disk');
   t.same(tmpFiles(dataDir), [], 'no half-written file is left taking space');
   t.equal(await count(server), acknowledged, 'rows of the failed flush still answer queries');
 

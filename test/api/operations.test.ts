@@ -84,3 +84,34 @@ t.test('metrics are Prometheus text whose numbers move with the traffic', async 
     t.ok(Number.isFinite(sample(after, name)), name);
   }
 });
+
+t.test('logs are JSON lines with levels and request ids, and never hold a key', async (t) => {
+  const debug = await startServer({ args: ['--log-level', 'debug'] });
+  const logged = client(debug.url);
+  const base = `/3.0/projects/${debug.projectId}`;
+  const write = await logged.post(`${base}/events/clicks`, { key: debug.keys.write, body: { a: 1 } });
+  t.equal(write.status, 201);
+  const requestId = write.headers.get('x-request-id');
+  t.match(requestId, /^[0-9a-f]{8}-[0-9a-z]+$/, 'every response carries X-Request-Id');
+  const viaQuery = await logged.get(`${base}/queries/count?api_key=${debug.keys.read}&event_collection=clicks&timeframe=this_1_days`);
+  t.equal(viaQuery.status, 200);
+  t.equal((await logged.get('/metrics', { key: debug.orgKey })).status, 200);
+  t.equal((await logged.get(`${base}/queries/count?event_collection=clicks`, { key: 'f'.repeat(64) })).status, 401);
+  await debug.stop();
+  const lines = debug.stderr().trim().split('\n');
+  const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  t.ok(records.every((r) => typeof r.time === 'string' && ['debug', 'info', 'warn', 'error'].includes(r.level as string) && typeof r.msg === 'string'),
+    'every stderr line is a JSON object with time, level and msg');
+  const request = records.find((r) => r.msg === 'request' && r.request_id === requestId);
+  t.match(request, { level: 'debug', method: 'POST', route: '/3.0/projects/:project/events/:collection', status: 201 }, 'a line per request at debug');
+  t.ok(records.filter((r) => r.msg === 'request').length >= 4, 'the other requests too');
+  const text = debug.stderr();
+  for (const [name, key] of Object.entries({ ...debug.keys, org: debug.orgKey, bad: 'f'.repeat(64) })) {
+    t.notOk(text.includes(key), `the ${name} key is in no log line`);
+  }
+  debug.cleanup();
+});
+
+t.test('--log-level rejects an unknown level', async (t) => {
+  await t.rejects(startServer({ args: ['--log-level', 'loud'] }), /exited with 2/);
+});
