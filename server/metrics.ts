@@ -69,9 +69,18 @@ export class Metrics {
     fromStats('tally_memory_budget_bytes', 'The memory budget for caches and buffers', () => stats.memoryBudgetBytes, 'gauge');
   }
 
+  /** Children of the request histogram by route, method and status: a label lookup once, not per request. */
+  private readonly requestSeries = new Map<string, client.Histogram.Internal<'route' | 'method' | 'status'>>();
+
   /** One answered request; `analysis` for query routes. */
   observe(route: string, method: string, status: number, seconds: number, analysis: string | undefined): void {
-    this.requests.observe({ route, method, status: String(status) }, seconds);
+    const series = `${route} ${method} ${status}`;
+    let child = this.requestSeries.get(series);
+    if (child === undefined) {
+      child = this.requests.labels({ route, method, status: String(status) });
+      this.requestSeries.set(series, child);
+    }
+    child.observe(seconds);
     if (analysis !== undefined) this.queries.observe({ analysis: ANALYSES.has(analysis) ? analysis : 'other' }, seconds);
     if (status === 429) this.rateLimited.inc({ route });
   }

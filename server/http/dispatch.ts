@@ -39,8 +39,9 @@ const LATIN1 = new TextDecoder('latin1');
 function readHead(res: HttpResponse, req: HttpRequest, trustProxy: boolean): Head {
   const length = req.getHeader('content-length');
   const parsedLength = /^\d+$/.test(length) ? Number(length) : null;
+  const method = req.getMethod().toUpperCase();
   return {
-    method: req.getMethod().toUpperCase(),
+    method,
     path: req.getUrl(),
     rawQuery: req.getQuery() ?? '',
     authorization: req.getHeader('authorization').trim(),
@@ -48,7 +49,7 @@ function readHead(res: HttpResponse, req: HttpRequest, trustProxy: boolean): Hea
     userAgent: req.getHeader('user-agent'),
     forwardedFor: trustProxy ? req.getHeader('x-forwarded-for') : '',
     contentLength: parsedLength,
-    requestHeaders: req.getHeader('access-control-request-headers'),
+    requestHeaders: method === 'OPTIONS' ? req.getHeader('access-control-request-headers') : '',
     peer: LATIN1.decode(res.getRemoteAddressAsText()),
   };
 }

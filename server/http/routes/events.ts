@@ -7,7 +7,7 @@ import { ApiError, type AppendResult } from '../../../engine/index.js';
 import { requireProjectKey } from '../auth.js';
 import { parseBase64Json, parseJsonBody, prefersImage } from '../parse.js';
 import { json } from '../respond.js';
-import type { Ctx, Handler } from '../types.js';
+import type { Ctx, Handler, Reply } from '../types.js';
 import { getCollection } from './inspect.js';
 
 /** The smallest transparent GIF: 1x1, one colour. */
@@ -25,10 +25,13 @@ async function appendOne(ctx: Ctx, deps: Parameters<Handler>[1], event: unknown)
   if (!result.ok) throw result.error;
 }
 
+/** The answer to every stored single event, encoded once. */
+const CREATED: Reply = { status: 201, body: Buffer.from(JSON.stringify({ created: true })), contentType: 'application/json; charset=utf-8' };
+
 export const recordEvent: Handler = async (ctx, deps) => {
   requireProjectKey(deps.engine, ctx.params['project']!, ctx.key, ['write']);
   await appendOne(ctx, deps, parseJsonBody(ctx.body));
-  return json(201, { created: true });
+  return CREATED;
 };
 
 /**
