@@ -171,7 +171,7 @@ export function createDispatcher(
       }
       const { spec, handler, params } = resolve(router, head);
       if (BODY_METHODS.has(head.method)) {
-        body = readBody(res, head.contentLength, spec.bodyBytesMax ?? 0);
+        body = readBody(res, head.contentLength, spec.bodyBytesMax ?? 0, (listener) => abortListeners.push(listener));
       }
       state.inFlight++;
       const started = performance.now();
