@@ -8,6 +8,7 @@
  */
 import client from 'prom-client';
 import type { TallyEngine } from '../engine/index.js';
+import { WRITE_PATHS, writeCounts, type WritePathName } from './write-counts.js';
 
 /** Analyses as labels; anything else a client puts in the path is `other` (labels stay bounded). */
 const ANALYSES = new Set(['count', 'count_unique', 'minimum', 'maximum', 'sum', 'average', 'median', 'percentile',
@@ -41,6 +42,19 @@ export class Metrics {
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     });
     engine.onWalSync((seconds) => walSync.observe(seconds));
+    const byPath = (counts: () => Readonly<Record<WritePathName, number>>) => function collect(this: client.Counter<'path'>) {
+      this.reset();
+      const now = counts();
+      for (const path of WRITE_PATHS) this.inc({ path }, now[path]);
+    };
+    new client.Counter({
+      name: 'tally_writes_accepted_total', help: 'Events accepted by the path they came in on', labelNames: ['path'],
+      registers: [registry], collect: byPath(() => writeCounts().accepted),
+    });
+    new client.Counter({
+      name: 'tally_writes_refused_total', help: 'Events refused (invalid) by the path they came in on', labelNames: ['path'],
+      registers: [registry], collect: byPath(() => writeCounts().refused),
+    });
     let stats = engine.stats();
     const fresh = () => (stats = engine.stats());
     const fromStats = (name: string, help: string, read: () => number, kind: 'counter' | 'gauge') => {

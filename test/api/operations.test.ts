@@ -75,6 +75,10 @@ t.test('metrics are Prometheus text whose numbers move with the traffic', async 
   t.equal(sample(after, 'tally_events_accepted_total') - (sample(before, 'tally_events_accepted_total') || 0), 4);
   t.equal(sample(after, 'tally_events_refused_total') - (sample(before, 'tally_events_refused_total') || 0), 1);
   t.equal(sample(after, 'tally_query_duration_seconds_count', 'analysis="count"'), 1);
+  const moved = (name: string, labels: string) => sample(after, name, labels) - (sample(before, name, labels) || 0);
+  t.equal(moved('tally_writes_accepted_total', 'path="http_single"'), 3, 'accepted by path: single');
+  t.equal(moved('tally_writes_accepted_total', 'path="http_batch"'), 1, 'accepted by path: batch');
+  t.equal(moved('tally_writes_refused_total', 'path="http_batch"'), 1, 'refused by path: batch');
   t.ok(sample(after, 'tally_http_request_duration_seconds_count', 'status="201"') >= 3);
   t.ok(sample(after, 'tally_buffer_rows') + sample(after, 'tally_segment_rows') >= 4, 'rows are buffered or in segments');
   t.ok(sample(after, 'tally_wal_fsync_seconds_count') - (sample(before, 'tally_wal_fsync_seconds_count') || 0) >= 2,

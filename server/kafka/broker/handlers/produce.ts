@@ -12,6 +12,7 @@ import { KafkaDecodeError } from '../../protocol/reader.js';
 import { CorruptBatchError, decodeRecordBatch, splitBatches } from '../../protocol/record-batch.js';
 import type { BrokerContext, Session } from '../context.js';
 import { limits } from '../../../../engine/index.js';
+import { countWrites } from '../../../write-counts.js';
 import { topicNameError } from './metadata.js';
 import type { Handler } from './handler.js';
 
@@ -173,6 +174,9 @@ async function appendPartition(
     failOwners(owner, 0, item.events.length, error, ctx);
     return;
   }
+  const refused = results.filter((r) => !r.ok).length;
+  // Atomic: one refused record refuses its whole batch.
+  countWrites('kafka', refused === 0 ? results.length : 0, refused === 0 ? 0 : results.length);
   results.forEach((r, i) => {
     if (r.ok) return;
     item.result.error_code = kafkaErrorFor(r.error);
