@@ -11,21 +11,30 @@ import path from 'node:path';
  */
 export function writeFileDurable(file: string, data: string | Uint8Array): void {
   const tmp = `${file}.tmp`;
-  const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+  writeSynced(tmp, typeof data === 'string' ? Buffer.from(data) : data);
   try {
-    const fd = fs.openSync(tmp, 'w');
-    try {
-      writeAll(fd, bytes);
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
     fs.renameSync(tmp, file);
   } catch (error) {
     fs.rmSync(tmp, { force: true });
     throw error;
   }
   fsyncDir(path.dirname(file));
+}
+
+/** Writes `file` whole and fsyncs it; on a failure the partial file is removed (a full disk gets its space back). */
+export function writeSynced(file: string, bytes: Uint8Array): void {
+  try {
+    const fd = fs.openSync(file, 'w');
+    try {
+      writeAll(fd, bytes);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch (error) {
+    fs.rmSync(file, { force: true });
+    throw error;
+  }
 }
 
 /** Writes every byte; a regular file may take fewer than asked near a full disk. */

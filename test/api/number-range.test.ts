@@ -4,24 +4,15 @@
  * to the same two doubles.
  */
 import t from 'tap';
-import { client } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForFile } from '../helpers/server.js';
 
 const IN_RANGE = ['9223372036854775807', '-9223372036854775808'];
 const OUT_OF_RANGE = ['9223372036854775808', '-9223372036854775809', '9223372036854775807.5', '1e19'];
 
-let server: TestServer;
-let api: ReturnType<typeof client>;
-t.before(async () => {
-  server = await startServer();
-  api = client(server.url);
-});
-t.teardown(async () => {
-  await server.stop();
-  server.cleanup();
-});
+const shared = serverForFile(t);
 
 t.test('single POST', async (t) => {
+  const { server, api } = shared;
   const path = `/3.0/projects/${server.projectId}/events/numbers`;
   for (const literal of IN_RANGE) {
     const response = await api.send('POST', path, { key: server.keys.write, body: `{"n":${literal}}` });
@@ -36,6 +27,7 @@ t.test('single POST', async (t) => {
 });
 
 t.test('batch POST: each event is judged by its own literal', async (t) => {
+  const { server, api } = shared;
   const raw = `{"numbers":[{"n":9223372036854775807},{"n":9223372036854775808},{"n":-9223372036854775808},{"n":-9223372036854775809}]}`;
   const response = await api.send('POST', `/3.0/projects/${server.projectId}/events`, {
     key: server.keys.write, body: raw,
@@ -46,6 +38,7 @@ t.test('batch POST: each event is judged by its own literal', async (t) => {
 });
 
 t.test('GET beacon with base64 data', async (t) => {
+  const { server, api } = shared;
   const path = `/3.0/projects/${server.projectId}/events/numbers`;
   const data = (literal: string) => Buffer.from(`{"n":${literal}}`).toString('base64');
   t.equal((await api.get(`${path}?api_key=${server.keys.write}&data=${encodeURIComponent(data(IN_RANGE[0]!))}`)).status, 201);

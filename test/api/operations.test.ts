@@ -4,19 +4,9 @@
  */
 import t from 'tap';
 import { client } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForFile, startServer } from '../helpers/server.js';
 
-let server: TestServer;
-let api: ReturnType<typeof client>;
-
-t.before(async () => {
-  server = await startServer();
-  api = client(server.url);
-});
-t.teardown(async () => {
-  await server.stop();
-  server.cleanup();
-});
+const shared = serverForFile(t);
 
 /** The value of a sample line `name{labels} value` (summed over every line that matches). */
 function sample(text: string, name: string, labels = ''): number {
@@ -35,6 +25,7 @@ function sample(text: string, name: string, labels = ''): number {
 }
 
 t.test('health and readiness answer without a key and reveal nothing', async (t) => {
+  const { server, api } = shared;
   const health = await api.get('/health');
   t.equal(health.status, 200);
   t.same(health.body, { status: 'ok' });
@@ -45,6 +36,7 @@ t.test('health and readiness answer without a key and reveal nothing', async (t)
 });
 
 t.test('metrics need the organization key', async (t) => {
+  const { server, api } = shared;
   const none = await api.get('/metrics');
   t.equal(none.status, 401);
   t.equal(none.body.error_code, 'InvalidApiKeyError');
@@ -55,6 +47,7 @@ t.test('metrics need the organization key', async (t) => {
 });
 
 t.test('metrics are Prometheus text whose numbers move with the traffic', async (t) => {
+  const { server, api } = shared;
   const scrape = async () => {
     const response = await api.get('/metrics', { key: server.orgKey });
     t.equal(response.status, 200);

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { assert } from '../../assert.js';
-import { writeAll } from '../files.js';
+import { writeSynced } from '../files.js';
 
 export const TMP_SUFFIX = '.tmp';
 
@@ -14,18 +14,7 @@ export const TMP_SUFFIX = '.tmp';
 export function stageFile(file: string, bytes: Uint8Array): string {
   assert(file.length > 0, 'file is named');
   const tmp = file + TMP_SUFFIX;
-  try {
-    const fd = fs.openSync(tmp, 'w');
-    try {
-      writeAll(fd, bytes);
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-  } catch (error) {
-    fs.rmSync(tmp, { force: true }); // a full disk: give the partial file's space back
-    throw error;
-  }
+  writeSynced(tmp, bytes);
   return tmp;
 }
 
