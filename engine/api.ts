@@ -3,6 +3,7 @@
  * programs code against TallyEngine; engine/engine.ts implements it. Wire field names stay snake_case.
  */
 import type { Logger } from './logger.js';
+import type { SavedQuery } from './saved-queries.js';
 import type { ApiError } from './errors.js';
 import type { ColumnChunk, SchemaType, ScanSource } from './storage/chunk.js';
 import type { ExtractionJob } from './extraction-jobs.js';
@@ -209,6 +210,16 @@ export interface TallyEngine {
 
   commitOffsets(projectId: string, groupId: string, offsets: readonly CommittedOffset[]): Promise<void>;
   fetchOffsets(projectId: string, groupId: string): CommittedOffset[];
+
+  // Saved and cached queries (spec/api.md §9; engine/saved-queries.ts).
+  listSavedQueries(projectId: string): SavedQuery[];
+  /** Throws 404 ResourceNotFoundError for an unknown name. */
+  getSavedQuery(projectId: string, name: string): SavedQuery;
+  /** Creates or replaces (a body's `query_name` renames); validated as an ad-hoc query, not run. */
+  putSavedQuery(projectId: string, name: string, body: unknown): { created: boolean; saved: SavedQuery };
+  deleteSavedQuery(projectId: string, name: string): void;
+  /** The definition plus `result`: a cached query's from memory, else run now (counts as ad-hoc). */
+  savedQueryResult(projectId: string, name: string): Promise<SavedQuery & { result: unknown }>;
 
   /** Counters and sizes for monitoring (computed on call). */
   stats(): EngineStats;

@@ -31,6 +31,7 @@ import { SegmentPool } from './storage/segment-pool.js';
 import { readSegment } from './storage/segment/reader.js';
 import { Wal } from './wal/wal.js';
 import { jsonLogger, type Logger } from './logger.js';
+import { SavedQueries, type SavedQuery } from './saved-queries.js';
 import { LogReader } from './log.js';
 import { defaultMemoryBudget, planMemory, type MemoryPlan } from './memory.js';
 import { WritePath } from './write-path.js';
@@ -54,6 +55,7 @@ class Engine implements TallyEngine {
   private readonly segmentPool: SegmentPool;
   private readonly deletes: DeleteManager;
   private extractions: ExtractionJobs | null = null;
+  private saved: SavedQueries | null = null;
 
   private constructor(
     private readonly dataDir: string,
@@ -126,6 +128,11 @@ class Engine implements TallyEngine {
     engine.recover(replay);
     engine.extractions = new ExtractionJobs({
       dataDir, clock, queries, source: (project, collection, start, end) => engine.scanSource(project, collection, start, end),
+    });
+    engine.saved = new SavedQueries({
+      dataDir, clock,
+      validate: (project, analysis, params) => queries.validate(project, analysis, params),
+      run: (project, analysis, params, counted) => queries.run(project, analysis, params, counted),
     });
     const interval = options.flushIntervalMs ?? FLUSH_INTERVAL_MS;
     engine.timer = setInterval(() => void engine.flush().catch(engine.reportFlushError), interval);
@@ -324,6 +331,30 @@ class Engine implements TallyEngine {
     return this.queries.run(projectId, analysis, params);
   }
 
+  // Saved and cached queries (saved-queries.ts).
+
+  listSavedQueries(projectId: string): SavedQuery[] {
+    return this.saved!.list(projectId);
+  }
+
+  getSavedQuery(projectId: string, name: string): SavedQuery {
+    return this.saved!.get(projectId, name);
+  }
+
+  putSavedQuery(projectId: string, name: string, body: unknown): { created: boolean; saved: SavedQuery } {
+    if (!this.projects.get(projectId)) throw new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`);
+    return this.saved!.put(projectId, name, body);
+  }
+
+  deleteSavedQuery(projectId: string, name: string): void {
+    this.saved!.delete(projectId, name);
+  }
+
+  savedQueryResult(projectId: string, name: string): Promise<SavedQuery & { result: unknown }> {
+    if (this.closed) return Promise.reject(new ApiError('ServiceUnavailableError', 'Tally is shutting down.'));
+    return this.saved!.result(projectId, name);
+  }
+
   // Asynchronous extractions (extraction-jobs.ts).
 
   submitExtraction(projectId: string, params: Readonly<Record<string, unknown>>): ExtractionJob {
@@ -503,6 +534,7 @@ class Engine implements TallyEngine {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     this.extractions?.close();
+    this.saved?.close();
     await this.writes.settled();
     await this.ingest?.close();
     await this.flush();

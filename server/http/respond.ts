@@ -14,7 +14,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   500: '500 Internal Server Error', 503: '503 Service Unavailable', 504: '504 Gateway Timeout',
 };
 
-const ALLOWED_METHODS = 'GET, HEAD, POST, DELETE, OPTIONS';
+const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, DELETE, OPTIONS';
 const ALLOWED_HEADERS = 'Authorization, Content-Type';
 const PREFLIGHT_MAX_AGE_S = '86400';
 

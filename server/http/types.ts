@@ -54,7 +54,7 @@ export type Handler = (ctx: Ctx, deps: Deps) => Reply | Promise<Reply>;
 export interface RouteSpec {
   /** Segments; ':name' captures one segment. */
   readonly pattern: string;
-  readonly methods: Partial<Record<'GET' | 'POST' | 'DELETE', Handler>>;
+  readonly methods: Partial<Record<'GET' | 'POST' | 'PUT' | 'DELETE', Handler>>;
   /** Largest body accepted (413 RequestTooLargeError beyond it). */
   readonly bodyBytesMax?: number;
 }
