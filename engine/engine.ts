@@ -32,6 +32,7 @@ import { readSegment } from './storage/segment/reader.js';
 import { Wal } from './wal/wal.js';
 import { jsonLogger, type Logger } from './logger.js';
 import { SavedQueries, type SavedQuery } from './saved-queries.js';
+import { AccessKeys, type AccessKey } from './access-keys.js';
 import { LogReader } from './log.js';
 import { defaultMemoryBudget, planMemory, type MemoryPlan } from './memory.js';
 import { WritePath } from './write-path.js';
@@ -56,6 +57,7 @@ class Engine implements TallyEngine {
   private readonly deletes: DeleteManager;
   private extractions: ExtractionJobs | null = null;
   private saved: SavedQueries | null = null;
+  private accessKeys: AccessKeys | null = null;
 
   private constructor(
     private readonly dataDir: string,
@@ -129,6 +131,7 @@ class Engine implements TallyEngine {
     engine.extractions = new ExtractionJobs({
       dataDir, clock, queries, source: (project, collection, start, end) => engine.scanSource(project, collection, start, end),
     });
+    engine.accessKeys = new AccessKeys(dataDir, clock);
     engine.saved = new SavedQueries({
       dataDir, clock,
       validate: (project, analysis, params) => queries.validate(project, analysis, params),
@@ -329,6 +332,37 @@ class Engine implements TallyEngine {
 
   query(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {
     return this.queries.run(projectId, analysis, params);
+  }
+
+  // Access keys (access-keys.ts).
+
+  createAccessKey(projectId: string, body: unknown): AccessKey {
+    if (!this.projects.get(projectId)) throw new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`);
+    return this.accessKeys!.create(projectId, body);
+  }
+
+  listAccessKeys(projectId: string, name?: string): AccessKey[] {
+    return this.accessKeys!.list(projectId, name);
+  }
+
+  getAccessKey(projectId: string, key: string): AccessKey {
+    return this.accessKeys!.get(projectId, key);
+  }
+
+  updateAccessKey(projectId: string, key: string, body: unknown): AccessKey {
+    return this.accessKeys!.update(projectId, key, body);
+  }
+
+  setAccessKeyActive(projectId: string, key: string, active: boolean): AccessKey {
+    return this.accessKeys!.setActive(projectId, key, active);
+  }
+
+  deleteAccessKey(projectId: string, key: string): void {
+    this.accessKeys!.delete(projectId, key);
+  }
+
+  findAccessKey(projectId: string, key: string): AccessKey | null {
+    return this.accessKeys!.find(projectId, key);
   }
 
   // Saved and cached queries (saved-queries.ts).

@@ -5,6 +5,9 @@
  */
 import { limits } from '../../engine/index.js';
 import { Router } from './router.js';
+import {
+  createAccessKey, deleteAccessKey, getAccessKey, listAccessKeys, revokeAccessKey, unrevokeAccessKey, updateAccessKey,
+} from './routes/access-keys.js';
 import { deleteEvents, deleteProperty } from './routes/deletes.js';
 import { getExtractionJob, getExtractionResult } from './routes/extractions.js';
 import { recordBatch, recordBeaconOrInspect, recordEvent } from './routes/events.js';
@@ -30,6 +33,10 @@ export const ROUTES: readonly RouteSpec[] = [
   { pattern: `${O}/projects`, methods: { GET: listProjects, POST: createProject } },
   { pattern: `${O}/projects/:project`, methods: { GET: getProject } },
   { pattern: `${P}/api_keys/:kind/regenerate`, methods: { POST: regenerateKey } },
+  { pattern: `${P}/keys`, methods: { GET: listAccessKeys, POST: createAccessKey } },
+  { pattern: `${P}/keys/:key`, methods: { GET: getAccessKey, POST: updateAccessKey, DELETE: deleteAccessKey } },
+  { pattern: `${P}/keys/:key/revoke`, methods: { POST: revokeAccessKey } },
+  { pattern: `${P}/keys/:key/unrevoke`, methods: { POST: unrevokeAccessKey } },
   { pattern: `${P}/events`, methods: { GET: listCollections, POST: recordBatch },
     bodyBytesMax: limits.BATCH_BYTES_MAX },
   { pattern: `${P}/events/:collection`, methods: { GET: recordBeaconOrInspect, POST: recordEvent, DELETE: deleteEvents },
