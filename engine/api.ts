@@ -5,6 +5,7 @@
 import type { Logger } from './logger.js';
 import type { SavedQuery } from './saved-queries.js';
 import type { AccessKey } from './access-keys.js';
+import type { DatasetView } from './datasets.js';
 import type { ApiError } from './errors.js';
 import type { ColumnChunk, SchemaType, ScanSource } from './storage/chunk.js';
 import type { ExtractionJob } from './extraction-jobs.js';
@@ -221,6 +222,14 @@ export interface TallyEngine {
   deleteAccessKey(projectId: string, key: string): void;
   /** The access key record `key` names in this project (active or not), or null. */
   findAccessKey(projectId: string, key: string): AccessKey | null;
+
+  // Cached datasets (spec/api.md §10; engine/datasets.ts). Unknown names → 404 ResourceNotFoundError.
+  putDataset(projectId: string, name: string, body: unknown): DatasetView;
+  listDatasets(projectId: string): DatasetView[];
+  getDataset(projectId: string, name: string): DatasetView;
+  deleteDataset(projectId: string, name: string): void;
+  /** Per interval bucket of `timeframe`, the value for one index value (503 until bootstrapped). */
+  datasetResults(projectId: string, name: string, indexBy: unknown, timeframe: unknown): { timeframe: { start: string; end: string }; value: unknown }[];
 
   // Saved and cached queries (spec/api.md §9; engine/saved-queries.ts).
   listSavedQueries(projectId: string): SavedQuery[];

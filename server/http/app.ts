@@ -8,6 +8,7 @@ import { Router } from './router.js';
 import {
   createAccessKey, deleteAccessKey, getAccessKey, listAccessKeys, revokeAccessKey, unrevokeAccessKey, updateAccessKey,
 } from './routes/access-keys.js';
+import { datasetResults, deleteDataset, getDataset, listDatasets, putDataset } from './routes/datasets.js';
 import { deleteEvents, deleteProperty } from './routes/deletes.js';
 import { getExtractionJob, getExtractionResult } from './routes/extractions.js';
 import { recordBatch, recordBeaconOrInspect, recordEvent } from './routes/events.js';
@@ -37,6 +38,9 @@ export const ROUTES: readonly RouteSpec[] = [
   { pattern: `${P}/keys/:key`, methods: { GET: getAccessKey, POST: updateAccessKey, DELETE: deleteAccessKey } },
   { pattern: `${P}/keys/:key/revoke`, methods: { POST: revokeAccessKey } },
   { pattern: `${P}/keys/:key/unrevoke`, methods: { POST: unrevokeAccessKey } },
+  { pattern: `${P}/datasets`, methods: { GET: listDatasets } },
+  { pattern: `${P}/datasets/:name`, methods: { GET: getDataset, PUT: putDataset, DELETE: deleteDataset } },
+  { pattern: `${P}/datasets/:name/results`, methods: { GET: datasetResults } },
   { pattern: `${P}/events`, methods: { GET: listCollections, POST: recordBatch },
     bodyBytesMax: limits.BATCH_BYTES_MAX },
   { pattern: `${P}/events/:collection`, methods: { GET: recordBeaconOrInspect, POST: recordEvent, DELETE: deleteEvents },
