@@ -118,6 +118,14 @@ t.test('errors have the documented shapes', async (t) => {
   const reader = (await api.post(`${base()}/keys`, { key: server.keys.master, body: { name: 'dash', permitted: ['datasets'] } })).body.key as string;
   t.equal((await api.get(`${base()}/datasets/sales-by-country/results?index_by=US&timeframe=this_7_days`, { key: reader })).status, 200, 'an access key with datasets reads results');
   t.equal((await api.get(`${base()}/queries/count?event_collection=sales&timeframe=this_7_days`, { key: reader })).status, 403, 'and nothing else');
+  const scoped = (await api.post(`${base()}/keys`, { key: server.keys.master, body: { name: 'fr-dash', permitted: ['datasets'],
+    options: { datasets: { operations: ['retrieve'], allowed: { 'sales-by-country': { index_by: { country: ['FR'] } } } } } } })).body.key as string;
+  const read = (name: string, index: string) => api.get(`${base()}/datasets/${name}/results?index_by=${encodeURIComponent(index)}&timeframe=this_7_days`, { key: scoped });
+  t.equal((await read('sales-by-country', 'FR')).status, 200, 'an allowed index value');
+  t.equal((await read('sales-by-country', '{"country":"FR"}')).status, 200, 'the same as an object');
+  t.equal((await read('sales-by-country', 'US')).status, 403, 'another index value is refused');
+  t.equal((await read('revenue', '{"country":"FR","device":"web"}')).status, 403, 'a dataset not allowed is refused');
+  t.equal((await api.get(`${base()}/datasets`, { key: scoped })).status, 403, 'operations limit listing');
   t.equal((await api.send('DELETE', `${base()}/datasets/x`, { key: server.keys.master })).status, 204);
 });
 

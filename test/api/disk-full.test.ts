@@ -84,8 +84,11 @@ t.test('a full disk refuses writes with 503, loses nothing acknowledged and reco
   t.ok(errors.every((e) => (e as { status: number }).status === 503), 'every refusal is a 503');
   t.match(errors[0], { body: { error_code: 'ServiceUnavailableError', message: /disk is full/ } }, 'with a message that says why');
 
+  // Each retry cuts the WAL back to its last durable byte, which gives back the refused write's
+  // bytes: a small event may fit then. Either way nothing is acknowledged that is not stored.
   const single = await api.post(`${batchPath}/fill`, { key: server.keys.write, body: { n: -1 } });
-  t.equal(single.status, 503, 'a single event is refused too');
+  t.ok(single.status === 503 || single.status === 201, `a single event is refused or, if it fit, stored (${single.status})`);
+  if (single.status === 201) acknowledged++;
   t.equal(await count(server), acknowledged, 'queries keep answering, with exactly the acknowledged events');
   t.equal((await api.get('/health')).status, 200, 'the process stays alive');
   // A flush tick (every 10 s) meets the full disk: its segment write fails and leaves nothing behind.

@@ -170,7 +170,7 @@ t.test('INVALID_RECORD names each bad record (Produce v8)', async (t) => {
   const p = (await c.response(ApiKey.Produce, 8)).body.responses[0].partition_responses[0];
   t.equal(p.error_code, 87);
   t.same(p.record_errors.map((e: Struct) => e.batch_index), [1, 3]);
-  t.match(p.record_errors[0].batch_index_error_message, /not JSON/);
+  t.match(p.record_errors[0].batch_index_error_message, /not valid JSON/);
   t.equal(broker.te.engine.logBounds(broker.te.project.id, 'inv').end, 0, 'nothing stored');
 });
 
