@@ -7,6 +7,7 @@ import uWS from '@trufflesuite/uws-js-unofficial';
 import type { TallyEngine } from '../../engine/index.js';
 import { createRouter } from './app.js';
 import { createDispatcher, type ServeState } from './dispatch.js';
+import { registerLive } from './live.js';
 
 export interface HttpOptions {
   readonly engine: TallyEngine;
@@ -37,6 +38,7 @@ export function startHttp(options: HttpOptions): Promise<HttpListener> {
     : uWS.App();
   const state: ServeState = { inFlight: 0, closing: false, onIdle: () => {} };
   const deps = { engine: options.engine, log: options.log, metrics: options.metrics };
+  registerLive(app, options.engine, options.log);
   app.any('/*', createDispatcher(createRouter(), deps, options.trustProxy, state));
   return new Promise((resolve, reject) => {
     app.listen(options.host, options.port, (socket) => {

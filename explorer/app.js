@@ -1,0 +1,223 @@
+// The Explorer's entry: key entry (localStorage), collections with schema and counts, the query in
+// the URL (back/forward and reload replay it), running it through the public API, the same query
+// as curl and keen-analysis code, and the live view (Server-Sent Events). Talks only to /3.0.
+import { fillForm, readForm, errorField } from './builder.js';
+import { renderResult } from './views.js';
+
+const $ = (selector) => document.querySelector(selector);
+const STORE = 'tally.explorer.key';
+const state = { projectId: '', key: '', collections: [], live: null };
+const tally = (window.__tally = { view: null, lastError: null, runs: 0, timings: {} });
+const EVERYTHING = { start: '1970-01-01T00:00:00.000Z', end: '2100-01-01T00:00:00.000Z' };
+
+async function api(method, path, body) {
+  const response = await fetch(`/3.0/projects/${encodeURIComponent(state.projectId)}${path}`, {
+    method, headers: { Authorization: state.key, ...(body && { 'Content-Type': 'application/json' }) },
+    body: body && JSON.stringify(body),
+  });
+  const text = await response.text();
+  let json;
+  try { json = JSON.parse(text); } catch { json = { message: text, error_code: `HTTP ${response.status}` }; }
+  if (!response.ok) throw Object.assign(new Error(json.message), { status: response.status, ...json });
+  return json;
+}
+
+function keyMessage(error) {
+  if (error.status === 401) return `That key is not a key of project "${state.projectId}" (401 ${error.error_code}). Check the project id and the key the first start printed.`;
+  if (error.status === 403) return `This key may not read (403 ${error.error_code}): use the project's Read Key or Master Key. ${error.message}`;
+  return `${error.error_code ?? 'Error'}: ${error.message}`;
+}
+
+async function connect() {
+  $('#key-status').textContent = 'Connecting…';
+  $('#key-status').className = '';
+  try {
+    state.collections = await api('GET', '/events');
+  } catch (error) {
+    $('#key-status').textContent = keyMessage(error);
+    $('#key-status').className = 'bad';
+    document.body.dataset.connected = 'no';
+    return false;
+  }
+  $('#key-status').textContent = `Connected to project ${state.projectId}: ${state.collections.length} collection(s).`;
+  document.body.dataset.connected = 'yes';
+  renderCollections();
+  void loadCounts();
+  fillFromUrl();
+  return true;
+}
+
+function renderCollections() {
+  const list = $('#collections');
+  list.replaceChildren(...state.collections.map((c) => {
+    const props = Object.entries(c.properties ?? {}).sort(([a], [b]) => a.localeCompare(b));
+    const item = document.createElement('li');
+    item.innerHTML = '<details><summary><b></b> <span class="count"></span></summary><table class="schema"></table></details>';
+    item.querySelector('b').textContent = c.name;
+    item.querySelector('.count').dataset.collection = c.name;
+    item.querySelector('table').append(...props.map(([p, t]) => {
+      const row = document.createElement('tr');
+      row.innerHTML = '<td></td><td class="type"></td>';
+      row.cells[0].textContent = p;
+      row.cells[1].textContent = t;
+      return row;
+    }));
+    return item;
+  }));
+  $('#live-collection').replaceChildren(...state.collections.map((c) => new Option(c.name, c.name)));
+}
+
+/** Event counts of the first collections, one count query each (they share the query rate limit). */
+async function loadCounts() {
+  for (const c of state.collections.slice(0, 25)) {
+    try {
+      const { result } = await api('POST', '/queries/count', { event_collection: c.name, timeframe: EVERYTHING });
+      document.querySelector(`.count[data-collection="${CSS.escape(c.name)}"]`).textContent = `${result.toLocaleString('en-US')} events`;
+    } catch { /* counts are a hint; the list works without them */ }
+  }
+}
+
+function setProperties(collection) {
+  const schema = state.collections.find((c) => c.name === collection)?.properties ?? {};
+  $('#properties').replaceChildren(...['result', ...Object.keys(schema)].map((p) => new Option('', p)));
+}
+
+function queryFromUrl() {
+  const search = new URLSearchParams(location.search);
+  const analysis = search.get('analysis') ?? 'count';
+  let params = {};
+  try { params = JSON.parse(search.get('query') ?? '{}'); } catch { /* a hand-edited URL: start empty */ }
+  if (params.event_collection === undefined && analysis !== 'funnel') params.event_collection = state.collections[0]?.name;
+  return { analysis, params, run: search.has('query') };
+}
+
+function fillFromUrl() {
+  const { analysis, params, run } = queryFromUrl();
+  const form = $('#query-form');
+  fillForm(form, state.collections, analysis, params);
+  setProperties(params.event_collection);
+  form.elements.event_collection.addEventListener('change', (e) => setProperties(e.target.value));
+  showCode(analysis, params);
+  if (run) void runQuery(analysis, params);
+}
+
+function showCode(analysis, params) {
+  const origin = location.origin;
+  const body = JSON.stringify(params);
+  $('#curl').textContent = `curl '${origin}/3.0/projects/${state.projectId}/queries/${analysis}' \\\n`
+    + `  -H "Authorization: $TALLY_READ_KEY" -H 'Content-Type: application/json' \\\n  -d '${body.replace(/'/g, "'\\''")}'`;
+  const host = location.host;
+  $('#keen-code').textContent = `import KeenAnalysis from 'keen-analysis';\n\n`
+    + `const client = new KeenAnalysis({\n  projectId: '${state.projectId}',\n  readKey: process.env.TALLY_READ_KEY,\n`
+    + `  host: '${host}',\n  protocol: '${location.protocol.replace(':', '')}',\n});\n\n`
+    + `const { result } = await client.query(${JSON.stringify({ analysis_type: analysis, ...params }, null, 2)});`;
+}
+
+function clearErrors() {
+  $('#error').hidden = true;
+  for (const out of document.querySelectorAll('.field-error')) out.textContent = '';
+}
+
+function showError(error) {
+  tally.lastError = { status: error.status, message: error.message, error_code: error.error_code };
+  const box = $('#error');
+  box.textContent = `${error.error_code ?? 'Error'}: ${error.message}`;
+  box.hidden = false;
+  const name = errorField(error);
+  const out = name && document.querySelector(`.field-error[data-error-for="${name}"]`);
+  if (out && !out.closest('[hidden]')) out.textContent = error.message;
+}
+
+async function runQuery(analysis, params) {
+  clearErrors();
+  const started = performance.now();
+  $('#result').classList.add('busy');
+  try {
+    const answer = await api('POST', `/queries/${analysis}`, params);
+    const result = analysis === 'funnel' ? answer : answer.result;
+    tally.view = renderResult($('#result'), analysis, result);
+    tally.lastError = null;
+    tally.answer = answer;
+  } catch (error) {
+    if (error.status === 401 || error.status === 403) $('#key-status').textContent = keyMessage(error);
+    $('#result').replaceChildren();
+    tally.view = null;
+    showError(error);
+  } finally {
+    $('#result').classList.remove('busy');
+    tally.timings.lastRunMs = performance.now() - started;
+    tally.timings.firstResultMs ??= performance.now();
+    tally.runs++;
+  }
+}
+
+function onSubmit(event) {
+  event.preventDefault();
+  const { analysis, params } = readForm(event.target);
+  const search = new URLSearchParams({ analysis, query: JSON.stringify(params) });
+  if (location.search !== `?${search}`) history.pushState(null, '', `/explorer?${search}`);
+  showCode(analysis, params);
+  void runQuery(analysis, params);
+}
+
+function startLive() {
+  state.live?.close();
+  const collection = $('#live-collection').value;
+  if (!collection || $('#live-tab').hidden) return;
+  const list = $('#live-events');
+  list.replaceChildren();
+  const url = `/3.0/projects/${encodeURIComponent(state.projectId)}/events/${encodeURIComponent(collection)}/live?api_key=${encodeURIComponent(state.key)}`;
+  const source = (state.live = new EventSource(url));
+  $('#live-status').textContent = 'connecting…';
+  source.onopen = () => { $('#live-status').textContent = `live: new ${collection} events appear at the top`; };
+  source.onerror = () => { $('#live-status').textContent = 'disconnected; retrying…'; };
+  source.onmessage = (message) => {
+    const item = document.createElement('li');
+    let event;
+    try { event = JSON.parse(message.data); } catch { event = message.data; }
+    item.innerHTML = '<time></time><code></code>';
+    item.dataset.offset = message.lastEventId;
+    item.firstChild.textContent = event?.svc?.timestamp ?? '';
+    item.lastChild.textContent = JSON.stringify(event);
+    list.prepend(item);
+    while (list.children.length > 200) list.lastChild.remove();
+  };
+}
+
+function showTab(name) {
+  for (const tab of document.querySelectorAll('.tab')) tab.classList.toggle('active', tab.dataset.tab === name);
+  $('#query-tab').hidden = name !== 'query';
+  $('#live-tab').hidden = name !== 'live';
+  if (name === 'live') startLive(); else { state.live?.close(); state.live = null; }
+}
+
+function init() {
+  const saved = JSON.parse(localStorage.getItem(STORE) ?? 'null');
+  const zones = Intl.supportedValuesOf?.('timeZone') ?? [];
+  $('#timezones').replaceChildren(...['UTC', ...zones].map((z) => new Option('', z)));
+  $('#key-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    state.projectId = $('#project-id').value.trim();
+    state.key = $('#api-key').value.trim();
+    localStorage.setItem(STORE, JSON.stringify({ projectId: state.projectId, key: state.key }));
+    void connect();
+  });
+  $('#forget-key').addEventListener('click', () => {
+    localStorage.removeItem(STORE);
+    $('#api-key').value = '';
+    $('#key-status').textContent = 'Key forgotten in this browser.';
+  });
+  $('#query-form').addEventListener('submit', onSubmit);
+  for (const tab of document.querySelectorAll('.tab')) tab.addEventListener('click', () => showTab(tab.dataset.tab));
+  $('#live-collection').addEventListener('change', startLive);
+  window.addEventListener('popstate', () => { if (document.body.dataset.connected === 'yes') fillFromUrl(); });
+  if (saved?.projectId && saved?.key) {
+    $('#project-id').value = state.projectId = saved.projectId;
+    $('#api-key').value = state.key = saved.key;
+    void connect();
+  } else {
+    $('#key-status').textContent = 'Enter a project id and its Read Key (or Master Key) to start.';
+  }
+}
+
+init();

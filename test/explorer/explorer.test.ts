@@ -1,0 +1,284 @@
+/**
+ * The Explorer in a real browser: Debian's Chromium driven by puppeteer-core against the real server.
+ * It records events over HTTP, enters the key, builds a count with an interval and a group_by in
+ * the form, and checks the chart's data (what uPlot holds) and the table's numbers against the
+ * API's own answer; a bad filter shows the API's message; reload and back reproduce the query; the
+ * live view shows an event recorded after it opened. Screenshots go to a temp dir (printed).
+ */
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import t from 'tap';
+import { client, eventually } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
+
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const WAIT_MS = 15_000;
+const DAY = '2026-01-10';
+const TIMEFRAME = { start: `${DAY}T00:00:00.000Z`, end: `${DAY}T06:00:00.000Z` };
+const ITEMS = ['widget', 'gadget', 'gizmo'];
+
+let server: TestServer;
+let api: ReturnType<typeof client>;
+let browser: Browser;
+let page: Page;
+const shots = mkdtempSync(join(tmpdir(), 'tally-explorer-'));
+
+/** 30 purchases over the day's first five hours: hour h gets item i (i+h) times, some skipped. */
+function purchases(): object[] {
+  const events: object[] = [];
+  for (let hour = 0; hour < 5; hour++) {
+    ITEMS.forEach((item, index) => {
+      for (let n = 0; n < (index + hour) % 4; n++) {
+        const minute = String(n * 7).padStart(2, '0');
+        events.push({ item, price: 10 + index + n, user: `u${(hour + n) % 4}`,
+          svc: { timestamp: `${DAY}T0${hour}:${minute}:00.000Z` } });
+      }
+    });
+  }
+  return events;
+}
+
+async function query(analysis: string, params: object): Promise<{ status: number; body: any }> {
+  return api.post(`/3.0/projects/${server.projectId}/queries/${analysis}`,
+    { key: server.keys.read, body: params });
+}
+
+/** What the page's last view drew: uPlot's own data for a line chart, the bars' values otherwise. */
+async function drawn(p: Page): Promise<any> {
+  return p.evaluate(() => {
+    const view = (window as any).__tally.view;
+    if (view === null) return null;
+    const plot = view.plot;
+    return {
+      kind: view.kind,
+      labels: plot ? plot.series.slice(1).map((s: any) => s.label) : view.labels,
+      data: plot ? plot.data.map((column: ArrayLike<number>) => Array.from(column)) : view.data,
+    };
+  });
+}
+
+/** The result table as parsed cell values (each td carries its value as JSON). */
+async function tableCells(p: Page): Promise<{ columns: string[]; rows: unknown[][] }> {
+  return p.evaluate(() => ({
+    columns: [...document.querySelectorAll('#result-table th')].map((th) => th.textContent ?? ''),
+    rows: [...document.querySelectorAll('#result-table tbody tr')].map((tr) =>
+      [...tr.querySelectorAll('td')].map((td) => JSON.parse((td as HTMLElement).dataset['value']!))),
+  }));
+}
+
+async function waitRuns(p: Page, runs: number): Promise<void> {
+  await p.waitForFunction((n) => (window as any).__tally?.runs >= n, { timeout: WAIT_MS }, runs);
+}
+
+async function typeInto(p: Page, selector: string, text: string): Promise<void> {
+  await p.$eval(selector, (el) => { (el as HTMLInputElement).value = ''; });
+  await p.type(selector, text);
+}
+
+t.before(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`Chromium is not at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`);
+  }
+  server = await startServer();
+  api = client(server.url);
+  const batch = await api.post(`/3.0/projects/${server.projectId}/events`,
+    { key: server.keys.write, body: { purchases: purchases() } });
+  if (batch.status !== 200) throw new Error(`batch: ${batch.status} ${batch.text}`);
+  const visible = await eventually(async () =>
+    (await query('count', { event_collection: 'purchases', timeframe: TIMEFRAME })).body?.result === purchases().length);
+  if (!visible) throw new Error('the recorded events did not become visible');
+  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  t.comment(`screenshots in ${shots}`);
+});
+
+t.teardown(async () => {
+  await browser?.close();
+  await server?.stop();
+  server?.cleanup();
+});
+
+t.test('a browser asking / for HTML is sent to the explorer; JSON clients are not', async (t) => {
+  const html = await api.get('/', { headers: { Accept: 'text/html,application/xhtml+xml' } });
+  t.equal(html.status, 302);
+  t.equal(html.headers.get('location'), '/explorer');
+  const versions = await api.get('/', { key: server.keys.master, headers: { Accept: 'application/json' } });
+  t.equal(versions.status, 200);
+  t.equal(versions.body[0].version, '3.0');
+  t.match(server.stdout(), new RegExp(`^tally explorer ${server.url}/explorer`, 'm'), 'npm start prints the URL');
+  const missing = await api.get('/explorer/nothing.js');
+  t.equal(missing.status, 404);
+  t.equal(missing.body.error_code, 'ResourceNotFoundError');
+});
+
+t.test('a wrong key gets a clear 401 message', async (t) => {
+  await page.goto(`${server.url}/`, { waitUntil: 'domcontentloaded' });
+  t.equal(new URL(page.url()).pathname, '/explorer', 'the browser followed the redirect');
+  await typeInto(page, '#project-id', server.projectId);
+  await typeInto(page, '#api-key', 'f'.repeat(64));
+  await page.click('#key-form button[type=submit]');
+  await page.waitForSelector('body[data-connected=no]', { timeout: WAIT_MS });
+  const status = await page.$eval('#key-status', (el) => el.textContent ?? '');
+  t.match(status, /401/);
+  t.match(status, /InvalidApiKeyError/);
+  await page.screenshot({ path: join(shots, 'key-401.png') });
+});
+
+t.test('count by hour and item: the chart and the table hold the API answer', async (t) => {
+  await typeInto(page, '#api-key', server.keys.read);
+  await page.click('#key-form button[type=submit]');
+  await page.waitForSelector('body[data-connected=yes]', { timeout: WAIT_MS });
+  await page.waitForFunction(() => document.querySelector('.count[data-collection="purchases"]')?.textContent !== '',
+    { timeout: WAIT_MS });
+  t.equal(await page.$eval('.count[data-collection="purchases"]', (el) => el.textContent),
+    `${purchases().length} events`, 'the collection list shows the count');
+  t.ok(await page.$eval('#collections', (el) => el.textContent!.includes('price')), 'and the schema');
+
+  await page.select('select[name=analysis]', 'count');
+  await page.select('select[name=event_collection]', 'purchases');
+  await page.select('select[name=timeframe_kind]', 'absolute');
+  await page.$eval('input[name=start]', (el) => { (el as HTMLInputElement).value = '2026-01-10T00:00'; });
+  await page.$eval('input[name=end]', (el) => { (el as HTMLInputElement).value = '2026-01-10T06:00'; });
+  await typeInto(page, 'input[name=interval]', 'hourly');
+  await typeInto(page, 'input[name=group_by]', 'item');
+  const runs = await page.evaluate(() => (window as any).__tally.runs);
+  await page.click('#run');
+  await waitRuns(page, runs + 1);
+
+  const params = { event_collection: 'purchases', timeframe: TIMEFRAME, interval: 'hourly', group_by: 'item' };
+  const answer = await query('count', params);
+  t.equal(answer.status, 200);
+  const buckets = answer.body.result as { timeframe: { start: string; end: string }; value: { item: string; result: number }[] }[];
+  t.equal(buckets.length, 6, 'six hourly buckets');
+  const labels = [...new Set(buckets.flatMap((b) => b.value.map((g) => g.item)))];
+  const expected = [
+    buckets.map((b) => Date.parse(b.timeframe.start) / 1000),
+    // A group absent from a bucket had no event there: the page draws it as 0.
+    ...labels.map((label) => buckets.map((b) => b.value.find((g) => g.item === label)?.result ?? 0)),
+  ];
+  const chart = await drawn(page);
+  t.equal(chart.kind, 'line');
+  t.same(chart.labels, labels, 'one series per group');
+  t.same(chart.data, expected, "uPlot holds the API's buckets");
+
+  const table = await tableCells(page);
+  t.same(table.columns, ['start', 'end', ...labels]);
+  t.same(table.rows, buckets.map((b) => [b.timeframe.start, b.timeframe.end,
+    ...labels.map((label) => b.value.find((g) => g.item === label)?.result ?? 0)]), "the table is the API's answer");
+  const total = table.rows.flatMap((row) => row.slice(2)).reduce((a: number, v) => a + (Number(v) || 0), 0);
+  t.equal(total, purchases().length, 'every recorded event is counted once');
+
+  const curl = await page.$eval('#curl', (el) => el.textContent ?? '');
+  t.match(curl, `/3.0/projects/${server.projectId}/queries/count`);
+  t.match(curl, '"group_by":"item"');
+  t.match(await page.$eval('#keen-code', (el) => el.textContent ?? ''), /client\.query\(/);
+  await page.screenshot({ path: join(shots, 'count-interval-group.png'), fullPage: true });
+
+  // The URL holds the query: a reload replays it.
+  const url = new URL(page.url());
+  t.equal(url.searchParams.get('analysis'), 'count');
+  t.same(JSON.parse(url.searchParams.get('query')!), params);
+  await page.reload({ waitUntil: 'domcontentloaded' });
+  await waitRuns(page, 1);
+  t.same(await drawn(page), chart, 'the reloaded page draws the same chart');
+  t.equal(await page.$eval('input[name=group_by]', (el) => (el as HTMLInputElement).value), 'item');
+
+  // Another query, then back: the first one is drawn again.
+  await page.$eval('input[name=interval]', (el) => { (el as HTMLInputElement).value = ''; });
+  await page.click('#run');
+  await waitRuns(page, 2);
+  const bars = await drawn(page);
+  const grouped = await query('count', { event_collection: 'purchases', timeframe: TIMEFRAME, group_by: 'item' });
+  t.equal(bars.kind, 'group');
+  t.same(bars.labels, grouped.body.result.map((g: { item: string }) => g.item));
+  t.same(bars.data, grouped.body.result.map((g: { result: number }) => g.result), "the bars are the API's groups");
+  await page.screenshot({ path: join(shots, 'count-group-bars.png'), fullPage: true });
+  await page.goBack();
+  await waitRuns(page, 3);
+  t.same(await drawn(page), chart, 'back shows the interval chart again');
+});
+
+t.test('a bad filter shows the API message next to the filters', async (t) => {
+  const filter = { property_name: 'item', operator: 'regex', property_value: '(' };
+  const answer = await query('count', { event_collection: 'purchases', timeframe: TIMEFRAME, filters: [filter] });
+  t.equal(answer.status, 400);
+  t.equal(answer.body.error_code, 'InvalidFilterError');
+  await page.click('button[data-add=filter]');
+  await page.type('#filters .filter:last-child input[name=f_property]', 'item');
+  await page.select('#filters .filter:last-child select[name=f_operator]', 'regex');
+  await page.type('#filters .filter:last-child input[name=f_value]', '(');
+  const runs = await page.evaluate(() => (window as any).__tally.runs);
+  await page.click('#run');
+  await waitRuns(page, runs + 1);
+  t.equal(await page.$eval('output[data-error-for=filters]', (el) => el.textContent), answer.body.message);
+  t.equal(await page.$eval('#error', (el) => el.textContent), `InvalidFilterError: ${answer.body.message}`);
+  t.equal(await page.$('#result-table'), null, 'no stale result stays on screen');
+  await page.screenshot({ path: join(shots, 'bad-filter.png'), fullPage: true });
+});
+
+t.test('funnel, extraction and a single number are drawn from the API answer', async (t) => {
+  const steps = [{ event_collection: 'purchases', actor_property: 'user' },
+    { event_collection: 'purchases', actor_property: 'user', filters: [{ property_name: 'item', operator: 'eq', property_value: 'gizmo' }] }];
+  const cases: [string, object][] = [
+    ['funnel', { timeframe: TIMEFRAME, steps }],
+    ['extraction', { event_collection: 'purchases', timeframe: TIMEFRAME, latest: 5 }],
+    ['sum', { event_collection: 'purchases', timeframe: TIMEFRAME, target_property: 'price' }],
+  ];
+  for (const [analysis, params] of cases) {
+    const search = new URLSearchParams({ analysis, query: JSON.stringify(params) });
+    await page.goto(`${server.url}/explorer?${search}`, { waitUntil: 'domcontentloaded' });
+    await waitRuns(page, 1);
+    const answer = await query(analysis, params);
+    t.equal(answer.status, 200, analysis);
+    const view = await drawn(page);
+    if (analysis === 'funnel') {
+      t.equal(view.kind, 'funnel');
+      t.same(view.data, answer.body.result, 'funnel steps');
+    } else if (analysis === 'extraction') {
+      const table = await tableCells(page);
+      t.equal(table.rows.length, 5);
+      const ids = table.rows.map((row) => row[table.columns.indexOf('svc.id')]);
+      t.same(ids, answer.body.result.map((e: { svc: { id: string } }) => e.svc.id), 'the extracted events');
+    } else {
+      t.equal(view.kind, 'number');
+      t.equal(view.data, answer.body.result, 'the big number');
+      t.equal(await page.$eval('#big-number', (el) => el.textContent),
+        answer.body.result.toLocaleString('en-US', { maximumFractionDigits: 4 }));
+    }
+    await page.screenshot({ path: join(shots, `${analysis}.png`), fullPage: true });
+  }
+});
+
+t.test('the live view shows an event recorded after it opened', async (t) => {
+  await page.goto(`${server.url}/explorer`, { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector('body[data-connected=yes]', { timeout: WAIT_MS });
+  await page.click('button[data-tab=live]');
+  await page.select('#live-collection', 'purchases');
+  await page.waitForFunction(() => document.querySelector('#live-status')?.textContent?.startsWith('live'),
+    { timeout: WAIT_MS });
+  await page.waitForFunction(() => document.querySelectorAll('#live-events li').length > 0, { timeout: WAIT_MS });
+  const marker = `live-${Date.now()}`;
+  const recorded = await api.post(`/3.0/projects/${server.projectId}/events/purchases`,
+    { key: server.keys.write, body: { item: marker, price: 1 } });
+  t.equal(recorded.status, 201);
+  await page.waitForFunction((m) => document.querySelector('#live-events li code')?.textContent?.includes(m),
+    { timeout: WAIT_MS }, marker);
+  const first = await page.$eval('#live-events li code', (el) => JSON.parse(el.textContent!));
+  t.equal(first.item, marker, 'the newest event is on top');
+  t.match(first.svc.id, /^[0-9a-f]{24}$/);
+  await page.screenshot({ path: join(shots, 'live.png'), fullPage: true });
+});
+
+t.test('the live stream checks the key like other read routes', async (t) => {
+  const path = `/3.0/projects/${server.projectId}/events/purchases/live`;
+  const none = await api.get(path);
+  t.equal(none.status, 401);
+  t.equal(none.body.error_code, 'InvalidApiKeyError');
+  const write = await api.get(`${path}?api_key=${server.keys.write}`);
+  t.equal(write.status, 403);
+  t.equal(write.body.error_code, 'KeyNotPermittedError');
+});
