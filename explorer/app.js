@@ -135,7 +135,7 @@ async function runQuery(analysis, params) {
   try {
     const answer = await api('POST', `/queries/${analysis}`, params);
     const result = analysis === 'funnel' ? answer : answer.result;
-    tally.view = renderResult($('#result'), analysis, result);
+    tally.view = renderResult($('#result'), analysis, result, params.timezone);
     tally.lastError = null;
     tally.answer = answer;
   } catch (error) {

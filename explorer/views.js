@@ -93,14 +93,22 @@ export function intervalSeries(buckets, analysis) {
   return { labels, series };
 }
 
-function lineChart(container, analysis, result, view) {
+/** uPlot's date function for the query's timezone (IANA name or offset in seconds; default UTC). */
+function tzDate(timezone) {
+  const U = window.uPlot;
+  if (typeof timezone === 'number') return (ts) => U.tzDate(new Date((ts + timezone) * 1e3), 'UTC');
+  const zone = typeof timezone === 'string' && timezone !== '' ? timezone : 'UTC';
+  return (ts) => U.tzDate(new Date(ts * 1e3), zone);
+}
+
+function lineChart(container, analysis, result, view, timezone) {
   const { labels, series } = intervalSeries(result, analysis);
   const x = result.map((b) => Date.parse(b.timeframe.start) / 1000);
   const box = el('div', { class: 'chart', id: 'chart' });
   container.append(box);
   const width = Math.max(320, container.clientWidth - 8);
   const plot = new window.uPlot({
-    width, height: 320, legend: { live: false },
+    width, height: 320, legend: { live: false }, tzDate: tzDate(timezone),
     series: [{}, ...labels.map((label, i) => ({ label, stroke: COLORS[i % COLORS.length], width: 2,
       fill: labels.length === 1 ? `${COLORS[0]}22` : undefined, points: { show: x.length < 60 } }))],
     axes: [{}, { size: 60 }],
@@ -137,8 +145,11 @@ function toCsv({ columns, rows }) {
   return [columns, ...rows].map((r) => r.map(cell).join(',')).join('\n') + '\n';
 }
 
-/** Draws `result` of `analysis` into container; returns what was drawn (also on __tally.view). */
-export function renderResult(container, analysis, result) {
+/**
+ * Draws `result` of `analysis` into container, the time axis in the query's timezone; returns what
+ * was drawn (the page keeps it on __tally.view).
+ */
+export function renderResult(container, analysis, result, timezone) {
   container.replaceChildren();
   const view = { analysis };
   const chartArea = el('div', { class: 'chart-area' });
@@ -150,7 +161,7 @@ export function renderResult(container, analysis, result) {
     bars(chartArea, result.result.map((n, i) => ({ label: `${i + 1}. ${result.steps?.[i]?.event_collection ?? ''}`,
       value: n, note: first ? `(${Math.round((100 * n) / first)}%)` : '' })), view, 'funnel');
   } else if (isBuckets) {
-    lineChart(chartArea, analysis, result, view);
+    lineChart(chartArea, analysis, result, view, timezone);
   } else if (isGroups && typeof result[0].result !== 'object') {
     const keys = groupKeys(result[0]);
     bars(chartArea, result.map((r) => ({ label: groupLabel(r, keys), value: r.result })), view, 'group');

@@ -115,7 +115,7 @@ t.test('a browser asking / for HTML is sent to the explorer; JSON clients are no
   t.equal(missing.body.error_code, 'ResourceNotFoundError');
 });
 
-t.test('a wrong key gets a clear 401 message', async (t) => {
+t.test('a wrong key gets a clear 401 message, a write key a clear 403', async (t) => {
   await page.goto(`${server.url}/`, { waitUntil: 'domcontentloaded' });
   t.equal(new URL(page.url()).pathname, '/explorer', 'the browser followed the redirect');
   await typeInto(page, '#project-id', server.projectId);
@@ -126,6 +126,11 @@ t.test('a wrong key gets a clear 401 message', async (t) => {
   t.match(status, /401/);
   t.match(status, /InvalidApiKeyError/);
   await page.screenshot({ path: join(shots, 'key-401.png') });
+  await typeInto(page, '#api-key', server.keys.write);
+  await page.click('#key-form button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('#key-status')?.textContent?.includes('403'),
+    { timeout: WAIT_MS });
+  t.match(await page.$eval('#key-status', (el) => el.textContent ?? ''), /KeyNotPermittedError.*Read Key or Master Key/);
 });
 
 t.test('count by hour and item: the chart and the table hold the API answer', async (t) => {
