@@ -3,10 +3,11 @@
 // as curl and keen-analysis code, and the live view (Server-Sent Events). Talks only to /3.0.
 import { fillForm, readForm, errorField } from './builder.js';
 import { renderResult } from './views.js';
+import { createDashboard } from './dashboard.js';
 
 const $ = (selector) => document.querySelector(selector);
 const STORE = 'tally.explorer.key';
-const state = { projectId: '', key: '', collections: [], live: null };
+const state = { projectId: '', key: '', collections: [], live: null, dashboard: null, lastQuery: null };
 const tally = (window.__tally = { view: null, lastError: null, runs: 0, timings: {} });
 const EVERYTHING = { start: '1970-01-01T00:00:00.000Z', end: '2100-01-01T00:00:00.000Z' };
 
@@ -42,6 +43,9 @@ async function connect() {
   $('#key-status').textContent = `Connected to project ${state.projectId}: ${state.collections.length} collection(s).`;
   document.body.dataset.connected = 'yes';
   renderCollections();
+  state.dashboard?.stop();
+  state.dashboard = createDashboard({ projectId: state.projectId, api, tally, render: renderResult });
+  state.dashboard.show(!$('#dashboard-tab').hidden);
   void loadCounts();
   fillFromUrl();
   return true;
@@ -136,12 +140,15 @@ async function runQuery(analysis, params) {
     const answer = await api('POST', `/queries/${analysis}`, params);
     const result = analysis === 'funnel' ? answer : answer.result;
     tally.view = renderResult($('#result'), analysis, result, params.timezone);
+    state.lastQuery = { analysis, params };
+    $('#pin').disabled = false;
     tally.lastError = null;
     tally.answer = answer;
   } catch (error) {
     if (error.status === 401 || error.status === 403) $('#key-status').textContent = keyMessage(error);
     $('#result').replaceChildren();
     tally.view = null;
+    $('#pin').disabled = true;
     showError(error);
   } finally {
     $('#result').classList.remove('busy');
@@ -188,6 +195,8 @@ function showTab(name) {
   for (const tab of document.querySelectorAll('.tab')) tab.classList.toggle('active', tab.dataset.tab === name);
   $('#query-tab').hidden = name !== 'query';
   $('#live-tab').hidden = name !== 'live';
+  $('#dashboard-tab').hidden = name !== 'dashboard';
+  state.dashboard?.show(name === 'dashboard');
   if (name === 'live') startLive(); else { state.live?.close(); state.live = null; }
 }
 
@@ -208,6 +217,11 @@ function init() {
     $('#key-status').textContent = 'Key forgotten in this browser.';
   });
   $('#query-form').addEventListener('submit', onSubmit);
+  $('#pin').addEventListener('click', () => {
+    if (state.lastQuery && state.dashboard) state.dashboard.pin(state.lastQuery.analysis, state.lastQuery.params);
+    $('#pin').textContent = 'Pinned';
+    setTimeout(() => { $('#pin').textContent = 'Pin to dashboard'; }, 1500);
+  });
   for (const tab of document.querySelectorAll('.tab')) tab.addEventListener('click', () => showTab(tab.dataset.tab));
   $('#live-collection').addEventListener('change', startLive);
   window.addEventListener('popstate', () => { if (document.body.dataset.connected === 'yes') fillFromUrl(); });

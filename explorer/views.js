@@ -5,6 +5,7 @@
 const el = (tag, attrs = {}, ...children) => {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined) continue;
     if (k === 'text') node.textContent = v; else node.setAttribute(k, v);
   }
   node.append(...children);
@@ -104,11 +105,11 @@ function tzDate(timezone) {
 function lineChart(container, analysis, result, view, timezone) {
   const { labels, series } = intervalSeries(result, analysis);
   const x = result.map((b) => Date.parse(b.timeframe.start) / 1000);
-  const box = el('div', { class: 'chart', id: 'chart' });
+  const box = el('div', { class: 'chart', id: view.ids ? 'chart' : undefined });
   container.append(box);
   const width = Math.max(320, container.clientWidth - 8);
   const plot = new window.uPlot({
-    width, height: 320, legend: { live: false }, tzDate: tzDate(timezone),
+    width, height: view.ids ? 320 : 200, legend: { live: false }, tzDate: tzDate(timezone),
     series: [{}, ...labels.map((label, i) => ({ label, stroke: COLORS[i % COLORS.length], width: 2,
       fill: labels.length === 1 ? `${COLORS[0]}22` : undefined, points: { show: x.length < 60 } }))],
     axes: [{}, { size: 60 }],
@@ -118,7 +119,7 @@ function lineChart(container, analysis, result, view, timezone) {
 
 function bars(container, items, view, kind) {
   const max = Math.max(0, ...items.map((i) => (typeof i.value === 'number' ? i.value : 0)));
-  const list = el('div', { class: `bars ${kind}`, id: 'chart' });
+  const list = el('div', { class: `bars ${kind}`, id: view.ids ? 'chart' : undefined });
   for (const item of items) {
     const width = max > 0 && typeof item.value === 'number' ? (100 * item.value) / max : 0;
     list.append(el('div', { class: 'bar-row' },
@@ -130,8 +131,8 @@ function bars(container, items, view, kind) {
   Object.assign(view, { kind, labels: items.map((i) => i.label), data: items.map((i) => i.value) });
 }
 
-function table({ columns, rows }) {
-  return el('table', { id: 'result-table' },
+function table({ columns, rows }, id) {
+  return el('table', { id },
     el('thead', {}, el('tr', {}, ...columns.map((c) => el('th', { text: c })))),
     el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((v) =>
       el('td', { class: typeof v === 'number' ? 'num' : '', 'data-value': JSON.stringify(v ?? null), text: fmt(v) }))))));
@@ -149,9 +150,9 @@ function toCsv({ columns, rows }) {
  * Draws `result` of `analysis` into container, the time axis in the query's timezone; returns what
  * was drawn (the page keeps it on __tally.view).
  */
-export function renderResult(container, analysis, result, timezone) {
+export function renderResult(container, analysis, result, timezone, compact = false) {
   container.replaceChildren();
-  const view = { analysis };
+  const view = { analysis, ids: !compact };
   const chartArea = el('div', { class: 'chart-area' });
   container.append(chartArea);
   const isBuckets = Array.isArray(result) && result[0] && typeof result[0] === 'object' && 'timeframe' in result[0];
@@ -166,7 +167,7 @@ export function renderResult(container, analysis, result, timezone) {
     const keys = groupKeys(result[0]);
     bars(chartArea, result.map((r) => ({ label: groupLabel(r, keys), value: r.result })), view, 'group');
   } else if (typeof result === 'number' || result === null) {
-    chartArea.append(el('div', { class: 'big-number', id: 'big-number', text: fmt(result) }));
+    chartArea.append(el('div', { class: 'big-number', id: view.ids ? 'big-number' : undefined, text: fmt(result) }));
     Object.assign(view, { kind: 'number', data: result });
   } else if (analysis === 'multi_analysis' && !Array.isArray(result)) {
     bars(chartArea, Object.entries(result).map(([label, value]) => ({ label, value })), view, 'group');
@@ -175,12 +176,17 @@ export function renderResult(container, analysis, result, timezone) {
   }
   const data = tabulate(result, analysis);
   view.table = data;
+  if (compact) {
+    // A dashboard card: the chart, or the first rows of a table when there is no chart.
+    if (view.kind === 'table') container.append(el('div', { class: 'table-wrap' }, table({ ...data, rows: data.rows.slice(0, 20) })));
+    return view;
+  }
   const blob = new Blob([toCsv(data)], { type: 'text/csv' });
   const tools = el('p', { class: 'tools' },
     el('a', { href: URL.createObjectURL(blob), download: `${analysis}.csv`, id: 'csv', text: 'Download CSV' }),
     ` · ${data.rows.length} row${data.rows.length === 1 ? '' : 's'}`);
   const raw = el('details', { id: 'raw' }, el('summary', { text: 'Raw JSON' }),
     el('pre', { text: JSON.stringify(result, null, 2) }));
-  container.append(tools, el('div', { class: 'table-wrap' }, table(data)), raw);
+  container.append(tools, el('div', { class: 'table-wrap' }, table(data, 'result-table')), raw);
   return view;
 }

@@ -287,3 +287,35 @@ t.test('the live stream checks the key like other read routes', async (t) => {
   t.equal(write.status, 403);
   t.equal(write.body.error_code, 'KeyNotPermittedError');
 });
+
+t.test('a pinned query is drawn on the dashboard, refreshes itself and survives a reload', async (t) => {
+  const params = { event_collection: 'purchases', timeframe: TIMEFRAME, group_by: 'item' };
+  const search = new URLSearchParams({ analysis: 'count', query: JSON.stringify(params) });
+  await page.goto(`${server.url}/explorer?${search}`, { waitUntil: 'domcontentloaded' });
+  await waitRuns(page, 1);
+  await page.click('#pin');
+  await page.click('button[data-tab=dashboard]');
+  await page.select('#refresh', '5');
+  await page.waitForFunction(() => (window as any).__tally.cards?.[0]?.data !== undefined, { timeout: WAIT_MS });
+  const card = () => page.evaluate(() => (window as any).__tally.cards[0]);
+  const before = (await query('count', params)).body.result as { item: string; result: number }[];
+  t.same((await card()).labels, before.map((g) => g.item));
+  t.same((await card()).data, before.map((g) => g.result), "the card holds the API's groups");
+
+  const recorded = await api.post(`/3.0/projects/${server.projectId}/events/purchases`,
+    { key: server.keys.write, body: { item: 'sprocket', price: 3, svc: { timestamp: `${DAY}T05:30:00.000Z` } } });
+  t.equal(recorded.status, 201);
+  t.ok(await eventually(async () => (await query('count', params)).body.result.some((g: { item: string }) => g.item === 'sprocket')));
+  const refreshes = await page.evaluate(() => (window as any).__tally.refreshes);
+  await page.waitForFunction((n) => (window as any).__tally.refreshes > n
+    && (window as any).__tally.cards[0]?.labels?.includes('sprocket'), { timeout: 20_000 }, refreshes);
+  const after = (await query('count', params)).body.result as { item: string; result: number }[];
+  t.same((await card()).data, after.map((g) => g.result), 'the timer refreshed the card with the new event');
+  await page.screenshot({ path: join(shots, 'dashboard.png'), fullPage: true });
+
+  await page.reload({ waitUntil: 'domcontentloaded' });
+  await page.click('button[data-tab=dashboard]');
+  await page.waitForFunction(() => (window as any).__tally.cards?.[0]?.data !== undefined, { timeout: WAIT_MS });
+  t.same((await card()).data, after.map((g) => g.result), 'the pin is kept in localStorage');
+  t.equal(await page.$$eval('#cards .card', (cards) => cards.length), 1);
+});
