@@ -115,7 +115,7 @@ export function fillForm(form, collections, analysis, p) {
       field('Direction', el('select', { name: 'direction' }, ...options(['ASC', 'DESC'], order?.direction ?? 'DESC')),
         show(ANALYSES.filter((a) => !['funnel', 'extraction', 'select_unique'].includes(a)))),
       field('Limit', el('input', { name: 'limit', type: 'number', min: 1, value: p.limit ?? '' }),
-        show(ANALYSES.filter((a) => !['funnel', 'select_unique'].includes(a))), 'limit')),
+        show(ANALYSES.filter((a) => !['funnel', 'select_unique', 'extraction'].includes(a))), 'limit')),
     el('div', { class: 'line' },
       field('Property names', el('input', { name: 'property_names', list: 'properties', placeholder: 'all', value: list(p.property_names) }),
         'extraction', 'property_names'),

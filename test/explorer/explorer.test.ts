@@ -225,13 +225,18 @@ t.test('a bad filter shows the API message next to the filters', async (t) => {
   await page.screenshot({ path: join(shots, 'bad-filter.png'), fullPage: true });
 });
 
-t.test('funnel, extraction and a single number are drawn from the API answer', async (t) => {
+t.test('funnel, extraction, a single number, multi_analysis, groups and select_unique are drawn from the API answer', async (t) => {
   const steps = [{ event_collection: 'purchases', actor_property: 'user' },
     { event_collection: 'purchases', actor_property: 'user', filters: [{ property_name: 'item', operator: 'eq', property_value: 'gizmo' }] }];
   const cases: [string, object][] = [
     ['funnel', { timeframe: TIMEFRAME, steps }],
     ['extraction', { event_collection: 'purchases', timeframe: TIMEFRAME, latest: 5 }],
     ['sum', { event_collection: 'purchases', timeframe: TIMEFRAME, target_property: 'price' }],
+    ['multi_analysis', { event_collection: 'purchases', timeframe: TIMEFRAME, interval: 'hourly',
+      analyses: { n: { analysis_type: 'count' }, p90: { analysis_type: 'percentile', target_property: 'price', percentile: 90 } } }],
+    ['percentile', { event_collection: 'purchases', timeframe: TIMEFRAME, target_property: 'price', percentile: 50,
+      group_by: ['item', 'user'], order_by: { property_name: 'result', direction: 'DESC' }, limit: 4 }],
+    ['select_unique', { event_collection: 'purchases', timeframe: TIMEFRAME, target_property: 'user' }],
   ];
   for (const [analysis, params] of cases) {
     const search = new URLSearchParams({ analysis, query: JSON.stringify(params) });
@@ -248,6 +253,21 @@ t.test('funnel, extraction and a single number are drawn from the API answer', a
       t.equal(table.rows.length, 5);
       const ids = table.rows.map((row) => row[table.columns.indexOf('svc.id')]);
       t.same(ids, answer.body.result.map((e: { svc: { id: string } }) => e.svc.id), 'the extracted events');
+    } else if (analysis === 'multi_analysis') {
+      const buckets = answer.body.result as { timeframe: { start: string }; value: Record<string, number | null> }[];
+      t.equal(view.kind, 'line');
+      t.same(view.labels, ['n', 'p90'], 'a series per label');
+      t.same(view.data, [buckets.map((b) => Date.parse(b.timeframe.start) / 1000),
+        buckets.map((b) => b.value['n']), buckets.map((b) => b.value['p90'])]);
+    } else if (analysis === 'percentile') {
+      const groups = answer.body.result as { item: string; user: string; result: number }[];
+      t.equal(groups.length, 4, 'limit');
+      t.equal(view.kind, 'group');
+      t.same(view.labels, groups.map((g) => `${g.item} / ${g.user}`), 'bars per group, in the API order');
+      t.same(view.data, groups.map((g) => g.result));
+      t.same((await tableCells(page)).rows, groups.map((g) => [g.item, g.user, g.result]));
+    } else if (analysis === 'select_unique') {
+      t.same((await tableCells(page)).rows, answer.body.result.map((v: string) => [v]), 'one row per value');
     } else {
       t.equal(view.kind, 'number');
       t.equal(view.data, answer.body.result, 'the big number');
@@ -286,7 +306,30 @@ t.test('the live stream checks the key like other read routes', async (t) => {
   const write = await api.get(`${path}?api_key=${server.keys.write}`);
   t.equal(write.status, 403);
   t.equal(write.body.error_code, 'KeyNotPermittedError');
+  // A reconnecting EventSource sends the last id it saw: the stream resumes right after it.
+  // Nothing was deleted, so the log's end offset is the number of events stored.
+  const end = (await query('count', { event_collection: 'purchases', timeframe: 'this_100_years' })).body.result as number;
+  const ids = await firstIds(`${server.url}${path}?api_key=${server.keys.read}`, { 'Last-Event-ID': String(end - 3) }, 2);
+  t.same(ids, [end - 2, end - 1], 'ids are log offsets, resumed after Last-Event-ID');
+  const latest = await firstIds(`${server.url}${path}?api_key=${server.keys.read}`, {}, 1);
+  t.ok(latest[0]! >= 0 && latest[0]! < end, 'a new stream starts at recent events');
 });
+
+/** The first `count` event ids of an SSE stream. */
+async function firstIds(url: string, headers: Record<string, string>, count: number): Promise<number[]> {
+  const controller = new AbortController();
+  const response = await fetch(url, { headers, signal: controller.signal });
+  const reader = response.body!.getReader();
+  let text = '';
+  const ids = () => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+  while (ids().length < count) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += Buffer.from(value).toString();
+  }
+  controller.abort();
+  return ids().slice(0, count);
+}
 
 t.test('a pinned query is drawn on the dashboard, refreshes itself and survives a reload', async (t) => {
   const params = { event_collection: 'purchases', timeframe: TIMEFRAME, group_by: 'item' };
