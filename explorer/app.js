@@ -59,6 +59,11 @@ function renderCollections() {
     item.innerHTML = '<details><summary><b></b> <span class="count"></span></summary><table class="schema"></table></details>';
     item.querySelector('b').textContent = c.name;
     item.querySelector('.count').dataset.collection = c.name;
+    item.querySelector('summary').addEventListener('click', () => {
+      const select = document.querySelector('#query-form select[name=event_collection]');
+      if (select) { select.value = c.name; setProperties(c.name); }
+      $('#live-collection').value = c.name;
+    });
     item.querySelector('table').append(...props.map(([p, t]) => {
       const row = document.createElement('tr');
       row.innerHTML = '<td></td><td class="type"></td>';
@@ -83,7 +88,8 @@ async function loadCounts() {
 
 function setProperties(collection) {
   const schema = state.collections.find((c) => c.name === collection)?.properties ?? {};
-  $('#properties').replaceChildren(...['result', ...Object.keys(schema)].map((p) => new Option('', p)));
+  $('#properties').replaceChildren(new Option('order by the result', 'result'),
+    ...Object.entries(schema).map(([p, type]) => new Option(type, p)));
 }
 
 function queryFromUrl() {
@@ -160,7 +166,9 @@ async function runQuery(analysis, params) {
 
 function onSubmit(event) {
   event.preventDefault();
-  const { analysis, params } = readForm(event.target);
+  const collection = event.target.elements.event_collection.value;
+  const schema = state.collections.find((c) => c.name === collection)?.properties ?? {};
+  const { analysis, params } = readForm(event.target, schema);
   const search = new URLSearchParams({ analysis, query: JSON.stringify(params) });
   if (location.search !== `?${search}`) history.pushState(null, '', `/explorer?${search}`);
   showCode(analysis, params);

@@ -27,8 +27,17 @@ function collectionSelect(name, collections, value) {
   return el('select', { name }, ...options(names, value));
 }
 
-/** A filter's value typed as the user chose: 'auto' reads JSON when it parses, else a string. */
-function typedValue(raw, type, operator) {
+/**
+ * A filter's value typed as the user chose. 'auto' follows the property's schema type (a string
+ * property compares with the string "1", a num property with the number 1); lists (in, not_in),
+ * within and or take JSON; otherwise JSON when it parses as a scalar, else the string.
+ */
+function typedValue(raw, type, operator, schemaType) {
+  if (type === 'auto' && !['in', 'not_in', 'within', 'or', 'exists'].includes(operator)) {
+    if (schemaType === 'string' || schemaType === 'datetime') return raw;
+    if (schemaType === 'num' && raw.trim() !== '' && Number.isFinite(Number(raw))) return Number(raw);
+    if (schemaType === 'bool' && (raw === 'true' || raw === 'false')) return raw === 'true';
+  }
   if (type === 'string') return raw;
   if (type === 'number') return Number(raw);
   if (type === 'boolean') return raw === 'true';
@@ -162,7 +171,7 @@ const rows = (form, selector) => [...form.querySelectorAll(selector)];
 const value = (row, name) => row.querySelector(`[name="${name}"]`);
 
 /** The form as the API's request: only the members the chosen analysis uses, empty ones left out. */
-export function readForm(form) {
+export function readForm(form, schema = {}) {
   const f = form.elements;
   const analysis = f.analysis.value;
   const p = {};
@@ -190,8 +199,9 @@ export function readForm(form) {
   if (analysis !== 'funnel') {
     const filters = rows(form, '#filters .filter').map((row) => {
       const operator = value(row, 'f_operator').value;
-      return { property_name: value(row, 'f_property').value.trim(), operator,
-        property_value: typedValue(value(row, 'f_value').value, value(row, 'f_type').value, operator) };
+      const property = value(row, 'f_property').value.trim();
+      return { property_name: property, operator, property_value: typedValue(value(row, 'f_value').value,
+        value(row, 'f_type').value, operator, Object.hasOwn(schema, property) ? schema[property] : undefined) };
     });
     if (filters.length > 0) p.filters = filters;
   } else {
@@ -217,17 +227,28 @@ export function readForm(form) {
   return { analysis, params: p };
 }
 
-/** The field an API error concerns, from its code (and, for a missing field, its message). */
+/** Field names as the API's messages spell them; 'step' ("funnel step 0 needs ...") means steps. */
+const FIELDS = ['target_property', 'percentile', 'timeframe', 'timezone', 'interval', 'group_by',
+  'order_by', 'limit', 'steps', 'step', 'analyses', 'property_names', 'latest', 'filters'];
+const BY_CODE = {
+  TimeframeDefinitionError: 'timeframe', InvalidFilterError: 'filters',
+  InvalidPropertyNameForGeoFilter: 'filters', NonNumericTargetPropertyError: 'target_property',
+  TooManyIntervalsError: 'interval', TooManyGroupsError: 'group_by',
+  ApproximationRequiredError: 'target_property', ExtractionTooLargeError: 'timeframe',
+};
+
+/**
+ * The field an API error concerns: the field its message names first ('"order_by" takes ... a
+ * group_by property' is about order_by), else the one its code implies; null when neither.
+ */
 export function errorField(error) {
-  const byCode = {
-    TimeframeDefinitionError: 'timeframe', InvalidFilterError: 'filters',
-    InvalidPropertyNameForGeoFilter: 'filters', NonNumericTargetPropertyError: 'target_property',
-    TooManyIntervalsError: 'interval', TooManyGroupsError: 'group_by',
-    ApproximationRequiredError: 'target_property', ExtractionTooLargeError: 'timeframe',
-  };
-  if (byCode[error.error_code]) return byCode[error.error_code];
-  const named = ['target_property', 'percentile', 'timeframe', 'timezone', 'interval', 'group_by',
-    'order_by', 'limit', 'steps', 'analyses', 'property_names', 'latest', 'filters']
-    .find((name) => (error.message ?? '').includes(name));
-  return named ?? null;
+  const message = error.message ?? '';
+  let best = null;
+  let bestIndex = Infinity;
+  for (const name of FIELDS) {
+    const match = new RegExp(`\\b${name}\\b`).exec(message);
+    if (match !== null && match.index < bestIndex) { best = name; bestIndex = match.index; }
+  }
+  if (best === 'step') best = 'steps';
+  return best ?? BY_CODE[error.error_code] ?? null;
 }

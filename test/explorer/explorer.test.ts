@@ -225,6 +225,46 @@ t.test('a bad filter shows the API message next to the filters', async (t) => {
   await page.screenshot({ path: join(shots, 'bad-filter.png'), fullPage: true });
 });
 
+t.test('a filter value is typed by the schema; timeframe and timezone errors show at their fields', async (t) => {
+  await page.$eval('#filters', (el) => el.replaceChildren());
+  await page.click('button[data-add=filter]');
+  await page.type('#filters .filter input[name=f_property]', 'price');
+  await page.select('#filters .filter select[name=f_operator]', 'gte');
+  await page.type('#filters .filter input[name=f_value]', '12');
+  await page.click('button[data-add=filter]');
+  await page.type('#filters .filter:last-child input[name=f_property]', 'item');
+  await page.select('#filters .filter:last-child select[name=f_operator]', 'in');
+  await page.type('#filters .filter:last-child input[name=f_value]', '["gizmo","gadget"]');
+  let runs = await page.evaluate(() => (window as any).__tally.runs);
+  await page.click('#run');
+  await waitRuns(page, runs + 1);
+  const sent = JSON.parse(new URL(page.url()).searchParams.get('query')!);
+  t.same(sent.filters, [{ property_name: 'price', operator: 'gte', property_value: 12 },
+    { property_name: 'item', operator: 'in', property_value: ['gizmo', 'gadget'] }], 'a number for a num property, a list for in');
+  const answer = await query('count', sent);
+  t.equal(answer.status, 200);
+  const expected = answer.body.result.flatMap((b: { value: { result: number }[] }) => b.value.map((g) => g.result))
+    .reduce((a: number, v: number) => a + v, 0);
+  const want = purchases().filter((e: any) => e.price >= 12 && ['gizmo', 'gadget'].includes(e.item)).length;
+  t.equal(expected, want, 'the API counted the filtered events');
+  t.ok(want > 0 && want < purchases().length, 'the filter keeps some events and drops others');
+  const table = await tableCells(page);
+  t.equal(table.rows.flatMap((row) => row.slice(2)).reduce((a: number, v) => a + Number(v), 0), want);
+
+  for (const [field, value] of [['timeframe', 'this_banana'], ['timezone', 'Mars/Base']] as const) {
+    await page.select('select[name=timeframe_kind]', 'relative');
+    await typeInto(page, `input[name=${field}]`, value);
+    runs = await page.evaluate(() => (window as any).__tally.runs);
+    await page.click('#run');
+    await waitRuns(page, runs + 1);
+    const bad = await query('count', JSON.parse(new URL(page.url()).searchParams.get('query')!));
+    t.equal(bad.status, 400);
+    t.equal(await page.$eval(`output[data-error-for=${field}]`, (el) => el.textContent), bad.body.message,
+      `the ${field} error is next to the ${field} field`);
+    await typeInto(page, `input[name=${field}]`, field === 'timeframe' ? 'this_7_days' : 'UTC');
+  }
+});
+
 t.test('funnel, extraction, a single number, multi_analysis, groups and select_unique are drawn from the API answer', async (t) => {
   const steps = [{ event_collection: 'purchases', actor_property: 'user' },
     { event_collection: 'purchases', actor_property: 'user', filters: [{ property_name: 'item', operator: 'eq', property_value: 'gizmo' }] }];
