@@ -17,3 +17,4 @@ export { openEngine } from './engine.js';
 export { MEMORY_BUDGET_MIN_BYTES, defaultMemoryBudget, parseBytes } from './memory.js';
 export { parseJson, parseJsonBody } from './ingest/batch.js';
 export { isAsyncExtraction } from './extraction-jobs.js';
+export { validateCollectionName } from './schema/collection-name.js';

@@ -7,7 +7,7 @@
  */
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import type { TallyEngine } from '../../engine/index.js';
-import { ApiError } from '../../engine/index.js';
+import { ApiError, validateCollectionName } from '../../engine/index.js';
 import { requireProjectKey } from './auth.js';
 import { errorReply, writeReply } from './respond.js';
 
@@ -31,11 +31,13 @@ interface Stream {
   closed: boolean;
 }
 
+/** A percent-decoded path parameter; a malformed escape names no resource (404, as the router). */
 function param(req: HttpRequest, index: number): string {
+  const raw = req.getParameter(index) ?? '';
   try {
-    return decodeURIComponent(req.getParameter(index) ?? '');
+    return decodeURIComponent(raw);
   } catch {
-    return '';
+    throw new ApiError('ResourceNotFoundError', `No resource at a path with the malformed escape "${raw}".`);
   }
 }
 
@@ -71,13 +73,18 @@ function startOffset(engine: TallyEngine, projectId: string, collection: string,
 export function registerLive(app: TemplatedApp, engine: TallyEngine, log: (line: string) => void): void {
   let open = 0;
   const handler = (res: HttpResponse, req: HttpRequest): void => {
-    const projectId = param(req, 0);
-    const collection = param(req, 1);
+    // Everything is read from req here: uWS invalidates it once the handler returns.
     const query = new URLSearchParams(req.getQuery() ?? '');
     const key = req.getHeader('authorization').trim() || (query.get('api_key') ?? '').trim();
     const lastId = req.getHeader('last-event-id') || (query.get('last_event_id') ?? '');
+    let projectId: string;
+    let collection: string;
     try {
+      projectId = param(req, 0);
+      collection = param(req, 1);
       requireProjectKey(engine, projectId, key, ['read']);
+      // A name no event can have would wait forever; a valid one not yet written waits for its first.
+      validateCollectionName(collection);
       if (open >= STREAMS_MAX) {
         throw new ApiError('TooManyConcurrentQueriesError',
           `At most ${STREAMS_MAX} live views may be open at once; close one and retry.`);
@@ -98,7 +105,15 @@ export function registerLive(app: TemplatedApp, engine: TallyEngine, log: (line:
       unsubscribe();
     };
     const unsubscribe = engine.onAppend((p, c) => {
-      if (p === projectId && c === collection) pump(engine, stream);
+      if (p !== projectId || c !== collection) return;
+      try {
+        pump(engine, stream);
+      } catch (error) {
+        // The boundary between the engine's append listeners and one viewer: end this stream only.
+        log(`live view of ${collection} ended: ${(error as Error).message}`);
+        stream.closed = true;
+        res.cork(() => res.end());
+      }
       if (stream.closed) release();
     });
     const timer = setInterval(() => {

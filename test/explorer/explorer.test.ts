@@ -346,6 +346,9 @@ t.test('the live stream checks the key like other read routes', async (t) => {
   const write = await api.get(`${path}?api_key=${server.keys.write}`);
   t.equal(write.status, 403);
   t.equal(write.body.error_code, 'KeyNotPermittedError');
+  const invalid = await api.get(`/3.0/projects/${server.projectId}/events/_hidden/live?api_key=${server.keys.read}`);
+  t.equal(invalid.status, 400, 'a name no event can have is refused, not awaited forever');
+  t.equal(invalid.body.error_code, 'InvalidCollectionNameError');
   // A reconnecting EventSource sends the last id it saw: the stream resumes right after it.
   // Nothing was deleted, so the log's end offset is the number of events stored.
   const end = (await query('count', { event_collection: 'purchases', timeframe: 'this_100_years' })).body.result as number;
