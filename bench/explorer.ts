@@ -17,7 +17,9 @@ const server = await startServer();
 try {
   const page = await (await fetch(`${server.url}/explorer`)).text();
   const assets = [...page.matchAll(/(?:href|src)="(\/explorer\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]!);
-  const modules = ['/explorer/builder.js', '/explorer/views.js'];
+  // The modules app.js imports (one level: they import nothing else).
+  const app = await (await fetch(`${server.url}/explorer/app.js`)).text();
+  const modules = [...app.matchAll(/from '\.\/([\w-]+\.js)'/g)].map((m) => `/explorer/${m[1]}`);
   let raw = 0;
   let gzip = 0;
   for (const asset of [...assets, ...modules]) {

@@ -181,7 +181,9 @@ export function readForm(form, schema = {}) {
   set('target_property', f.target_property.value.trim());
   if (f.percentile.value !== '') set('percentile', Number(f.percentile.value));
   if (f.timeframe_kind.value === 'absolute') {
-    const iso = (v) => v ? new Date(`${v}:00Z`).toISOString() : '';
+    // datetime-local gives "YYYY-MM-DDTHH:mm[:ss]", read as UTC; anything else goes to the API as
+    // typed so its TimeframeDefinitionError explains it.
+    const iso = (v) => (Number.isNaN(Date.parse(`${v}Z`)) ? v : new Date(`${v}Z`).toISOString());
     p.timeframe = { start: iso(f.start.value), end: iso(f.end.value) };
   } else {
     set('timeframe', f.timeframe.value.trim());
