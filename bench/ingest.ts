@@ -9,6 +9,7 @@
  *
  *   node dist/bench/ingest.js [--seconds 10] [--batch-connections 4] [--concurrency 64] [--only enriched]
  */
+import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { startServer } from '../test/helpers/server.js';
 import { enrichedEvent, plainEvent as event } from './events.js';
@@ -40,7 +41,22 @@ interface PhaseResult {
   readonly failures: number;
   readonly seconds: number;
   readonly latenciesMs: Float64Array;
+  /** CPU seconds of this process (the load generator) and of the server during the phase. */
+  readonly clientCpuS: number;
+  readonly serverCpuS: number;
 }
+
+/** The server's user+system CPU seconds so far, from /proc (Linux); NaN elsewhere. */
+function serverCpuSeconds(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return NaN;
+  }
+}
+
+let serverPid: number | undefined;
 
 /**
  * Runs `connections` sockets, each with one request in flight, until `seconds` pass. Responses are
@@ -87,9 +103,15 @@ async function runPhase(
     socket.once('error', reject);
   })));
   const startedMs = performance.now();
+  const clientBefore = process.cpuUsage();
+  const serverBefore = serverCpuSeconds(serverPid);
   await Promise.all(sockets.map(runConnection));
   const elapsedS = (performance.now() - startedMs) / 1000;
-  return { requests: latencies.length, failures, seconds: elapsedS, latenciesMs: Float64Array.from(latencies).sort() };
+  const client = process.cpuUsage(clientBefore);
+  return {
+    requests: latencies.length, failures, seconds: elapsedS, latenciesMs: Float64Array.from(latencies).sort(),
+    clientCpuS: (client.user + client.system) / 1e6, serverCpuS: serverCpuSeconds(serverPid) - serverBefore,
+  };
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -104,6 +126,9 @@ function report(name: string, result: PhaseResult, eventsPerRequest: number, goa
   console.log(`${name}: ${result.requests} requests (${result.failures} failed) in ${result.seconds.toFixed(1)} s`);
   console.log(`  ${Math.round(rate).toLocaleString('en')} events/s, ${Math.round(requestRate).toLocaleString('en')} requests/s`);
   console.log(`  latency p50 ${percentile(result.latenciesMs, 50).toFixed(2)} ms, p99 ${percentile(result.latenciesMs, 99).toFixed(2)} ms`);
+  const share = (cpuS: number) => `${Math.round((100 * cpuS) / result.seconds)}%`;
+  console.log(`  CPU of the 2 cores (200% = both): load generator ${share(result.clientCpuS)}, server ${share(result.serverCpuS)}` +
+    ` (${((1e6 * result.serverCpuS) / Math.max(1, result.requests)).toFixed(0)} µs of server CPU per request)`);
   if (goalValue > 0) console.log(`  goal ${goal}: ${measured >= goalValue ? 'met' : 'NOT met'}`);
   else console.log(`  (${goal})`);
 }
@@ -114,6 +139,7 @@ async function main(): Promise<void> {
   const concurrency = flag('concurrency', 64);
   const serverArgs = process.env.TALLY_SERVER_ARGS?.split(' ').filter((arg) => arg !== '') ?? [];
   const server = await startServer({ args: serverArgs });
+  serverPid = server.child.pid;
   const port = Number(new URL(server.url).port);
   const host = `127.0.0.1:${port}`;
   const base = `/3.0/projects/${server.projectId}/events`;

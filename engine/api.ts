@@ -2,6 +2,8 @@
  * The types of the engine's public surface. The server, the Kafka broker, the bench and embedding
  * programs code against TallyEngine; engine/engine.ts implements it. Wire field names stay snake_case.
  */
+import type { Logger } from './logger.js';
+import type { SavedQuery } from './saved-queries.js';
 import type { ApiError } from './errors.js';
 import type { ColumnChunk, SchemaType, ScanSource } from './storage/chunk.js';
 import type { ExtractionJob } from './extraction-jobs.js';
@@ -99,6 +101,8 @@ export interface EngineOptions {
   readonly memoryBudgetBytes?: number;
   /** Whether to fsync the WAL before acknowledging (default true). Only benchmarks turn it off. */
   readonly fsync?: boolean;
+  /** Where the engine reports recoveries and failures; JSON lines on stderr at info by default. */
+  readonly logger?: Logger;
 }
 
 /** Numbers an operator watches (the server's /metrics); cheap to compute, plain data. */
@@ -107,6 +111,16 @@ export interface EngineStats {
   readonly eventsAccepted: number;
   /** Events refused since start (invalid, or all events of an atomic append with one invalid). */
   readonly eventsRefused: number;
+  /** Valid events not stored because the disk failed them (503; a full disk). */
+  readonly eventsFailed: number;
+  /** WAL write or sync failures, and recoveries from them without a restart. */
+  readonly walFailures: number;
+  readonly walRecoveries: number;
+  /** Flushes or compactions that failed (retried on the next flush). */
+  readonly flushFailures: number;
+  /** Queries executing and waiting for a slot (K running, Q waiting). */
+  readonly queriesRunning: number;
+  readonly queriesWaiting: number;
   /** Rows in the write buffers, not yet in segments. */
   readonly bufferRows: number;
   readonly segments: number;
@@ -197,8 +211,20 @@ export interface TallyEngine {
   commitOffsets(projectId: string, groupId: string, offsets: readonly CommittedOffset[]): Promise<void>;
   fetchOffsets(projectId: string, groupId: string): CommittedOffset[];
 
+  // Saved and cached queries (spec/api.md §9; engine/saved-queries.ts).
+  listSavedQueries(projectId: string): SavedQuery[];
+  /** Throws 404 ResourceNotFoundError for an unknown name. */
+  getSavedQuery(projectId: string, name: string): SavedQuery;
+  /** Creates or replaces (a body's `query_name` renames); validated as an ad-hoc query, not run. */
+  putSavedQuery(projectId: string, name: string, body: unknown): { created: boolean; saved: SavedQuery };
+  deleteSavedQuery(projectId: string, name: string): void;
+  /** The definition plus `result`: a cached query's from memory, else run now (counts as ad-hoc). */
+  savedQueryResult(projectId: string, name: string): Promise<SavedQuery & { result: unknown }>;
+
   /** Counters and sizes for monitoring (computed on call). */
   stats(): EngineStats;
+  /** Calls `listener` with the seconds of each WAL fdatasync (a latency histogram). */
+  onWalSync(listener: (seconds: number) => void): void;
 
   /** Flushes buffered rows to segments (also runs on a timer). */
   flush(): Promise<void>;

@@ -30,6 +30,8 @@ import { readManifest, writeManifest } from './storage/manifest.js';
 import { SegmentPool } from './storage/segment-pool.js';
 import { readSegment } from './storage/segment/reader.js';
 import { Wal } from './wal/wal.js';
+import { jsonLogger, type Logger } from './logger.js';
+import { SavedQueries, type SavedQuery } from './saved-queries.js';
 import { LogReader } from './log.js';
 import { defaultMemoryBudget, planMemory, type MemoryPlan } from './memory.js';
 import { WritePath } from './write-path.js';
@@ -53,6 +55,7 @@ class Engine implements TallyEngine {
   private readonly segmentPool: SegmentPool;
   private readonly deletes: DeleteManager;
   private extractions: ExtractionJobs | null = null;
+  private saved: SavedQueries | null = null;
 
   private constructor(
     private readonly dataDir: string,
@@ -64,6 +67,7 @@ class Engine implements TallyEngine {
     inlineSegments: boolean,
     private readonly ingest: IngestPool | null,
     private readonly memory: MemoryPlan,
+    private readonly logger: Logger,
   ) {
     this.segmentPool = new SegmentPool(inlineSegments);
     this.offsets = readJsonIfExists<OffsetsFile>(path.join(dataDir, 'kafka-offsets.json')) ?? {};
@@ -95,12 +99,13 @@ class Engine implements TallyEngine {
     const dataDir = path.resolve(options.dataDir);
     fs.mkdirSync(dataDir, { recursive: true });
     const clock = options.clock ?? Date.now;
+    const logger = options.logger ?? jsonLogger();
     const projects = new ProjectStore(dataDir, options.orgId ?? 'default', options.orgKey);
     if (projects.created) projects.create('default');
     else projects.save();
     const { wal, replay } = await Wal.open(path.join(dataDir, 'wal'), {
       fsync: options.fsync ?? true,
-      log: (level, message) => process.stderr.write(`tally wal ${level}: ${message}\n`),
+      log: (level, message, fields) => logger.write(level, message, fields),
     });
     const enricher = await createEnricher({ geoipDbPath: options.geoipDbPath });
     // One worker per core: a query fans out over all of them; the OS shares the cores with the
@@ -118,11 +123,16 @@ class Engine implements TallyEngine {
     // The thread that serves writes keeps a core's share of the work (schema, WAL, buffers).
     const ingestWorkers = options.ingestWorkers ?? Math.max(1, os.availableParallelism() - 1);
     const ingest = ingestWorkers > 0 ? new IngestPool(ingestWorkers, { geoipDbPath: options.geoipDbPath, databaseFiles: sharedDatabaseFiles() }) : null;
-    engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0, ingest, memory);
+    engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0, ingest, memory, logger);
     engine.createdFresh = projects.created;
     engine.recover(replay);
     engine.extractions = new ExtractionJobs({
       dataDir, clock, queries, source: (project, collection, start, end) => engine.scanSource(project, collection, start, end),
+    });
+    engine.saved = new SavedQueries({
+      dataDir, clock,
+      validate: (project, analysis, params) => queries.validate(project, analysis, params),
+      run: (project, analysis, params, counted) => queries.run(project, analysis, params, counted),
     });
     const interval = options.flushIntervalMs ?? FLUSH_INTERVAL_MS;
     engine.timer = setInterval(() => void engine.flush().catch(engine.reportFlushError), interval);
@@ -200,8 +210,20 @@ class Engine implements TallyEngine {
     for (const listener of this.listeners) listener(project, collection);
   }
 
+  /** When the last flush failure was logged: a full disk fails every flush, one line a minute says so. */
+  private flushErrorLoggedAt = -Infinity;
+  flushFailures = 0;
+
   private readonly reportFlushError = (error: unknown): void => {
-    process.stderr.write(`tally flush failed: ${(error as Error)?.stack ?? error}\n`);
+    this.flushFailures++;
+    const now = Date.now();
+    if (now - this.flushErrorLoggedAt < 60_000) return;
+    this.flushErrorLoggedAt = now;
+    const code = (error as { code?: unknown })?.code;
+    this.logger.write('error', 'flush failed: rows stay in the WAL and the buffers; retried every flush', {
+      error: typeof code === 'string' ? `${code}: ${(error as Error).message}` : (error as Error)?.stack ?? String(error),
+      failures: this.flushFailures,
+    });
   };
 
   // Projects and keys.
@@ -309,6 +331,30 @@ class Engine implements TallyEngine {
     return this.queries.run(projectId, analysis, params);
   }
 
+  // Saved and cached queries (saved-queries.ts).
+
+  listSavedQueries(projectId: string): SavedQuery[] {
+    return this.saved!.list(projectId);
+  }
+
+  getSavedQuery(projectId: string, name: string): SavedQuery {
+    return this.saved!.get(projectId, name);
+  }
+
+  putSavedQuery(projectId: string, name: string, body: unknown): { created: boolean; saved: SavedQuery } {
+    if (!this.projects.get(projectId)) throw new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`);
+    return this.saved!.put(projectId, name, body);
+  }
+
+  deleteSavedQuery(projectId: string, name: string): void {
+    this.saved!.delete(projectId, name);
+  }
+
+  savedQueryResult(projectId: string, name: string): Promise<SavedQuery & { result: unknown }> {
+    if (this.closed) return Promise.reject(new ApiError('ServiceUnavailableError', 'Tally is shutting down.'));
+    return this.saved!.result(projectId, name);
+  }
+
   // Asynchronous extractions (extraction-jobs.ts).
 
   submitExtraction(projectId: string, params: Readonly<Record<string, unknown>>): ExtractionJob {
@@ -388,11 +434,18 @@ class Engine implements TallyEngine {
       }
       for (const count of perDay.values()) if (count > 1) compactionBacklog++;
     }
+    const queries = this.queries.depths();
     return {
-      eventsAccepted: this.writes.accepted, eventsRefused: this.writes.refused,
+      eventsAccepted: this.writes.accepted, eventsRefused: this.writes.refused, eventsFailed: this.writes.failed,
+      walFailures: this.wal.stats.failures, walRecoveries: this.wal.stats.recoveries, flushFailures: this.flushFailures,
+      queriesRunning: queries.running, queriesWaiting: queries.waiting,
       bufferRows, segments, segmentRows, segmentBytes, compactionBacklog,
       memoryBudgetBytes: this.memory.budgetBytes,
     };
+  }
+
+  onWalSync(listener: (seconds: number) => void): void {
+    this.wal.onSync = listener;
   }
 
   // Flush, compaction, close.
@@ -481,6 +534,7 @@ class Engine implements TallyEngine {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     this.extractions?.close();
+    this.saved?.close();
     await this.writes.settled();
     await this.ingest?.close();
     await this.flush();

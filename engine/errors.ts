@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
   InvalidFilterError: 400,
   InvalidPropertyNameForGeoFilter: 400,
   InvalidQueryError: 400,
+  InvalidResourceNameError: 400,
   NonNumericTargetPropertyError: 400,
   ApproximationRequiredError: 400,
   TooManyGroupsError: 400,

@@ -14,6 +14,8 @@ export type { ErrorCode } from './errors.js';
 export { AssertionError } from './assert.js';
 export * as limits from './limits.js';
 export { openEngine } from './engine.js';
+export type { RunInformation, SavedQuery } from './saved-queries.js';
+export { LOG_LEVELS, jsonLogger, type LogFields, type LogLevel, type Logger } from './logger.js';
 export { MEMORY_BUDGET_MIN_BYTES, defaultMemoryBudget, parseBytes } from './memory.js';
 export { parseJson, parseJsonBody } from './ingest/batch.js';
 export { isAsyncExtraction } from './extraction-jobs.js';

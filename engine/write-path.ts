@@ -81,6 +81,8 @@ export class WritePath {
   /** Events accepted (stored or dropped as duplicates) and refused since start: the metrics' counters. */
   accepted = 0;
   refused = 0;
+  /** Events valid but not stored because the WAL could not write them (a full disk, an I/O error). */
+  failed = 0;
 
   constructor(private readonly deps: WritePathDeps) {
     this.preparer = new EventPreparer(deps.enricher);
@@ -101,6 +103,8 @@ export class WritePath {
    * stored: the refused ones carry their errors, the others `{ ok: true, offset: -1 }`.
    */
   append(project: string, events: readonly EventToWrite[], ctx: WriteContext, atomic = false): Promise<AppendResult[]> {
+    const failure = this.deps.wal.failure;
+    if (failure !== null) return Promise.reject(failure); // a full disk: refuse before any work
     const batch = this.batchState(this.receiptTime());
     const preparer = this.preparer;
     preparer.begin();
@@ -121,6 +125,8 @@ export class WritePath {
    * and everything after them, as append() does for events it prepares itself.
    */
   appendPrepared(project: string, packed: PackedBatch, time: ReceiptTime): Promise<AppendResult[]> {
+    const failure = this.deps.wal.failure;
+    if (failure !== null) return Promise.reject(failure);
     const batch = this.batchState(time);
     unpackLeaves(packed, batch.leaves);
     const collectionOf: string[] = [];
@@ -204,6 +210,10 @@ export class WritePath {
       release();
       return results;
     }, (error: unknown) => {
+      // Not stored: their uniqueness tokens must not turn a client's retry into a silent duplicate.
+      for (const event of staged) if (event.k !== null) event.store.tokens.forget(event.k, batch.now);
+      this.accepted -= staged.length;
+      this.failed += staged.length;
       release();
       throw error;
     });

@@ -2,7 +2,7 @@
  * The server's configuration: the only module that reads process.argv and process.env. It turns the
  * flags of spec/api.md §1 into a frozen Config; it does not open files or sockets (main.ts does).
  */
-import { MEMORY_BUDGET_MIN_BYTES, parseBytes } from '../engine/index.js';
+import { LOG_LEVELS, MEMORY_BUDGET_MIN_BYTES, parseBytes, type LogLevel } from '../engine/index.js';
 
 export interface Config {
   readonly dataDir: string;
@@ -30,6 +30,8 @@ export interface Config {
   readonly memoryBudgetBytes: number | undefined;
   /** fsync before acknowledging; only benchmarks turn it off (`--no-fsync`). */
   readonly fsync: boolean;
+  /** Lowest level of the JSON log lines on stderr (--log-level). */
+  readonly logLevel: LogLevel;
   readonly help: boolean;
 }
 
@@ -62,6 +64,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'query-workers', arg: 'N', help: 'query worker threads (default one per core; 0 = inline)' },
   { name: 'ingest-workers', arg: 'N', help: 'threads that parse large batch bodies (default one per core but one; 0 = inline)' },
   { name: 'memory-budget', arg: 'BYTES', help: 'bytes for caches and write buffers, e.g. 1g (default: 1/16 of RAM, 256m-4g)' },
+  { name: 'log-level', arg: 'LEVEL', help: 'debug (adds a line per request), info (default), warn or error' },
   { name: 'no-fsync', help: 'acknowledge writes before fsync (benchmarks only; unsafe)' },
   { name: 'help', help: 'print this help and exit' },
 ];
@@ -125,6 +128,14 @@ function parseBudget(raw: string | undefined): number | undefined {
   return bytes;
 }
 
+function parseLogLevel(raw: string | undefined): LogLevel {
+  if (raw === undefined) return 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
+    throw new ConfigError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  }
+  return raw as LogLevel;
+}
+
 export function readConfig(
   argv: readonly string[] = process.argv.slice(2),
   env: Readonly<Record<string, string | undefined>> = process.env,
@@ -161,6 +172,7 @@ export function readConfig(
     ingestWorkers: parseCount('ingest-workers', flags.get('ingest-workers')),
     memoryBudgetBytes: parseBudget(flags.get('memory-budget')),
     fsync: !flags.has('no-fsync'),
+    logLevel: parseLogLevel(flags.get('log-level')),
     help: flags.has('help'),
   });
 }

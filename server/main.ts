@@ -5,7 +5,7 @@
  * SIGTERM/SIGINT stops accepting, finishes in-flight writes, closes the engine and exits 0.
  */
 import { readFileSync } from 'node:fs';
-import { openEngine, type TallyEngine } from '../engine/index.js';
+import { jsonLogger, openEngine, type Logger, type TallyEngine } from '../engine/index.js';
 import { ConfigError, readConfig, usage, type Config } from './config.js';
 import { startHttp, type HttpListener } from './http/listen.js';
 import { Metrics } from './metrics.js';
@@ -17,8 +17,11 @@ interface Closable {
   close(): Promise<void> | void;
 }
 
+/** JSON lines on stderr (engine/logger.ts); the level comes from --log-level once the flags are read. */
+let logger: Logger = jsonLogger('info');
+
 function log(line: string): void {
-  process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+  logger.write('info', line);
 }
 
 /** Imports a sibling module that may not be built yet; null when it is absent. */
@@ -30,7 +33,7 @@ async function importOptional(relativePath: string): Promise<Record<string, unkn
     const code = (error as { code?: string }).code;
     const message = String((error as Error).message);
     if (code === 'ERR_MODULE_NOT_FOUND' && message.includes(url.pathname)) return null;
-    log(`cannot load ${relativePath}: ${(error as Error).message}`);
+    logger.write('error', `cannot load ${relativePath}`, { error: (error as Error).message });
     return null;
   }
 }
@@ -111,6 +114,7 @@ function openOptions(config: Config): Parameters<typeof openEngine>[0] {
     ...(config.ingestWorkers !== undefined && { ingestWorkers: config.ingestWorkers }),
     ...(config.memoryBudgetBytes !== undefined && { memoryBudgetBytes: config.memoryBudgetBytes }),
     fsync: config.fsync,
+    logger,
   };
 }
 
@@ -120,9 +124,10 @@ async function main(): Promise<void> {
     process.stdout.write(usage() + '\n');
     return;
   }
+  logger = jsonLogger(config.logLevel);
   const engine = await openEngine(openOptions(config));
   const http = await startHttp({
-    engine, host: config.host, port: config.httpPort, trustProxy: config.trustProxy, log, metrics: new Metrics(engine),
+    engine, host: config.host, port: config.httpPort, trustProxy: config.trustProxy, logger, metrics: new Metrics(engine),
     ...(config.tlsCert && config.tlsKey
       && { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }),
   });
@@ -149,7 +154,7 @@ async function main(): Promise<void> {
   };
   const onSignal = (signal: string) => {
     stop(signal).catch((error: unknown) => {
-      log(`shutdown failed: ${(error as Error).stack ?? String(error)}`);
+      logger.write('error', 'shutdown failed', { error });
       process.exit(1);
     });
   };
@@ -162,6 +167,6 @@ main().catch((error: unknown) => {
     process.stderr.write(`tally: ${error.message}\n\n${usage()}\n`);
     process.exit(2);
   }
-  log(`tally failed to start: ${(error as Error).stack ?? String(error)}`);
+  logger.write('error', 'tally failed to start', { error });
   process.exit(1);
 });

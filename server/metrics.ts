@@ -8,6 +8,7 @@
  */
 import client from 'prom-client';
 import type { TallyEngine } from '../engine/index.js';
+import { WRITE_PATHS, writeCounts, type WritePathName } from './write-counts.js';
 
 /** Analyses as labels; anything else a client puts in the path is `other` (labels stay bounded). */
 const ANALYSES = new Set(['count', 'count_unique', 'minimum', 'maximum', 'sum', 'average', 'median', 'percentile',
@@ -36,6 +37,24 @@ export class Metrics {
       name: 'tally_rate_limited_total', help: 'Requests refused with 429 by route pattern',
       labelNames: ['route'], registers: [registry],
     });
+    const walSync = new client.Histogram({
+      name: 'tally_wal_fsync_seconds', help: 'WAL fdatasync latency (one per group commit)', registers: [registry],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    });
+    engine.onWalSync((seconds) => walSync.observe(seconds));
+    const byPath = (counts: () => Readonly<Record<WritePathName, number>>) => function collect(this: client.Counter<'path'>) {
+      this.reset();
+      const now = counts();
+      for (const path of WRITE_PATHS) this.inc({ path }, now[path]);
+    };
+    new client.Counter({
+      name: 'tally_writes_accepted_total', help: 'Events accepted by the path they came in on', labelNames: ['path'],
+      registers: [registry], collect: byPath(() => writeCounts().accepted),
+    });
+    new client.Counter({
+      name: 'tally_writes_refused_total', help: 'Events refused (invalid) by the path they came in on', labelNames: ['path'],
+      registers: [registry], collect: byPath(() => writeCounts().refused),
+    });
     let stats = engine.stats();
     const fresh = () => (stats = engine.stats());
     const fromStats = (name: string, help: string, read: () => number, kind: 'counter' | 'gauge') => {
@@ -49,6 +68,13 @@ export class Metrics {
     fromStats('tally_events_accepted_total', 'Events accepted (stored, or dropped as duplicate tokens)',
       () => fresh().eventsAccepted, 'counter');
     fromStats('tally_events_refused_total', 'Events refused as invalid', () => stats.eventsRefused, 'counter');
+    fromStats('tally_events_failed_total', 'Valid events refused with 503 because the disk failed them (full, I/O error)',
+      () => stats.eventsFailed, 'counter');
+    fromStats('tally_wal_failures_total', 'WAL write or sync failures', () => stats.walFailures, 'counter');
+    fromStats('tally_wal_recoveries_total', 'WAL recoveries after a failure, without a restart', () => stats.walRecoveries, 'counter');
+    fromStats('tally_flush_failures_total', 'Flushes or compactions that failed (retried)', () => stats.flushFailures, 'counter');
+    fromStats('tally_queries_running', 'Queries executing (K of the admission limit)', () => stats.queriesRunning, 'gauge');
+    fromStats('tally_queries_waiting', 'Queries waiting for a slot (Q)', () => stats.queriesWaiting, 'gauge');
     fromStats('tally_buffer_rows', 'Rows in the write buffers, not yet in segments', () => stats.bufferRows, 'gauge');
     fromStats('tally_segments', 'Segment files', () => stats.segments, 'gauge');
     fromStats('tally_segment_rows', 'Rows in segment files', () => stats.segmentRows, 'gauge');
@@ -57,9 +83,18 @@ export class Metrics {
     fromStats('tally_memory_budget_bytes', 'The memory budget for caches and buffers', () => stats.memoryBudgetBytes, 'gauge');
   }
 
+  /** Children of the request histogram by route, method and status: a label lookup once, not per request. */
+  private readonly requestSeries = new Map<string, client.Histogram.Internal<'route' | 'method' | 'status'>>();
+
   /** One answered request; `analysis` for query routes. */
   observe(route: string, method: string, status: number, seconds: number, analysis: string | undefined): void {
-    this.requests.observe({ route, method, status: String(status) }, seconds);
+    const series = `${route} ${method} ${status}`;
+    let child = this.requestSeries.get(series);
+    if (child === undefined) {
+      child = this.requests.labels({ route, method, status: String(status) });
+      this.requestSeries.set(series, child);
+    }
+    child.observe(seconds);
     if (analysis !== undefined) this.queries.observe({ analysis: ANALYSES.has(analysis) ? analysis : 'other' }, seconds);
     if (status === 429) this.rateLimited.inc({ route });
   }

@@ -8,6 +8,7 @@ import type { EventToWrite, WriteContext } from '../api.js';
 import { ApiError, isApiError, type ErrorCode } from '../errors.js';
 import type { EventPreparer } from '../event-preparer.js';
 import { BATCH_EVENTS_MAX } from '../limits.js';
+import { markOutOfRangeNumbers } from '../schema/exact-numbers.js';
 import { newLeaves, type Leaves } from '../schema/flatten.js';
 
 export interface ParsedBatch {
@@ -26,7 +27,7 @@ export function parseJsonBody(body: Uint8Array): unknown {
 
 export function parseJson(text: string, what: string): unknown {
   try {
-    return JSON.parse(text);
+    return JSON.parse(markOutOfRangeNumbers(text));
   } catch (error) {
     const reason = (error as Error).message;
     throw new ApiError('InvalidJsonError', `${what} is not valid JSON: ${reason}`);

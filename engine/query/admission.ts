@@ -14,6 +14,11 @@ export class Admission {
   private running = 0;
   private readonly waiting: Waiter[] = [];
 
+  /** Queries executing and queries waiting to start (the metrics' queue depths). */
+  get depths(): { running: number; waiting: number } {
+    return { running: this.running, waiting: this.waiting.length };
+  }
+
   constructor(
     private readonly runningMax: number,
     private readonly waitingMax: number,

@@ -90,25 +90,40 @@ export class QueryService {
   private lastDoneMs = 0;
 
   /** Milliseconds since the last query finished; 0 while one runs. Background work defers to queries. */
+  /** Queries executing and waiting to start. */
+  depths(): { running: number; waiting: number } {
+    return this.admission.depths;
+  }
+
   idleMs(): number {
     return this.active > 0 ? 0 : Date.now() - this.lastDoneMs;
   }
 
-  async run(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {
+  /** Checks a query as run() would (the same 400s) without running it or counting it. */
+  validate(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): void {
+    const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
+    parseRequest(analysis, params, { nowMs: this.opts.clock(), intervalsMax: limits.intervalsMax });
+  }
+
+  /** Runs a query; `counted` false keeps it out of the rate limits (cached queries' refreshes). */
+  async run(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, counted = true): Promise<unknown> {
     this.active++;
     try {
-      return await this.runCounted(projectId, analysis, params);
+      return await this.runCounted(projectId, analysis, params, counted);
     } finally {
       this.active--;
       this.lastDoneMs = Date.now();
     }
   }
 
-  private async runCounted(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {
+  private async runCounted(
+    projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, counted: boolean,
+  ): Promise<unknown> {
     const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
     const plan = parseRequest(analysis, params, { nowMs: this.opts.clock(), intervalsMax: limits.intervalsMax });
-    if (plan.kind === 'extraction') this.rates.take(projectId, 'extraction', limits.extractionsPerMinute);
-    else this.rates.take(projectId, 'query', limits.queriesPerMinute);
+    // A cached query's refresh is not counted: it is outside the ad-hoc limits (seed, Limits rule 4).
+    if (counted && plan.kind === 'extraction') this.rates.take(projectId, 'extraction', limits.extractionsPerMinute);
+    else if (counted) this.rates.take(projectId, 'query', limits.queriesPerMinute);
     const release = await this.admission.acquire();
     try {
       const task: QueryTask = {

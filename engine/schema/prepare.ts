@@ -163,7 +163,7 @@ function checkString(value: string, parent: string, key: string, ctx: Placeholde
 function checkNumber(value: number, parent: string, key: string): number {
   if (!Number.isFinite(value) || value < NUMBER_MIN || value > NUMBER_MAX) {
     throw new ApiError('InvalidPropertyValueError',
-      `Numbers must lie between -2^63 and 2^63 - 1; "${join(parent, key)}" is ${value}.`);
+      `Numbers must lie between -9223372036854775808 and 9223372036854775807 (-2^63 .. 2^63 - 1); "${join(parent, key)}" is ${Number.isFinite(value) ? value : 'out of that range'}.`);
   }
   return value;
 }

@@ -38,6 +38,11 @@ export class TokenIndex {
     if (persist) this.pending.push([receivedMs, token]);
   }
 
+  /** Drops a token added at `receivedMs` whose event was not stored after all (a failed WAL write). */
+  forget(token: string, receivedMs: number): void {
+    if (this.seen.get(token) === receivedMs) this.seen.delete(token);
+  }
+
   private remember(token: string, receivedMs: number): void {
     const at = this.seen.get(token);
     if (at === undefined || receivedMs < at) this.seen.set(token, receivedMs);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { RECORD_HEADER_BYTES, encodeRecord, frameInPlace } from './record.js';
 import { segmentPath } from './segment-file.js';
-import { Wal, unwritten, type WalLog, type WalOptions } from './wal.js';
+import { RECOVER_AFTER_MS, Wal, unwritten, type WalLog, type WalOptions } from './wal.js';
 import { mulberry32 } from '../../test/helpers/random.js';
 
 const quiet: WalLog = () => {};
@@ -120,9 +120,38 @@ t.test('a failed fdatasync rejects its whole group and every later append', asyn
   t.match(errors, Array(3).fill({ error_code: 'ServiceUnavailableError', cause: /EIO/ }));
   t.equal(errors[0], errors[2], 'the group shares one failure');
   t.equal(syncs, 2, 'the three queued appends shared one sync');
-  t.equal(await rejection(wal.append(bytes('after'))), errors[0], 'the failure is sticky');
+  t.equal(await rejection(wal.append(bytes('after'))), errors[0], 'the failure holds for a while');
   t.equal(await rejection(wal.rotate()), errors[0]);
+  await new Promise((resolve) => setTimeout(resolve, RECOVER_AFTER_MS + 20));
+  await wal.append(bytes('recovered'));
+  t.equal(wal.stats.recoveries, 1, 'the segment was cut back to its last durable byte and synced');
   await wal.close();
+  const reopened = await Wal.open(dir, durable);
+  t.same(reopened.replay.map(text), ['first', 'recovered'], 'nothing of the failed group replays');
+  t.same(reopened.cuts, [], 'and no torn bytes were left behind');
+  await reopened.wal.close();
+});
+
+t.test('a full disk refuses appends with a clear 503 until space returns', async (t) => {
+  const dir = await tempDir(t);
+  let full = true;
+  const beforeSync = () => {
+    if (full) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+  };
+  const { wal } = await Wal.open(dir, { ...durable, beforeSync });
+  const error = await rejection(wal.append(bytes('lost')));
+  t.match(error, { error_code: 'ServiceUnavailableError', message: /disk is full.*not stored.*resume/ });
+  t.equal(wal.failure, error, 'callers can refuse before doing any work');
+  await new Promise((resolve) => setTimeout(resolve, RECOVER_AFTER_MS + 20));
+  t.match(await rejection(wal.append(bytes('still full'))), { error_code: 'ServiceUnavailableError' }, 'recovery tried and failed');
+  full = false;
+  await new Promise((resolve) => setTimeout(resolve, RECOVER_AFTER_MS + 20));
+  await wal.append(bytes('space back'));
+  t.equal(wal.failure, null);
+  await wal.close();
+  const reopened = await Wal.open(dir, durable);
+  t.same(reopened.replay.map(text), ['space back']);
+  await reopened.wal.close();
 });
 
 t.test('fuzz: a crash at every byte offset of the tail replays a clean prefix', async (t) => {

@@ -4,22 +4,37 @@
  * It owns ordering and durability; frames live in record.ts, files in segment-file.ts and recovery
  * in replay.ts. It never looks inside a payload.
  *
- * Failure model: after any failed write or fdatasync the page cache state is unknown (a retry of
- * fsync can falsely succeed), so the WAL becomes failed: that group and every later append or
- * rotate reject with the same ApiError. The engine reopens the WAL to recover. A rejected append's
- * outcome is unknown: its record may or may not replay.
+ * Failure model: after a failed write or fdatasync (a full disk, an I/O error) the state of the
+ * bytes past the last durable group is unknown (a retry of fsync can falsely succeed), so the WAL
+ * becomes failed: that group and every append or rotate queued behind it reject with the same
+ * 503 ApiError. Recovery needs no restart: the first append or rotate at least RECOVER_AFTER_MS
+ * after the failure truncates the segment back to its last durable byte and fdatasyncs it; when
+ * both succeed (space came back), appends go on from there, so nothing of a rejected group can
+ * replay later and every acknowledged record stays. While that fails, appends reject at once.
  */
-import type { FileHandle } from 'node:fs/promises';
+import { rm, type FileHandle } from 'node:fs/promises';
 import { assert } from '../assert.js';
 import { ApiError } from '../errors.js';
 import { WAL_GROUP_BYTES_MAX } from '../limits.js';
 import { encodeRecord } from './record.js';
 import { replaySegments, type WalCut, type WalLog } from './replay.js';
-import { createSegment, listSegments, removeSegments } from './segment-file.js';
+import { createSegment, listSegments, removeSegments, segmentPath } from './segment-file.js';
 
 export type { WalCut, WalLog, WalLogLevel } from './replay.js';
 
 export { WAL_GROUP_BYTES_MAX };
+
+/** A failed WAL tries to recover on the first append this long after its last failure. */
+export const RECOVER_AFTER_MS = 200;
+
+/** The 503 a failed write answers with: what happened, that nothing was stored, what to do. */
+export function walFailure(what: string, cause: unknown): ApiError {
+  const code = (cause as { code?: unknown } | null)?.code;
+  const message = code === 'ENOSPC' || code === 'EDQUOT'
+    ? `The disk is full: Tally could not ${what}. The events were not stored; writes resume by themselves once space is freed.`
+    : `Tally could not ${what} (${typeof code === 'string' ? code : String((cause as Error)?.message ?? cause)}). The events were not stored; retry later.`;
+  return new ApiError('ServiceUnavailableError', message, { cause });
+}
 
 export interface WalOptions {
   /** fdatasync each group and fsync the directory on create/remove; false only for tests/dev. */
@@ -33,6 +48,9 @@ export interface WalOptions {
 export interface WalStats {
   /** Appends acknowledged (durable). */
   appends: number;
+  /** Failed writes, syncs or rotates, and recoveries from them. */
+  failures: number;
+  recoveries: number;
   /** Group commits written, one write each. */
   groups: number;
   /** fdatasync calls on segment files. */
@@ -61,7 +79,9 @@ type Entry =
   | ({ kind: 'close' } & Waiter<void>);
 
 export class Wal {
-  readonly stats: WalStats = { appends: 0, groups: 0, syncs: 0, bytes: 0 };
+  readonly stats: WalStats = { appends: 0, groups: 0, syncs: 0, bytes: 0, failures: 0, recoveries: 0 };
+  /** Called with the seconds of each fdatasync (the metrics' histogram). */
+  onSync: ((seconds: number) => void) | null = null;
   readonly #dir: string;
   readonly #options: WalOptions;
   /** Entries in call order; only #drain takes from the front. */
@@ -75,6 +95,7 @@ export class Wal {
   #draining = false;
   #closing = false;
   #failure: ApiError | null = null;
+  #failedAt = 0;
 
   private constructor(dir: string, options: WalOptions, opened: Opened) {
     this.#dir = dir;
@@ -185,7 +206,7 @@ export class Wal {
 
   /** One write and one fdatasync for the whole group; all of it resolves or all of it rejects. */
   async #commit(group: Extract<Entry, { kind: 'append' }>[]): Promise<void> {
-    if (this.#failure !== null) return rejectAll(group, this.#failure);
+    if (this.#failure !== null && !(await this.#recover())) return rejectAll(group, this.#failure);
     const frames = group.map((e) => e.frame);
     let length = 0;
     for (const frame of frames) length += frame.length;
@@ -194,8 +215,8 @@ export class Wal {
       await writeFully(this.#handle, frames, length, this.#currentBytes);
       if (this.#options.fsync) await this.#sync();
     } catch (cause) {
-      this.#failure = new ApiError('ServiceUnavailableError', 'WAL write failed', { cause });
-      return rejectAll(group, this.#failure);
+      this.#fail(walFailure('write its log', cause));
+      return rejectAll(group, this.#failure!);
     }
     this.#currentBytes += length;
     this.stats.groups += 1;
@@ -205,19 +226,51 @@ export class Wal {
   }
 
   async #sync(): Promise<void> {
+    const started = process.hrtime.bigint();
     await this.#options.beforeSync?.();
     await this.#handle.datasync();
     this.stats.syncs += 1;
+    this.onSync?.(Number(process.hrtime.bigint() - started) / 1e9);
+  }
+
+  #fail(error: ApiError): void {
+    this.#failure = error;
+    this.#failedAt = Date.now();
+    this.stats.failures += 1;
+  }
+
+  /** The failure a write would meet now, or null: lets a caller refuse before doing any work. */
+  get failure(): ApiError | null {
+    return this.#failure !== null && Date.now() - this.#failedAt < RECOVER_AFTER_MS ? this.#failure : null;
+  }
+
+  /**
+   * Cuts the current segment back to its last durable byte and syncs it; true when the WAL is
+   * healthy again. Tried at most once per RECOVER_AFTER_MS, so a full disk costs a syscall or two
+   * per interval rather than per append.
+   */
+  async #recover(): Promise<boolean> {
+    if (Date.now() - this.#failedAt < RECOVER_AFTER_MS) return false;
+    try {
+      await this.#handle.truncate(this.#currentBytes);
+      if (this.#options.fsync) await this.#sync();
+    } catch (cause) {
+      this.#fail(walFailure('write its log', cause));
+      return false;
+    }
+    this.#failure = null;
+    this.stats.recoveries += 1;
+    return true;
   }
 
   async #control(entry: Exclude<Entry, { kind: 'append' }>): Promise<void> {
     // close still releases the handle of a failed WAL, so the engine can reopen the directory.
     if (entry.kind === 'close') return this.#handle.close().then(entry.resolve, entry.reject);
-    if (this.#failure !== null) return entry.reject(this.#failure);
+    if (this.#failure !== null && !(await this.#recover())) return entry.reject(this.#failure);
     try {
       entry.resolve(await this.#switchSegment());
     } catch (cause) {
-      this.#failure = new ApiError('ServiceUnavailableError', 'WAL rotate failed', { cause });
+      this.#fail(walFailure('start a new log file', cause));
       entry.reject(this.#failure);
     }
   }
@@ -226,7 +279,15 @@ export class Wal {
   async #switchSegment(): Promise<number> {
     const closedIndex = this.#currentIndex;
     assert((this.#closedIndexes.at(-1) ?? 0) < closedIndex, 'closed segments stay ascending');
-    const handle = await createSegment(this.#dir, closedIndex + 1, this.#options.fsync);
+    let handle: FileHandle;
+    try {
+      handle = await createSegment(this.#dir, closedIndex + 1, this.#options.fsync);
+    } catch (error) {
+      // Created but not made durable (a full disk can fail the directory sync): gone, so a later
+      // rotate can create it again.
+      await rm(segmentPath(this.#dir, closedIndex + 1), { force: true }).catch(() => {});
+      throw error;
+    }
     await this.#handle.close();
     this.#handle = handle;
     this.#currentIndex = closedIndex + 1;

@@ -12,6 +12,7 @@ import { recordBatch, recordBeaconOrInspect, recordEvent } from './routes/events
 import { getProperty, listCollections } from './routes/inspect.js';
 import { createProject, getProject, listProjects, regenerateKey } from './routes/organizations.js';
 import { runQuery } from './routes/queries.js';
+import { deleteSaved, getSaved, listSaved, putSaved, savedResult } from './routes/saved.js';
 import { getHealth, getMetrics, getReady } from './routes/operations.js';
 import type { RouteSpec } from './types.js';
 
@@ -36,6 +37,10 @@ export const ROUTES: readonly RouteSpec[] = [
   { pattern: `${P}/events/:collection`, methods: { GET: recordBeaconOrInspect, POST: recordEvent, DELETE: deleteEvents },
     bodyBytesMax: limits.EVENT_BYTES_MAX },
   { pattern: `${P}/events/:collection/properties/:property`, methods: { GET: getProperty, DELETE: deleteProperty } },
+  // Before queries/:analysis: `saved` is not an analysis.
+  { pattern: `${P}/queries/saved`, methods: { GET: listSaved } },
+  { pattern: `${P}/queries/saved/:name`, methods: { GET: getSaved, PUT: putSaved, DELETE: deleteSaved } },
+  { pattern: `${P}/queries/saved/:name/result`, methods: { GET: savedResult } },
   { pattern: `${P}/queries/:analysis`, methods: { GET: runQuery, POST: runQuery } },
   { pattern: `${P}/queries/extraction/jobs/:id`, methods: { GET: getExtractionJob } },
   { pattern: `${P}/queries/extraction/jobs/:id/result`, methods: { GET: getExtractionResult } },

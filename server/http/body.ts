@@ -18,10 +18,17 @@ export function tooLarge(maxBytes: number): ApiError {
  * the Content-Length (null when absent): a declared length over the bound fails before reading.
  */
 export function readBody(
-  res: HttpResponse, declaredBytes: number | null, maxBytes: number,
+  res: HttpResponse, declaredBytes: number | null, maxBytes: number, onAbort: (listener: () => void) => void,
 ): Promise<Buffer> {
   let done = false;
   return new Promise<Buffer>((resolve, reject) => {
+    // A client that goes away mid-body: the request ends here (no one is left to answer), so the
+    // server does not count it as in flight forever.
+    onAbort(() => {
+      if (done) return;
+      done = true;
+      reject(new ApiError('InvalidJsonError', 'The connection closed before the request body was complete.'));
+    });
     if (declaredBytes !== null && declaredBytes > maxBytes) {
       done = true;
       reject(tooLarge(maxBytes));

@@ -4,6 +4,7 @@
  * corked; every failure goes through respond.ts's error handler. It holds no business logic.
  */
 import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
+import { randomBytes } from 'node:crypto';
 import { ApiError } from '../../engine/index.js';
 import { readBody } from './body.js';
 import { errorReply, preflight, writeHead, writeReply } from './respond.js';
@@ -38,8 +39,9 @@ const LATIN1 = new TextDecoder('latin1');
 function readHead(res: HttpResponse, req: HttpRequest, trustProxy: boolean): Head {
   const length = req.getHeader('content-length');
   const parsedLength = /^\d+$/.test(length) ? Number(length) : null;
+  const method = req.getMethod().toUpperCase();
   return {
-    method: req.getMethod().toUpperCase(),
+    method,
     path: req.getUrl(),
     rawQuery: req.getQuery() ?? '',
     authorization: req.getHeader('authorization').trim(),
@@ -47,7 +49,7 @@ function readHead(res: HttpResponse, req: HttpRequest, trustProxy: boolean): Hea
     userAgent: req.getHeader('user-agent'),
     forwardedFor: trustProxy ? req.getHeader('x-forwarded-for') : '',
     contentLength: parsedLength,
-    requestHeaders: req.getHeader('access-control-request-headers'),
+    requestHeaders: method === 'OPTIONS' ? req.getHeader('access-control-request-headers') : '',
     peer: LATIN1.decode(res.getRemoteAddressAsText()),
   };
 }
@@ -109,6 +111,17 @@ function buildCtx(head: Head, params: Record<string, string>, body: Buffer): Ctx
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
+/**
+ * Request ids: this process's random prefix and a counter, sent back as X-Request-Id and put in
+ * every log line about the request; cheap enough for every request.
+ */
+const REQUEST_ID_PREFIX = randomBytes(4).toString('hex');
+let requestCounter = 0;
+
+function nextRequestId(): string {
+  return `${REQUEST_ID_PREFIX}-${(requestCounter++).toString(36)}`;
+}
+
 function shuttingDown(): ApiError {
   return new ApiError('ServiceUnavailableError', 'The server is shutting down; retry.');
 }
@@ -121,6 +134,8 @@ export function createDispatcher(
     let answered = false;
     let head: Head | undefined;
     let body: Promise<Buffer> | undefined;
+    const requestId = nextRequestId();
+    const logError = (line: string) => deps.logger ? deps.logger.write('error', line, { request_id: requestId }) : deps.log(line);
     const abortListeners: (() => void)[] = [];
     const answer = (reply: Reply): void => {
       if (aborted || answered) return;
@@ -129,7 +144,7 @@ export function createDispatcher(
         write(reply);
       } catch (error) {
         // The socket went away between our check and the write; there is no one left to answer.
-        deps.log(`cannot write a response: ${(error as Error).message}`);
+        logError(`cannot write a response: ${(error as Error).message}`);
       }
     };
     const write = (reply: Reply): void => {
@@ -139,10 +154,10 @@ export function createDispatcher(
       const close = state.closing;
       if (reply.file !== undefined) {
         void streamFile(res, { ...reply, file: reply.file }, head?.method === 'HEAD',
-          (callback) => abortListeners.push(callback), (r) => writeHead(r, reply));
+          (callback) => abortListeners.push(callback), (r) => writeHead(r, reply, requestId));
         return;
       }
-      res.cork(() => writeReply(res, reply, head?.method === 'HEAD', close));
+      res.cork(() => writeReply(res, reply, head?.method === 'HEAD', close, requestId));
     };
     try {
       head = readHead(res, req, trustProxy);
@@ -152,24 +167,31 @@ export function createDispatcher(
       });
       if (head.method === 'OPTIONS') return answer(preflight(head.requestHeaders));
       if (state.closing) {
-        return answer(errorReply(shuttingDown(), deps.log));
+        return answer(errorReply(shuttingDown(), logError));
       }
       const { spec, handler, params } = resolve(router, head);
       if (BODY_METHODS.has(head.method)) {
-        body = readBody(res, head.contentLength, spec.bodyBytesMax ?? 0);
+        body = readBody(res, head.contentLength, spec.bodyBytesMax ?? 0, (listener) => abortListeners.push(listener));
       }
       state.inFlight++;
       const started = performance.now();
       const method = head.method;
-      void serve(head, params, handler, body, deps).then((reply) => {
+      void serve(head, params, handler, body, deps, logError).then((reply) => {
         answer(reply);
-        deps.metrics?.observe(spec.pattern, method, reply.status, (performance.now() - started) / 1000,
+        const seconds = (performance.now() - started) / 1000;
+        deps.metrics?.observe(spec.pattern, method, reply.status, seconds,
           spec.pattern.endsWith('/queries/:analysis') ? params.analysis : undefined);
+        // The route pattern, never the path's query string: a key may travel in api_key.
+        if (deps.logger?.enabled('debug')) {
+          deps.logger.write('debug', 'request', {
+            request_id: requestId, method, route: spec.pattern, status: reply.status, ms: Math.round(seconds * 1e4) / 10,
+          });
+        }
         state.inFlight--;
         if (state.inFlight === 0) state.onIdle();
       });
     } catch (error) {
-      answer(errorReply(error, deps.log));
+      answer(errorReply(error, logError));
     }
   };
 }
@@ -181,11 +203,12 @@ async function serve(
   handler: Handler,
   body: Promise<Buffer> | undefined,
   deps: Deps,
+  logError: (line: string) => void,
 ): Promise<Reply> {
   try {
     const bytes = body ? await body : Buffer.alloc(0);
     return await handler(buildCtx(head, params, bytes), deps);
   } catch (error) {
-    return errorReply(error, deps.log);
+    return errorReply(error, logError);
   }
 }

@@ -4,7 +4,7 @@
  */
 import type { Metrics } from '../metrics.js';
 import uWS from '@trufflesuite/uws-js-unofficial';
-import type { TallyEngine } from '../../engine/index.js';
+import type { Logger, TallyEngine } from '../../engine/index.js';
 import { createRouter } from './app.js';
 import { createDispatcher, type ServeState } from './dispatch.js';
 import { registerLive } from './live.js';
@@ -16,7 +16,7 @@ export interface HttpOptions {
   readonly port: number;
   readonly trustProxy: boolean;
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
-  readonly log: (line: string) => void;
+  readonly logger: Logger;
   readonly metrics?: Metrics;
 }
 
@@ -37,8 +37,9 @@ export function startHttp(options: HttpOptions): Promise<HttpListener> {
     ? uWS.SSLApp({ cert_file_name: options.tls.certFile, key_file_name: options.tls.keyFile })
     : uWS.App();
   const state: ServeState = { inFlight: 0, closing: false, onIdle: () => {} };
-  const deps = { engine: options.engine, log: options.log, metrics: options.metrics };
-  registerLive(app, options.engine, options.log);
+  const logger = options.logger;
+  const deps = { engine: options.engine, logger, log: (line: string) => logger.write('error', line), metrics: options.metrics };
+  registerLive(app, options.engine, deps.log);
   app.any('/*', createDispatcher(createRouter(), deps, options.trustProxy, state));
   return new Promise((resolve, reject) => {
     app.listen(options.host, options.port, (socket) => {

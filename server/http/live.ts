@@ -5,6 +5,7 @@
  * engine reports an append. Read or Master Key, from `?api_key=` (EventSource cannot set headers).
  * It is a raw uWS route because the Reply of the other routes is answered once, not streamed.
  */
+import { randomBytes } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import type { TallyEngine } from '../../engine/index.js';
 import { ApiError, validateCollectionName } from '../../engine/index.js';
@@ -90,7 +91,8 @@ export function registerLive(app: TemplatedApp, engine: TallyEngine, log: (line:
           `At most ${STREAMS_MAX} live views may be open at once; close one and retry.`);
       }
     } catch (error) {
-      writeReply(res, errorReply(error, log), false, false);
+      // Refusals carry an X-Request-Id as the dispatcher's replies do; a stream needs none.
+      writeReply(res, errorReply(error, log), false, false, `live-${randomBytes(6).toString('hex')}`);
       return;
     }
     const stream: Stream = { res, projectId, collection, next: 0, closed: false };

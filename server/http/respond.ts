@@ -14,7 +14,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   500: '500 Internal Server Error', 503: '503 Service Unavailable', 504: '504 Gateway Timeout',
 };
 
-const ALLOWED_METHODS = 'GET, HEAD, POST, DELETE, OPTIONS';
+const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, DELETE, OPTIONS';
 const ALLOWED_HEADERS = 'Authorization, Content-Type';
 const PREFLIGHT_MAX_AGE_S = '86400';
 
@@ -39,10 +39,26 @@ export function preflight(requestedHeaders: string): Reply {
   };
 }
 
-/** The single error handler: ApiError → its status; anything else is a bug → 500 with an id. */
+/** Errors of the disk under the data directory: the service cannot store now, it is not a bug. */
+const STORAGE_ERRORS = new Set(['ENOSPC', 'EDQUOT', 'EIO', 'EROFS']);
+
+/**
+ * The single error handler: ApiError → its status; a failing disk → 503; anything else is a bug
+ * → 500 with an id.
+ */
 export function errorReply(error: unknown, log: (line: string) => void): Reply {
   if (isApiError(error)) {
     return json(error.status, { message: error.message, error_code: error.error_code });
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && STORAGE_ERRORS.has(code)) {
+    log(`storage error: ${(error as Error).message}`);
+    return json(503, {
+      message: code === 'EIO'
+        ? 'Tally could not write to its disk (EIO); nothing was changed. Retry later.'
+        : `Tally's disk is full or read-only (${code}); nothing was changed. Retry once space is freed.`,
+      error_code: 'ServiceUnavailableError',
+    });
   }
   const uniqueId = randomBytes(12).toString('hex');
   const detail = error instanceof Error
@@ -67,19 +83,21 @@ function encodeBody(reply: Reply): { bytes: Uint8Array | string; type: string | 
  * `headOnly` sends the headers of the reply with its Content-Length but no body.
  */
 /** Status line and headers of a reply whose body is written separately (a streamed file). */
-export function writeHead(res: HttpResponse, reply: Reply): void {
+export function writeHead(res: HttpResponse, reply: Reply, requestId: string): void {
   res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
   res.writeHeader('Access-Control-Allow-Origin', '*');
+  res.writeHeader('X-Request-Id', requestId);
   if (reply.contentType !== undefined) res.writeHeader('Content-Type', reply.contentType);
   for (const [name, value] of reply.headers ?? []) res.writeHeader(name, value);
 }
 
 export function writeReply(
-  res: HttpResponse, reply: Reply, headOnly: boolean, close: boolean,
+  res: HttpResponse, reply: Reply, headOnly: boolean, close: boolean, requestId: string,
 ): void {
   const { bytes, type } = encodeBody(reply);
   res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
   res.writeHeader('Access-Control-Allow-Origin', '*');
+  res.writeHeader('X-Request-Id', requestId);
   if (type !== undefined) res.writeHeader('Content-Type', type);
   for (const [name, value] of reply.headers ?? []) res.writeHeader(name, value);
   if (headOnly) {

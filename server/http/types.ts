@@ -2,7 +2,7 @@
  * The shapes shared by the HTTP layer: what a route handler receives (Ctx, copied out of uWS's
  * stack-allocated request) and what it returns (Reply). Handlers never touch uWS objects.
  */
-import type { TallyEngine } from '../../engine/index.js';
+import type { Logger, TallyEngine } from '../../engine/index.js';
 import type { Metrics } from '../metrics.js';
 
 export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
@@ -41,7 +41,10 @@ export interface Reply {
 
 export interface Deps {
   readonly engine: TallyEngine;
+  /** Error lines (500s, failed response writes). */
   readonly log: (line: string) => void;
+  /** The structured logger: request lines at debug, with their request id. */
+  readonly logger?: Logger;
   /** Prometheus metrics (server/metrics.ts); absent where no one scrapes (some tests). */
   readonly metrics?: Metrics;
 }
@@ -51,7 +54,7 @@ export type Handler = (ctx: Ctx, deps: Deps) => Reply | Promise<Reply>;
 export interface RouteSpec {
   /** Segments; ':name' captures one segment. */
   readonly pattern: string;
-  readonly methods: Partial<Record<'GET' | 'POST' | 'DELETE', Handler>>;
+  readonly methods: Partial<Record<'GET' | 'POST' | 'PUT' | 'DELETE', Handler>>;
   /** Largest body accepted (413 RequestTooLargeError beyond it). */
   readonly bodyBytesMax?: number;
 }

@@ -86,3 +86,26 @@ t.test('keen-analysis generic GET of the schema endpoint', async (t) => {
   const all = await client(server.url).get(`/3.0/projects/${server.projectId}/events`, { key: server.keys.read });
   t.same(all.body.map((c: { name: string }) => c.name).sort(), ['pageviews', 'purchases']);
 });
+
+t.test('keen-analysis saves a query, lists it and reads its result', async (t) => {
+  const keen = analysis();
+  await tracker().recordEvents({ saved_views: [{ page: '/a' }, { page: '/b' }] });
+  const saved = await keen.put({
+    url: keen.url('queries', 'saved', 'views-this-14-days'),
+    api_key: server.keys.master,
+    params: {
+      refreshRate: 0,
+      query: { analysisType: 'count', eventCollection: 'saved_views', timeframe: 'this_14_days' },
+      metadata: { displayName: 'Views (14 days)', visualization: { chartType: 'metric' } },
+    },
+  });
+  t.match(saved, { query_name: 'views-this-14-days', query: { analysis_type: 'count', event_collection: 'saved_views' },
+    metadata: { display_name: 'Views (14 days)' } }, 'the client snake-cases the body; the server keeps it');
+  const listed = await keen.get({ url: keen.url('queries', 'saved'), api_key: server.keys.master });
+  t.ok(listed.some((q: { query_name: string }) => q.query_name === 'views-this-14-days'), 'listed');
+  const viaName = await keen.query({ savedQueryName: 'views-this-14-days' });
+  t.equal(viaName.result, 2);
+  const viaRun = await keen.query('saved', 'views-this-14-days');
+  t.equal(viaRun.result, 2);
+  t.equal(viaRun.query.analysis_type, 'count', 'charting clients read the analysis from the result');
+});

@@ -4,19 +4,9 @@
  */
 import t from 'tap';
 import { client } from '../helpers/http.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { serverForFile, startServer } from '../helpers/server.js';
 
-let server: TestServer;
-let api: ReturnType<typeof client>;
-
-t.before(async () => {
-  server = await startServer();
-  api = client(server.url);
-});
-t.teardown(async () => {
-  await server.stop();
-  server.cleanup();
-});
+const shared = serverForFile(t);
 
 /** The value of a sample line `name{labels} value` (summed over every line that matches). */
 function sample(text: string, name: string, labels = ''): number {
@@ -35,6 +25,7 @@ function sample(text: string, name: string, labels = ''): number {
 }
 
 t.test('health and readiness answer without a key and reveal nothing', async (t) => {
+  const { server, api } = shared;
   const health = await api.get('/health');
   t.equal(health.status, 200);
   t.same(health.body, { status: 'ok' });
@@ -45,6 +36,7 @@ t.test('health and readiness answer without a key and reveal nothing', async (t)
 });
 
 t.test('metrics need the organization key', async (t) => {
+  const { server, api } = shared;
   const none = await api.get('/metrics');
   t.equal(none.status, 401);
   t.equal(none.body.error_code, 'InvalidApiKeyError');
@@ -55,6 +47,7 @@ t.test('metrics need the organization key', async (t) => {
 });
 
 t.test('metrics are Prometheus text whose numbers move with the traffic', async (t) => {
+  const { server, api } = shared;
   const scrape = async () => {
     const response = await api.get('/metrics', { key: server.orgKey });
     t.equal(response.status, 200);
@@ -75,9 +68,47 @@ t.test('metrics are Prometheus text whose numbers move with the traffic', async 
   t.equal(sample(after, 'tally_events_accepted_total') - (sample(before, 'tally_events_accepted_total') || 0), 4);
   t.equal(sample(after, 'tally_events_refused_total') - (sample(before, 'tally_events_refused_total') || 0), 1);
   t.equal(sample(after, 'tally_query_duration_seconds_count', 'analysis="count"'), 1);
+  const moved = (name: string, labels: string) => sample(after, name, labels) - (sample(before, name, labels) || 0);
+  t.equal(moved('tally_writes_accepted_total', 'path="http_single"'), 3, 'accepted by path: single');
+  t.equal(moved('tally_writes_accepted_total', 'path="http_batch"'), 1, 'accepted by path: batch');
+  t.equal(moved('tally_writes_refused_total', 'path="http_batch"'), 1, 'refused by path: batch');
   t.ok(sample(after, 'tally_http_request_duration_seconds_count', 'status="201"') >= 3);
   t.ok(sample(after, 'tally_buffer_rows') + sample(after, 'tally_segment_rows') >= 4, 'rows are buffered or in segments');
-  for (const name of ['tally_segments', 'tally_segment_bytes', 'tally_compaction_backlog', 'tally_memory_budget_bytes']) {
+  t.ok(sample(after, 'tally_wal_fsync_seconds_count') - (sample(before, 'tally_wal_fsync_seconds_count') || 0) >= 2,
+    'each acknowledged write waited for a WAL fsync');
+  for (const name of ['tally_segments', 'tally_segment_bytes', 'tally_compaction_backlog', 'tally_memory_budget_bytes',
+    'tally_queries_running', 'tally_queries_waiting', 'tally_events_failed_total', 'tally_wal_failures_total']) {
     t.ok(Number.isFinite(sample(after, name)), name);
   }
+});
+
+t.test('logs are JSON lines with levels and request ids, and never hold a key', async (t) => {
+  const debug = await startServer({ args: ['--log-level', 'debug'] });
+  const logged = client(debug.url);
+  const base = `/3.0/projects/${debug.projectId}`;
+  const write = await logged.post(`${base}/events/clicks`, { key: debug.keys.write, body: { a: 1 } });
+  t.equal(write.status, 201);
+  const requestId = write.headers.get('x-request-id');
+  t.match(requestId, /^[0-9a-f]{8}-[0-9a-z]+$/, 'every response carries X-Request-Id');
+  const viaQuery = await logged.get(`${base}/queries/count?api_key=${debug.keys.read}&event_collection=clicks&timeframe=this_1_days`);
+  t.equal(viaQuery.status, 200);
+  t.equal((await logged.get('/metrics', { key: debug.orgKey })).status, 200);
+  t.equal((await logged.get(`${base}/queries/count?event_collection=clicks`, { key: 'f'.repeat(64) })).status, 401);
+  await debug.stop();
+  const lines = debug.stderr().trim().split('\n');
+  const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  t.ok(records.every((r) => typeof r.time === 'string' && ['debug', 'info', 'warn', 'error'].includes(r.level as string) && typeof r.msg === 'string'),
+    'every stderr line is a JSON object with time, level and msg');
+  const request = records.find((r) => r.msg === 'request' && r.request_id === requestId);
+  t.match(request, { level: 'debug', method: 'POST', route: '/3.0/projects/:project/events/:collection', status: 201 }, 'a line per request at debug');
+  t.ok(records.filter((r) => r.msg === 'request').length >= 4, 'the other requests too');
+  const text = debug.stderr();
+  for (const [name, key] of Object.entries({ ...debug.keys, org: debug.orgKey, bad: 'f'.repeat(64) })) {
+    t.notOk(text.includes(key), `the ${name} key is in no log line`);
+  }
+  debug.cleanup();
+});
+
+t.test('--log-level rejects an unknown level', async (t) => {
+  await t.rejects(startServer({ args: ['--log-level', 'loud'] }), /exited with 2/);
 });

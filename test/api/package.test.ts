@@ -61,6 +61,6 @@ t.test('a packed tarball installs into an empty project that embeds the engine a
   const closed = new Promise<void>((resolve) => server.once('close', () => resolve()));
   process.kill(-server.pid!, 'SIGTERM');
   await closed;
-  t.match(stderr, /Z stopped$/m, 'SIGTERM stops it cleanly');
+  t.match(stderr, /"msg":"stopped"/, 'SIGTERM stops it cleanly');
   fs.rmSync(work, { recursive: true, force: true });
 });

@@ -45,7 +45,9 @@ t.test('string values: 9,999 characters ok, 10,000 rejected, also inside lists a
 
 t.test('numbers: within -2^63..2^63-1', async (t) => {
   t.equal((await write('numbers', { n: 2 ** 62 })).status, 201);
-  t.equal((await write('numbers', { n: -(2 ** 63) })).status, 201);
+  t.equal((await write('numbers', '{"n": -9223372036854775808}')).status, 201);
+  // JSON.stringify(-(2 ** 63)) writes -9223372036854776000: past -2^63 as written (number-range.test.ts).
+  t.equal((await write('numbers', { n: -(2 ** 63) })).status, 400);
   const big = await write('numbers', '{"n": 1e30}');
   t.equal(big.status, 400);
   t.equal(big.body.error_code, 'InvalidPropertyValueError');

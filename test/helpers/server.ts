@@ -11,6 +11,7 @@ import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { client } from './http.js';
 
 /** dist/test/helpers/server.js → dist/server/main.js */
 export const MAIN_JS = fileURLToPath(new URL('../../server/main.js', import.meta.url));
@@ -127,4 +128,23 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     cleanup: () => rmSync(dataDir, { recursive: true, force: true }),
   };
   return server;
+}
+
+/**
+ * One server for a whole test file: started before its first test, stopped and removed after the
+ * last. The returned object's fields are set once the server is up.
+ */
+export function serverForFile(
+  tap: { before(fn: () => Promise<void>): void; teardown(fn: () => Promise<void>): void }, options: StartOptions = {},
+): { server: TestServer; api: ReturnType<typeof client> } {
+  const shared = {} as { server: TestServer; api: ReturnType<typeof client> };
+  tap.before(async () => {
+    shared.server = await startServer(options);
+    shared.api = client(shared.server.url);
+  });
+  tap.teardown(async () => {
+    if (shared.server.child.exitCode === null && shared.server.child.signalCode === null) await shared.server.stop();
+    shared.server.cleanup();
+  });
+  return shared;
 }

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { assert } from '../../assert.js';
+import { writeSynced } from '../files.js';
 
 export const TMP_SUFFIX = '.tmp';
 
@@ -13,17 +14,7 @@ export const TMP_SUFFIX = '.tmp';
 export function stageFile(file: string, bytes: Uint8Array): string {
   assert(file.length > 0, 'file is named');
   const tmp = file + TMP_SUFFIX;
-  const fd = fs.openSync(tmp, 'w');
-  try {
-    let written = 0;
-    // Bounded by bytes.length: each write makes progress or throws.
-    while (written < bytes.length) {
-      written += fs.writeSync(fd, bytes, written, bytes.length - written);
-    }
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
+  writeSynced(tmp, bytes);
   return tmp;
 }
 

@@ -4,6 +4,7 @@
  * Durability order: both files are staged and fsynced, the sidecar is renamed first, then the
  * Arrow file, so whenever `file` exists its sidecar does too. Deciding file names is the caller's.
  */
+import fs from 'node:fs';
 import {
   Field,
   RecordBatch,
@@ -17,7 +18,7 @@ import { assert } from '../../assert.js';
 import type { ColumnChunk, SchemaType, SegmentFooter } from '../chunk.js';
 import { SEGMENT_COMPRESSION } from './arrow.js';
 import { deltaData, float64Data, selectRows, timestampData } from './arrow-data.js';
-import { commitFile, stageFile } from './durable.js';
+import { TMP_SUFFIX, commitFile, stageFile } from './durable.js';
 import { encodeColumn, type EncodedField } from './encode-column.js';
 import { assertFooter, computeFooter, encodeSidecar } from './footer.js';
 import {
@@ -51,7 +52,12 @@ export function writeSegment(
   const sidecar = encodeSidecar(footer, computeSketches(chunk));
   const arrow = encodeSegment(chunk, schema, footer);
   stageFile(file, arrow);
-  stageFile(file + SIDECAR_SUFFIX, sidecar);
+  try {
+    stageFile(file + SIDECAR_SUFFIX, sidecar);
+  } catch (error) {
+    fs.rmSync(file + TMP_SUFFIX, { force: true }); // nothing half-staged stays on a full disk
+    throw error;
+  }
   commitFile(file + SIDECAR_SUFFIX);
   commitFile(file);
   return footer;

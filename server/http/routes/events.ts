@@ -7,7 +7,8 @@ import { ApiError, type AppendResult } from '../../../engine/index.js';
 import { requireProjectKey } from '../auth.js';
 import { parseBase64Json, parseJsonBody, prefersImage } from '../parse.js';
 import { json } from '../respond.js';
-import type { Ctx, Handler } from '../types.js';
+import type { Ctx, Handler, Reply } from '../types.js';
+import { countWrites, type WritePathName } from '../../write-counts.js';
 import { getCollection } from './inspect.js';
 
 /** The smallest transparent GIF: 1x1, one colour. */
@@ -17,18 +18,22 @@ function writeContext(ctx: Ctx): { ip: string; userAgent: string } {
   return { ip: ctx.ip, userAgent: ctx.userAgent };
 }
 
-async function appendOne(ctx: Ctx, deps: Parameters<Handler>[1], event: unknown): Promise<void> {
+async function appendOne(ctx: Ctx, deps: Parameters<Handler>[1], event: unknown, path: WritePathName): Promise<void> {
   const { project, collection } = ctx.params as { project: string; collection: string };
   const events = [{ collection, event }];
   const [result] = await deps.engine.appendEvents(project, events, writeContext(ctx));
   if (result === undefined) throw new Error('appendEvents returned no result for one event');
+  countWrites(path, result.ok ? 1 : 0, result.ok ? 0 : 1);
   if (!result.ok) throw result.error;
 }
 
+/** The answer to every stored single event, encoded once. */
+const CREATED: Reply = { status: 201, body: Buffer.from(JSON.stringify({ created: true })), contentType: 'application/json; charset=utf-8' };
+
 export const recordEvent: Handler = async (ctx, deps) => {
   requireProjectKey(deps.engine, ctx.params['project']!, ctx.key, ['write']);
-  await appendOne(ctx, deps, parseJsonBody(ctx.body));
-  return json(201, { created: true });
+  await appendOne(ctx, deps, parseJsonBody(ctx.body), 'http_single');
+  return CREATED;
 };
 
 /**
@@ -53,7 +58,7 @@ export const recordBeaconOrInspect: Handler = async (ctx, deps) => {
   requireProjectKey(deps.engine, ctx.params['project']!, ctx.key, ['write']);
   const redirect = ctx.query.get('redirect');
   const location = redirect !== null && redirect !== '' ? redirectTarget(redirect) : null;
-  await appendOne(ctx, deps, parseBase64Json(data));
+  await appendOne(ctx, deps, parseBase64Json(data), 'http_beacon');
   if (location !== null) return { status: 302, headers: [['Location', location]] };
   if (prefersImage(ctx.accept)) {
     const headers = [['Cache-Control', 'no-store']] as const;
@@ -83,5 +88,8 @@ export const recordBatch: Handler = async (ctx, deps) => {
     index += count;
   }
   if (index !== results.length) throw new Error('appendBatchBody returned a result per event');
+  let stored = 0;
+  for (const result of results) if (result.ok) stored++;
+  countWrites('http_batch', stored, results.length - stored);
   return json(200, body);
 };

@@ -204,6 +204,21 @@ t.test('a record the engine refuses rejects its whole batch and stores nothing',
   await producer.disconnect();
 });
 
+t.test('the number range is exact from the record text: 2^63 - 1 is stored, 2^63 is refused', async (t) => {
+  const broker = await startTestBroker();
+  t.teardown(() => broker.stop());
+  const producer = broker.kafka('in').producer({ retry: { retries: 0 } });
+  await producer.connect();
+  const [ok] = await producer.send({ topic: 'range', messages: [{ value: '{"n":9223372036854775807}' }, { value: '{"n":-9223372036854775808}' }] });
+  t.equal(ok!.errorCode, 0);
+  const error = await producer.send({ topic: 'range', messages: [{ value: '{"n":9223372036854775808}' }] }).catch((e) => e);
+  t.match(String(error), /INVALID_RECORD|invalid record|record/i, `error: ${error}`);
+  const refused = await producer.send({ topic: 'range', messages: [{ value: '{"n":-9223372036854775809}' }] }).catch((e) => e);
+  t.match(String(refused), /INVALID_RECORD|invalid record|record/i);
+  await producer.disconnect();
+  t.equal(broker.te.engine.logBounds(broker.te.project.id, 'range').end, 2, 'only the two in range were stored');
+});
+
 t.test('committed offsets survive a restart', async (t) => {
   let broker = await startTestBroker();
   await produce(broker, 'resume', events(4, 'first'));

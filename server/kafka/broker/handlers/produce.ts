@@ -4,7 +4,7 @@
  * rejects that partition's whole data with 87 INVALID_RECORD and record_errors, nothing stored.
  * Good partitions go to engine.appendEvents in one call; the answer waits for it (durable).
  */
-import { ApiError, isApiError } from '../../../../engine/index.js';
+import { ApiError, isApiError, parseJson } from '../../../../engine/index.js';
 import type { EventToWrite } from '../../../../engine/index.js';
 import { DecompressError, UnsupportedCompressionError } from '../../protocol/compression.js';
 import { KafkaError, kafkaErrorFor } from '../../protocol/errors.js';
@@ -12,6 +12,7 @@ import { KafkaDecodeError } from '../../protocol/reader.js';
 import { CorruptBatchError, decodeRecordBatch, splitBatches } from '../../protocol/record-batch.js';
 import type { BrokerContext, Session } from '../context.js';
 import { limits } from '../../../../engine/index.js';
+import { countWrites } from '../../../write-counts.js';
 import { topicNameError } from './metadata.js';
 import type { Handler } from './handler.js';
 
@@ -132,9 +133,9 @@ function parseValue(value: Buffer | null): object | string {
   if (value === null) return 'The record value is null; it must be one event as a JSON object.';
   let parsed: unknown;
   try {
-    parsed = JSON.parse(value.toString('utf8'));
+    parsed = parseJson(value.toString('utf8'), 'The record value');
   } catch (error) {
-    return `The record value is not JSON: ${(error as Error).message}`;
+    return (error as Error).message; // "The record value is not valid JSON: ..."
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     return 'The record value must be one event as a JSON object.';
@@ -173,6 +174,9 @@ async function appendPartition(
     failOwners(owner, 0, item.events.length, error, ctx);
     return;
   }
+  const refused = results.filter((r) => !r.ok).length;
+  // Atomic: one refused record refuses its whole batch.
+  countWrites('kafka', refused === 0 ? results.length : 0, refused === 0 ? 0 : results.length);
   results.forEach((r, i) => {
     if (r.ok) return;
     item.result.error_code = kafkaErrorFor(r.error);
