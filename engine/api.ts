@@ -4,6 +4,8 @@
  */
 import type { Logger } from './logger.js';
 import type { SavedQuery } from './saved-queries.js';
+import type { AccessKey } from './access-keys.js';
+import type { DatasetView } from './datasets.js';
 import type { ApiError } from './errors.js';
 import type { ColumnChunk, SchemaType, ScanSource } from './storage/chunk.js';
 import type { ExtractionJob } from './extraction-jobs.js';
@@ -210,6 +212,24 @@ export interface TallyEngine {
 
   commitOffsets(projectId: string, groupId: string, offsets: readonly CommittedOffset[]): Promise<void>;
   fetchOffsets(projectId: string, groupId: string): CommittedOffset[];
+
+  // Access keys (spec/api.md §8; engine/access-keys.ts). Unknown keys → 404 ResourceNotFoundError.
+  createAccessKey(projectId: string, body: unknown): AccessKey;
+  listAccessKeys(projectId: string, name?: string): AccessKey[];
+  getAccessKey(projectId: string, key: string): AccessKey;
+  updateAccessKey(projectId: string, key: string, body: unknown): AccessKey;
+  setAccessKeyActive(projectId: string, key: string, active: boolean): AccessKey;
+  deleteAccessKey(projectId: string, key: string): void;
+  /** The access key record `key` names in this project (active or not), or null. */
+  findAccessKey(projectId: string, key: string): AccessKey | null;
+
+  // Cached datasets (spec/api.md §10; engine/datasets.ts). Unknown names → 404 ResourceNotFoundError.
+  putDataset(projectId: string, name: string, body: unknown): DatasetView;
+  listDatasets(projectId: string): DatasetView[];
+  getDataset(projectId: string, name: string): DatasetView;
+  deleteDataset(projectId: string, name: string): void;
+  /** Per interval bucket of `timeframe`, the value for one index value (503 until bootstrapped). */
+  datasetResults(projectId: string, name: string, indexBy: unknown, timeframe: unknown): { timeframe: { start: string; end: string }; value: unknown }[];
 
   // Saved and cached queries (spec/api.md §9; engine/saved-queries.ts).
   listSavedQueries(projectId: string): SavedQuery[];

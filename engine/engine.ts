@@ -32,6 +32,8 @@ import { readSegment } from './storage/segment/reader.js';
 import { Wal } from './wal/wal.js';
 import { jsonLogger, type Logger } from './logger.js';
 import { SavedQueries, type SavedQuery } from './saved-queries.js';
+import { AccessKeys, type AccessKey } from './access-keys.js';
+import { Datasets, type DatasetView } from './datasets.js';
 import { LogReader } from './log.js';
 import { defaultMemoryBudget, planMemory, type MemoryPlan } from './memory.js';
 import { WritePath } from './write-path.js';
@@ -56,6 +58,8 @@ class Engine implements TallyEngine {
   private readonly deletes: DeleteManager;
   private extractions: ExtractionJobs | null = null;
   private saved: SavedQueries | null = null;
+  private accessKeys: AccessKeys | null = null;
+  private datasets: Datasets | null = null;
 
   private constructor(
     private readonly dataDir: string,
@@ -128,6 +132,14 @@ class Engine implements TallyEngine {
     engine.recover(replay);
     engine.extractions = new ExtractionJobs({
       dataDir, clock, queries, source: (project, collection, start, end) => engine.scanSource(project, collection, start, end),
+    });
+    engine.accessKeys = new AccessKeys(dataDir, clock);
+    engine.datasets = new Datasets({
+      dataDir, clock,
+      readLog: (project, collection, from, records, bytes) => engine.readLog(project, collection, from, records, bytes),
+      logBounds: (project, collection) => engine.logBounds(project, collection),
+      onAppend: (listener) => engine.onAppend(listener),
+      onDelete: (listener) => engine.onDelete(listener),
     });
     engine.saved = new SavedQueries({
       dataDir, clock,
@@ -329,6 +341,60 @@ class Engine implements TallyEngine {
 
   query(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {
     return this.queries.run(projectId, analysis, params);
+  }
+
+  // Access keys (access-keys.ts).
+
+  createAccessKey(projectId: string, body: unknown): AccessKey {
+    if (!this.projects.get(projectId)) throw new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`);
+    return this.accessKeys!.create(projectId, body);
+  }
+
+  listAccessKeys(projectId: string, name?: string): AccessKey[] {
+    return this.accessKeys!.list(projectId, name);
+  }
+
+  getAccessKey(projectId: string, key: string): AccessKey {
+    return this.accessKeys!.get(projectId, key);
+  }
+
+  updateAccessKey(projectId: string, key: string, body: unknown): AccessKey {
+    return this.accessKeys!.update(projectId, key, body);
+  }
+
+  setAccessKeyActive(projectId: string, key: string, active: boolean): AccessKey {
+    return this.accessKeys!.setActive(projectId, key, active);
+  }
+
+  deleteAccessKey(projectId: string, key: string): void {
+    this.accessKeys!.delete(projectId, key);
+  }
+
+  findAccessKey(projectId: string, key: string): AccessKey | null {
+    return this.accessKeys!.find(projectId, key);
+  }
+
+  // Cached datasets (datasets.ts).
+
+  putDataset(projectId: string, name: string, body: unknown): DatasetView {
+    if (!this.projects.get(projectId)) throw new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`);
+    return this.datasets!.put(projectId, name, body);
+  }
+
+  listDatasets(projectId: string): DatasetView[] {
+    return this.datasets!.list(projectId);
+  }
+
+  getDataset(projectId: string, name: string): DatasetView {
+    return this.datasets!.get(projectId, name);
+  }
+
+  deleteDataset(projectId: string, name: string): void {
+    this.datasets!.delete(projectId, name);
+  }
+
+  datasetResults(projectId: string, name: string, indexBy: unknown, timeframe: unknown): { timeframe: { start: string; end: string }; value: unknown }[] {
+    return this.datasets!.results(projectId, name, indexBy, timeframe);
   }
 
   // Saved and cached queries (saved-queries.ts).
@@ -535,6 +601,7 @@ class Engine implements TallyEngine {
     if (this.timer) clearInterval(this.timer);
     this.extractions?.close();
     this.saved?.close();
+    this.datasets?.close();
     await this.writes.settled();
     await this.ingest?.close();
     await this.flush();

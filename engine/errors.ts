@@ -18,6 +18,7 @@ export const ERROR_STATUS = {
   InvalidPropertyNameForGeoFilter: 400,
   InvalidQueryError: 400,
   InvalidResourceNameError: 400,
+  InvalidAccessKeyDefinitionError: 400,
   NonNumericTargetPropertyError: 400,
   ApproximationRequiredError: 400,
   TooManyGroupsError: 400,

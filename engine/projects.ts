@@ -101,7 +101,7 @@ export class ProjectStore {
  * Keys are ASCII hex; a loop over char codes does what timingSafeEqual does without two Buffer
  * allocations per check (every request checks up to three keys).
  */
-function safeEqual(expected: string, actual: string): boolean {
+export function safeEqual(expected: string, actual: string): boolean {
   if (expected.length !== actual.length) return false;
   let difference = 0;
   // Bound: the key's length (64 for generated keys); no early exit.

@@ -5,6 +5,10 @@
  */
 import { limits } from '../../engine/index.js';
 import { Router } from './router.js';
+import {
+  createAccessKey, deleteAccessKey, getAccessKey, listAccessKeys, revokeAccessKey, unrevokeAccessKey, updateAccessKey,
+} from './routes/access-keys.js';
+import { datasetResults, deleteDataset, getDataset, listDatasets, putDataset } from './routes/datasets.js';
 import { deleteEvents, deleteProperty } from './routes/deletes.js';
 import { getExplorerFile, getExplorerPage, getRoot } from './routes/explorer.js';
 import { getExtractionJob, getExtractionResult } from './routes/extractions.js';
@@ -32,6 +36,13 @@ export const ROUTES: readonly RouteSpec[] = [
   { pattern: `${O}/projects`, methods: { GET: listProjects, POST: createProject } },
   { pattern: `${O}/projects/:project`, methods: { GET: getProject } },
   { pattern: `${P}/api_keys/:kind/regenerate`, methods: { POST: regenerateKey } },
+  { pattern: `${P}/keys`, methods: { GET: listAccessKeys, POST: createAccessKey } },
+  { pattern: `${P}/keys/:key`, methods: { GET: getAccessKey, POST: updateAccessKey, DELETE: deleteAccessKey } },
+  { pattern: `${P}/keys/:key/revoke`, methods: { POST: revokeAccessKey } },
+  { pattern: `${P}/keys/:key/unrevoke`, methods: { POST: unrevokeAccessKey } },
+  { pattern: `${P}/datasets`, methods: { GET: listDatasets } },
+  { pattern: `${P}/datasets/:name`, methods: { GET: getDataset, PUT: putDataset, DELETE: deleteDataset } },
+  { pattern: `${P}/datasets/:name/results`, methods: { GET: datasetResults } },
   { pattern: `${P}/events`, methods: { GET: listCollections, POST: recordBatch },
     bodyBytesMax: limits.BATCH_BYTES_MAX },
   { pattern: `${P}/events/:collection`, methods: { GET: recordBeaconOrInspect, POST: recordEvent, DELETE: deleteEvents },

@@ -5,7 +5,7 @@
  * reveal which project ids exist. Key comparison itself is the engine's (constant time).
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
-import { ApiError, type KeyKind, type TallyEngine } from '../../engine/index.js';
+import { ApiError, type AccessKey, type KeyKind, type Permission, type TallyEngine } from '../../engine/index.js';
 
 function missingKey(): ApiError {
   return new ApiError('InvalidApiKeyError',
@@ -28,17 +28,43 @@ const KEY_NAMES: Readonly<Record<KeyKind, string>> = {
   read: 'Read Key',
 };
 
-/** Checks `key` against project `projectId`; returns its kind or throws 401/403. */
+/** Checks `key` against project `projectId`; returns its kind or throws 401/403 (403 for any access key). */
 export function requireProjectKey(
   engine: TallyEngine, projectId: string, key: string, allowed: readonly KeyKind[],
 ): KeyKind {
+  const scope = requireScope(engine, projectId, key, allowed, null);
+  return scope.kind as KeyKind;
+}
+
+/** Who a request acts as: a project key's kind, or an access key with its record. */
+export type Scope = { readonly kind: KeyKind; readonly access: null } | { readonly kind: 'access'; readonly access: AccessKey };
+
+/**
+ * Checks `key` for a route that project keys of `allowed` kinds (and the Master Key) may use and,
+ * when `permission` is given, access keys whose `permitted` holds it (spec/api.md §8). An access
+ * key elsewhere, revoked, or without the permission → 403; a key of another project → 401.
+ */
+export function requireScope(
+  engine: TallyEngine, projectId: string, key: string, allowed: readonly KeyKind[], permission: Permission | null,
+): Scope {
   if (key === '') throw missingKey();
   const kind = engine.authenticate(projectId, key);
-  if (kind === null) throw invalidKey();
-  if (kind !== 'master' && !allowed.includes(kind)) {
-    throw notPermitted(allowed.map((k) => KEY_NAMES[k]).concat('Master Key').join(' or '));
+  if (kind !== null) {
+    if (kind !== 'master' && !allowed.includes(kind)) {
+      throw notPermitted(allowed.map((k) => KEY_NAMES[k]).concat('Master Key').join(' or '));
+    }
+    return { kind, access: null };
   }
-  return kind;
+  const access = engine.findAccessKey(projectId, key);
+  if (access === null) throw invalidKey();
+  if (permission === null) {
+    throw new ApiError('KeyNotPermittedError', 'Access keys may not use this route; use a project key.');
+  }
+  if (!access.is_active) throw new ApiError('KeyNotPermittedError', 'This access key is revoked.');
+  if (!access.permitted.includes(permission)) {
+    throw new ApiError('KeyNotPermittedError', `This access key is not permitted "${permission}".`);
+  }
+  return { kind: 'access', access };
 }
 
 /** Constant-time equality of two strings (hashing first makes the lengths equal). */
@@ -48,9 +74,10 @@ export function sameKey(a: string, b: string): boolean {
   return timingSafeEqual(left, right);
 }
 
-/** True when `key` is some project's key of any kind (a valid key, for the 403 vs 401 choice). */
+/** True when `key` is some project's key of any kind or an access key (a valid key, for the 403 vs 401 choice). */
 function isAnyProjectKey(engine: TallyEngine, key: string): boolean {
-  return engine.listProjects().some((project) => engine.authenticate(project.id, key) !== null);
+  return engine.listProjects().some((project) => engine.authenticate(project.id, key) !== null
+    || engine.findAccessKey(project.id, key) !== null);
 }
 
 /** The organization key, or 403 for a project key, 401 otherwise. */

@@ -3,8 +3,8 @@
  * handler parses the request, makes one engine.appendEvents call and shapes its results;
  * validation and enrichment are the engine's. GET without `data` is inspection (routes/inspect.ts).
  */
-import { ApiError, type AppendResult } from '../../../engine/index.js';
-import { requireProjectKey } from '../auth.js';
+import { ApiError, applyAutofill, type AppendResult } from '../../../engine/index.js';
+import { requireScope, type Scope } from '../auth.js';
 import { parseBase64Json, parseJsonBody, prefersImage } from '../parse.js';
 import { json } from '../respond.js';
 import type { Ctx, Handler, Reply } from '../types.js';
@@ -18,9 +18,9 @@ function writeContext(ctx: Ctx): { ip: string; userAgent: string } {
   return { ip: ctx.ip, userAgent: ctx.userAgent };
 }
 
-async function appendOne(ctx: Ctx, deps: Parameters<Handler>[1], event: unknown, path: WritePathName): Promise<void> {
+async function appendOne(ctx: Ctx, deps: Parameters<Handler>[1], event: unknown, path: WritePathName, scope: Scope): Promise<void> {
   const { project, collection } = ctx.params as { project: string; collection: string };
-  const events = [{ collection, event }];
+  const events = [{ collection, event: applyAutofill(event, scope.access?.options.writes?.autofill) }];
   const [result] = await deps.engine.appendEvents(project, events, writeContext(ctx));
   if (result === undefined) throw new Error('appendEvents returned no result for one event');
   countWrites(path, result.ok ? 1 : 0, result.ok ? 0 : 1);
@@ -31,8 +31,8 @@ async function appendOne(ctx: Ctx, deps: Parameters<Handler>[1], event: unknown,
 const CREATED: Reply = { status: 201, body: Buffer.from(JSON.stringify({ created: true })), contentType: 'application/json; charset=utf-8' };
 
 export const recordEvent: Handler = async (ctx, deps) => {
-  requireProjectKey(deps.engine, ctx.params['project']!, ctx.key, ['write']);
-  await appendOne(ctx, deps, parseJsonBody(ctx.body), 'http_single');
+  const scope = requireScope(deps.engine, ctx.params['project']!, ctx.key, ['write'], 'writes');
+  await appendOne(ctx, deps, parseJsonBody(ctx.body), 'http_single', scope);
   return CREATED;
 };
 
@@ -55,10 +55,10 @@ function redirectTarget(raw: string): string {
 export const recordBeaconOrInspect: Handler = async (ctx, deps) => {
   const data = ctx.query.get('data');
   if (data === null) return getCollection(ctx, deps);
-  requireProjectKey(deps.engine, ctx.params['project']!, ctx.key, ['write']);
+  const scope = requireScope(deps.engine, ctx.params['project']!, ctx.key, ['write'], 'writes');
   const redirect = ctx.query.get('redirect');
   const location = redirect !== null && redirect !== '' ? redirectTarget(redirect) : null;
-  await appendOne(ctx, deps, parseBase64Json(data), 'http_beacon');
+  await appendOne(ctx, deps, parseBase64Json(data), 'http_beacon', scope);
   if (location !== null) return { status: 302, headers: [['Location', location]] };
   if (prefersImage(ctx.accept)) {
     const headers = [['Cache-Control', 'no-store']] as const;
@@ -77,10 +77,23 @@ function toEntry(result: AppendResult): BatchEntry {
   return { success: false, error: { name, description } };
 }
 
+/** A batch body with `autofill` merged into each event; anything not shaped as a batch is left for the engine to refuse. */
+function filledBatch(batch: unknown, autofill: Readonly<Record<string, unknown>>): unknown {
+  if (batch === null || typeof batch !== 'object' || Array.isArray(batch)) return batch;
+  for (const list of Object.values(batch)) {
+    if (Array.isArray(list)) for (let i = 0; i < list.length; i++) list[i] = applyAutofill(list[i], autofill);
+  }
+  return batch;
+}
+
 export const recordBatch: Handler = async (ctx, deps) => {
   const project = ctx.params['project']!;
-  requireProjectKey(deps.engine, project, ctx.key, ['write']);
-  const { collections, results } = await deps.engine.appendBatchBody(project, ctx.body, writeContext(ctx));
+  const scope = requireScope(deps.engine, project, ctx.key, ['write'], 'writes');
+  const autofill = scope.access?.options.writes?.autofill;
+  // An access key's autofill goes into every event: the body is parsed here, filled and passed on
+  // (the ingest workers take bytes); without autofill the bytes go as they came.
+  const bytes = autofill === undefined ? ctx.body : Buffer.from(JSON.stringify(filledBatch(parseJsonBody(ctx.body), autofill)));
+  const { collections, results } = await deps.engine.appendBatchBody(project, bytes, writeContext(ctx));
   const body: Record<string, BatchEntry[]> = {};
   let index = 0;
   for (const [collection, count] of collections) {

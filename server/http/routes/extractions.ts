@@ -4,7 +4,7 @@
  * finished file, streamed as NDJSON or CSV. The engine owns the jobs; this file only shapes them.
  */
 import { ApiError, type ExtractionJob } from '../../../engine/index.js';
-import { requireProjectKey } from '../auth.js';
+import { requireScope } from '../auth.js';
 import { json } from '../respond.js';
 import type { Handler, Reply } from '../types.js';
 
@@ -61,13 +61,14 @@ function requireJob(
 
 export const getExtractionJob: Handler = (ctx, { engine }) => {
   const { project, id } = ctx.params as { project: string; id: string };
-  requireProjectKey(engine, project, ctx.key, ['read']);
+  // Job ids are 96 random bits: knowing one is what lets an access key read that job.
+  requireScope(engine, project, ctx.key, ['read'], 'queries');
   return json(200, jobView(requireJob(engine, project, id)));
 };
 
 export const getExtractionResult: Handler = (ctx, { engine }) => {
   const { project, id } = ctx.params as { project: string; id: string };
-  requireProjectKey(engine, project, ctx.key, ['read']);
+  requireScope(engine, project, ctx.key, ['read'], 'queries');
   const { file, contentType } = engine.extractionResult(project, id);
   return { status: 200, file, contentType };
 };

@@ -3,7 +3,7 @@
  * Key. Links always use the /3.0 prefix, also when the request came in through /v3.
  */
 import { ApiError, limits, type CollectionSchema } from '../../../engine/index.js';
-import { requireProjectKey } from '../auth.js';
+import { requireScope } from '../auth.js';
 import { json } from '../respond.js';
 import type { Handler } from '../types.js';
 
@@ -24,7 +24,7 @@ function notFound(what: string): ApiError {
 
 export const listCollections: Handler = (ctx, { engine }) => {
   const project = ctx.params['project']!;
-  requireProjectKey(engine, project, ctx.key, ['read']);
+  requireScope(engine, project, ctx.key, ['read'], 'schema');
   const withProperties = ctx.query.get('include_schema') !== 'false';
   const all = engine.listCollections(project).slice(0, limits.COLLECTIONS_LISTED_MAX);
   return json(200, all.map((schema) => describe(project, schema, withProperties)));
@@ -32,7 +32,7 @@ export const listCollections: Handler = (ctx, { engine }) => {
 
 export const getCollection: Handler = (ctx, { engine }) => {
   const { project, collection } = ctx.params as { project: string; collection: string };
-  requireProjectKey(engine, project, ctx.key, ['read']);
+  requireScope(engine, project, ctx.key, ['read'], 'schema');
   const schema = engine.getCollection(project, collection);
   if (schema === undefined) throw notFound(`Collection "${collection}"`);
   return json(200, describe(project, schema, true));
@@ -40,7 +40,7 @@ export const getCollection: Handler = (ctx, { engine }) => {
 
 export const getProperty: Handler = (ctx, { engine }) => {
   const { project, collection, property } = ctx.params as Record<string, string>;
-  requireProjectKey(engine, project!, ctx.key, ['read']);
+  requireScope(engine, project!, ctx.key, ['read'], 'schema');
   const schema = engine.getCollection(project!, collection!);
   if (schema === undefined) throw notFound(`Collection "${collection}"`);
   const known = Object.hasOwn(schema.properties, property!);

@@ -2,8 +2,8 @@
  * Analyses (spec/api.md §6): GET (lenient query-string params), POST (one JSON object) and
  * HEAD, with a Read or Master Key. The engine validates the parameters and runs the analysis.
  */
-import { ApiError, isAsyncExtraction } from '../../../engine/index.js';
-import { requireProjectKey } from '../auth.js';
+import { ApiError, isAsyncExtraction, withForcedFilters } from '../../../engine/index.js';
+import { requireScope, type Scope } from '../auth.js';
 import { lenientParams, parseJsonBody } from '../parse.js';
 import { json } from '../respond.js';
 import type { Ctx, Handler } from '../types.js';
@@ -26,14 +26,32 @@ function queryParams(ctx: Ctx): Record<string, unknown> {
   return params;
 }
 
+/**
+ * The parameters with an access key's forced filters ANDed in: into `filters` (aggregates,
+ * multi_analysis, extractions) or into every funnel step's. A client cannot remove them: they are
+ * appended after its own, and a `filters` that is not a list is refused rather than dropped.
+ */
+export function scopedParams(analysis: string, params: Record<string, unknown>, scope: Scope): Record<string, unknown> {
+  const forced = scope.access?.options.queries?.filters;
+  if (forced === undefined || forced.length === 0) return params;
+  if (analysis !== 'funnel') return { ...params, filters: withForcedFilters(params.filters, forced) };
+  if (!Array.isArray(params.steps)) return params; // refused as a funnel without steps
+  return {
+    ...params,
+    steps: params.steps.map((step: unknown) => (step !== null && typeof step === 'object' && !Array.isArray(step)
+      ? { ...step, filters: withForcedFilters((step as Record<string, unknown>).filters, forced) }
+      : step)),
+  };
+}
+
 export const runQuery: Handler = async (ctx, { engine }) => {
   const { project, analysis } = ctx.params as { project: string; analysis: string };
-  requireProjectKey(engine, project, ctx.key, ['read']);
+  const scope = requireScope(engine, project, ctx.key, ['read'], 'queries');
   if (!ANALYSES.has(analysis)) {
     throw new ApiError('ResourceNotFoundError',
       `Unknown analysis "${analysis}"; see spec/api.md §6 for the list.`);
   }
-  const params = queryParams(ctx);
+  const params = scopedParams(analysis, queryParams(ctx), scope);
   if (analysis === 'extraction' && isAsyncExtraction(params)) return submitExtraction(engine, project, params);
   const result = await engine.query(project, analysis, params);
   // The engine answers with the whole body ({result, ...}); a bare value gets the envelope.

@@ -32,6 +32,8 @@ export interface Session {
   handshakeVersion: number | null;
   projectId: string | null;
   keyKind: KeyKind | null;
+  /** Set when an access key logged in: merged into every event this connection produces. */
+  autofill?: Readonly<Record<string, unknown>> | undefined;
   /** Set when the connection must be closed after the current response is written. */
   closeAfterResponse: boolean;
   closed: boolean;

@@ -4,7 +4,7 @@
  * rejects that partition's whole data with 87 INVALID_RECORD and record_errors, nothing stored.
  * Good partitions go to engine.appendEvents in one call; the answer waits for it (durable).
  */
-import { ApiError, isApiError, parseJson } from '../../../../engine/index.js';
+import { ApiError, applyAutofill, isApiError, parseJson } from '../../../../engine/index.js';
 import type { EventToWrite } from '../../../../engine/index.js';
 import { DecompressError, UnsupportedCompressionError } from '../../protocol/compression.js';
 import { KafkaError, kafkaErrorFor } from '../../protocol/errors.js';
@@ -154,6 +154,10 @@ async function appendAccepted(
 ): Promise<void> {
   const projectId = session.projectId!;
   const ctxWrite = { ip: session.remoteAddress, userAgent: session.clientId ?? '' };
+  // An access key's autofill (spec/api.md §8) goes into every event, as on the HTTP write paths.
+  if (session.autofill !== undefined) {
+    for (const item of accepted) for (const event of item.events) applyAutofill(event.event, session.autofill);
+  }
   await Promise.all(accepted.map((item) => appendPartition(ctx, projectId, ctxWrite, item)));
   for (const item of accepted) {
     if (item.result.error_code !== KafkaError.NONE) continue;

@@ -43,6 +43,23 @@ function authError(code: number, message: string): Struct {
   };
 }
 
+/**
+ * An access key as a SASL password (spec/api.md §8): accepted by the inbound listener when active
+ * and permitted `writes`; its autofill then goes into every event the connection produces.
+ */
+function accessKeyLogin(ctx: BrokerContext, session: Session, projectId: string, password: string): string | null {
+  const access = ctx.engine.findAccessKey(projectId, password);
+  if (access === null) return `Invalid project id or key for project "${projectId}".`;
+  if (ctx.role !== 'in' || !access.is_active || !access.permitted.includes('writes')) {
+    return 'This access key may not use this listener (it needs "writes", is_active, and the inbound listener).';
+  }
+  session.projectId = projectId;
+  session.keyKind = 'write';
+  session.autofill = access.options.writes?.autofill;
+  ctx.log(`kafka ${ctx.role}: ${session.remoteAddress} authenticated with an access key of project ${projectId}`);
+  return null;
+}
+
 /** Checks a PLAIN token and sets the session's project; returns null or a failure message. */
 export function authenticatePlain(
   ctx: BrokerContext, session: Session, token: Buffer,
@@ -52,7 +69,7 @@ export function authenticatePlain(
   const [authzid, projectId, password] = parts as [string, string, string];
   if (authzid !== '' && authzid !== projectId) return 'The authorization id must be the username.';
   const kind = ctx.engine.authenticate(projectId, password);
-  if (kind === null) return `Invalid project id or key for project "${projectId}".`;
+  if (kind === null) return accessKeyLogin(ctx, session, projectId, password);
   if (!keyAllowed(ctx.role, kind)) {
     return ctx.role === 'in'
       ? 'The inbound listener takes the project\'s Write Key (or Master Key).'

@@ -1,0 +1,374 @@
+/**
+ * Cached datasets (spec/api.md §10): a query (count, sum, minimum, maximum, average or
+ * count_unique over a collection, with filters, a named interval and a timezone) precomputed per
+ * distinct `index_by` value and per interval bucket, and kept current as events arrive: each new
+ * event updates the one bucket it falls in, nothing is re-run. A dataset bootstraps by reading its
+ * collection's log from the start (status Bootstrapping), then follows the log from where it stopped
+ * on every append; a delete in its collection starts it over. Definitions live in `datasets.json`
+ * (durable); the buckets are memory only and are rebuilt after a restart.
+ */
+import path from 'node:path';
+import { DateTime, type Zone } from 'luxon';
+import type { LogRecord } from './api.js';
+import { ApiError } from './errors.js';
+import { parseFilters, TIME_PATHS } from './query/filter.js';
+import { milesBetween } from './query/filter-eval.js';
+import { cutBuckets, parseInterval } from './query/interval.js';
+import type { FilterNode, FilterScalar } from './query/plan.js';
+import { parseTimezone, resolveTimeframe, startOfUnit, type CalendarUnit } from './query/timeframe.js';
+import { readJsonIfExists, writeFileDurable } from './storage/files.js';
+
+const ANALYSES = new Set(['count', 'sum', 'minimum', 'maximum', 'average', 'count_unique']);
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const INDEX_BY_MAX = 3;
+const DATASETS_MAX = 100;
+/** Records read from the log per step while following it; a step yields to other work between. */
+const READ_RECORDS = 5_000;
+const READ_BYTES = 8 * 1024 * 1024;
+const BUCKETS_READ_MAX = 10_000;
+
+type Params = Readonly<Record<string, unknown>>;
+
+export interface DatasetDefinition {
+  readonly dataset_name: string;
+  readonly display_name: string;
+  readonly query: Params;
+  readonly index_by: readonly string[];
+  readonly created_date: string;
+}
+
+export interface DatasetView extends DatasetDefinition {
+  readonly project_id: string;
+  readonly status: 'Created' | 'Bootstrapping' | 'OK' | 'Failed';
+  readonly status_message?: string;
+  /** Events applied so far (bootstrap and since). */
+  readonly events: number;
+}
+
+export interface DatasetHost {
+  readonly dataDir: string;
+  readonly clock: () => number;
+  readLog(projectId: string, collection: string, fromOffset: number, maxRecords: number, maxBytes: number): LogRecord[];
+  logBounds(projectId: string, collection: string): { start: number; end: number };
+  onAppend(listener: (projectId: string, collection: string) => void): () => void;
+  onDelete(listener: (projectId: string, collection: string) => void): () => void;
+}
+
+/** One bucket's state: enough to answer the analysis exactly and to add one more event. */
+interface Cell {
+  count: number;
+  sum: number;
+  min: number;
+  max: number;
+  distinct: Set<string> | null;
+}
+
+interface Live {
+  readonly def: DatasetDefinition;
+  readonly project: string;
+  readonly analysis: string;
+  readonly collection: string;
+  readonly target: string | null;
+  readonly filters: readonly FilterNode[];
+  readonly unit: CalendarUnit;
+  readonly zone: Zone;
+  /** index key (JSON of the index values) → bucket start ms → cell. */
+  cells: Map<string, Map<number, Cell>>;
+  cursor: number;
+  events: number;
+  status: DatasetView['status'];
+  message: string | undefined;
+  following: Promise<void> | null;
+  again: boolean;
+}
+
+export class Datasets {
+  private readonly file: string;
+  private readonly defs: Record<string, Record<string, DatasetDefinition>>;
+  private readonly live = new Map<string, Live>();
+  private readonly unsubscribe: (() => void)[] = [];
+  private closed = false;
+
+  constructor(private readonly host: DatasetHost) {
+    this.file = path.join(host.dataDir, 'datasets.json');
+    this.defs = readJsonIfExists<Record<string, Record<string, DatasetDefinition>>>(this.file) ?? {};
+    this.unsubscribe.push(host.onAppend((project, collection) => this.each(project, collection, (live) => this.follow(live))));
+    this.unsubscribe.push(host.onDelete((project, collection) => this.each(project, collection, (live) => this.restart(live))));
+    for (const [project, byName] of Object.entries(this.defs)) for (const def of Object.values(byName)) this.start(project, def);
+  }
+
+  put(projectId: string, name: string, body: unknown): DatasetView {
+    if (!NAME.test(name)) throw new ApiError('InvalidResourceNameError', 'Dataset names are 1-64 characters of A-Z, a-z, 0-9, "_" and "-".');
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('InvalidQueryError', 'The body must be a JSON object.');
+    const { display_name: display, query, index_by: indexBy } = body as Record<string, unknown>;
+    if (query === null || typeof query !== 'object' || Array.isArray(query)) {
+      throw new ApiError('MissingRequiredRequestFieldError', 'The body needs a "query" object.');
+    }
+    const indexList = typeof indexBy === 'string' ? [indexBy] : indexBy;
+    if (!Array.isArray(indexList) || indexList.length < 1 || indexList.length > INDEX_BY_MAX || !indexList.every((p) => typeof p === 'string' && p !== '')) {
+      throw new ApiError('MissingRequiredRequestFieldError', `"index_by" is 1 to ${INDEX_BY_MAX} property names.`);
+    }
+    const def: DatasetDefinition = {
+      dataset_name: name, display_name: typeof display === 'string' ? display : name, query: query as Params,
+      index_by: indexList as string[], created_date: new Date(this.host.clock()).toISOString(),
+    };
+    this.compile(projectId, def); // the 400s, before anything is stored
+    const byName = (this.defs[projectId] ??= {});
+    if (byName[name] === undefined && Object.keys(byName).length >= DATASETS_MAX) {
+      throw new ApiError('InvalidQueryError', `A project may have at most ${DATASETS_MAX} datasets.`);
+    }
+    byName[name] = def;
+    writeFileDurable(this.file, JSON.stringify(this.defs));
+    this.live.delete(key(projectId, name));
+    return this.view(this.start(projectId, def));
+  }
+
+  list(projectId: string): DatasetView[] {
+    return Object.keys(this.defs[projectId] ?? {}).sort().map((name) => this.get(projectId, name));
+  }
+
+  get(projectId: string, name: string): DatasetView {
+    return this.view(this.find(projectId, name));
+  }
+
+  delete(projectId: string, name: string): void {
+    this.find(projectId, name);
+    delete this.defs[projectId]![name];
+    writeFileDurable(this.file, JSON.stringify(this.defs));
+    this.live.delete(key(projectId, name));
+  }
+
+  /** Per bucket of `timeframe` (in the dataset's interval), the value for one index value. */
+  results(projectId: string, name: string, indexValue: unknown, timeframe: unknown): { timeframe: { start: string; end: string }; value: unknown }[] {
+    const live = this.find(projectId, name);
+    if (live.status !== 'OK') {
+      throw new ApiError('ServiceUnavailableError', `The dataset is ${live.status.toLowerCase()}${live.message ? `: ${live.message}` : ''}; retry shortly.`);
+    }
+    const candidates = indexKeys(live.def.index_by, indexValue);
+    const range = resolveTimeframe(timeframe, live.zone, this.host.clock());
+    const { edges, labels } = cutBuckets(range, { unit: live.unit, count: 1 }, live.zone, BUCKETS_READ_MAX);
+    const cells = candidates.map((candidate) => live.cells.get(candidate)).find((found) => found !== undefined);
+    const out = [];
+    for (let b = 0; b + 1 < edges.length; b++) {
+      const cell = cells?.get(bucketStart(edges[b]!, live.unit, live.zone));
+      out.push({ timeframe: { start: labels[b]!, end: labels[b + 1]! }, value: valueOf(live.analysis, cell) });
+    }
+    return out;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const stop of this.unsubscribe) stop();
+  }
+
+  private find(projectId: string, name: string): Live {
+    const live = this.live.get(key(projectId, name));
+    if (live === undefined || this.defs[projectId]?.[name] === undefined) {
+      throw new ApiError('ResourceNotFoundError', `No dataset named "${name}" in this project.`);
+    }
+    return live;
+  }
+
+  private view(live: Live): DatasetView {
+    return { ...live.def, project_id: live.project, status: live.status, ...(live.message && { status_message: live.message }), events: live.events };
+  }
+
+  private compile(projectId: string, def: DatasetDefinition): Omit<Live, 'cells' | 'cursor' | 'events' | 'status' | 'message' | 'following' | 'again'> {
+    const query = def.query;
+    const analysis = query.analysis_type;
+    if (typeof analysis !== 'string' || !ANALYSES.has(analysis)) {
+      throw new ApiError('InvalidQueryError', `A dataset's analysis_type is one of ${[...ANALYSES].join(', ')}.`);
+    }
+    if (typeof query.event_collection !== 'string' || query.event_collection === '') {
+      throw new ApiError('MissingRequiredRequestFieldError', 'The dataset query needs an "event_collection".');
+    }
+    const target = query.target_property;
+    if (analysis !== 'count' && (typeof target !== 'string' || target === '')) {
+      throw new ApiError('MissingRequiredRequestFieldError', `${analysis} needs a "target_property".`);
+    }
+    const size = parseInterval(query.interval ?? '');
+    if (size.count !== 1) throw new ApiError('InvalidQueryError', 'A dataset takes a named interval: minutely, hourly, daily, weekly, monthly or yearly.');
+    const zone = parseTimezone(query.timezone);
+    resolveTimeframe(query.timeframe, zone, this.host.clock());
+    return {
+      def, project: projectId, analysis, collection: query.event_collection, target: analysis === 'count' ? null : target as string,
+      filters: parseFilters(query.filters), unit: size.unit, zone,
+    };
+  }
+
+  private start(projectId: string, def: DatasetDefinition): Live {
+    const live: Live = { ...this.compile(projectId, def), cells: new Map(), cursor: 0, events: 0, status: 'Created', message: undefined, following: null, again: false };
+    this.live.set(key(projectId, def.dataset_name), live);
+    this.follow(live);
+    return live;
+  }
+
+  private restart(live: Live): void {
+    live.cells = new Map();
+    live.cursor = 0;
+    live.events = 0;
+    live.status = 'Created';
+    this.follow(live);
+  }
+
+  private each(projectId: string, collection: string, action: (live: Live) => void): void {
+    for (const live of this.live.values()) if (live.project === projectId && live.collection === collection) action(live);
+  }
+
+  /** Reads the log from the cursor to its end, in steps; one reader per dataset at a time. */
+  private follow(live: Live): void {
+    if (live.following !== null) {
+      live.again = true;
+      return;
+    }
+    live.following = (async () => {
+      do {
+        live.again = false;
+        if (live.status === 'Created') live.status = 'Bootstrapping';
+        // Bound: each step advances the cursor by at least one record or ends the loop.
+        for (;;) {
+          if (this.closed || this.live.get(key(live.project, live.def.dataset_name)) !== live) return;
+          const { start, end } = this.host.logBounds(live.project, live.collection);
+          if (live.cursor < start) live.cursor = start;
+          if (live.cursor >= end) break;
+          const records = this.host.readLog(live.project, live.collection, live.cursor, READ_RECORDS, READ_BYTES);
+          if (records.length === 0) break;
+          for (const record of records) this.apply(live, JSON.parse(record.json) as Record<string, unknown>);
+          live.cursor = records[records.length - 1]!.offset + 1;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        live.status = 'OK';
+      } while (live.again);
+    })().catch((error: unknown) => {
+      live.status = 'Failed';
+      live.message = (error as Error).message;
+    }).finally(() => {
+      live.following = null;
+    });
+  }
+
+  private apply(live: Live, event: Record<string, unknown>): void {
+    live.events++;
+    for (const filter of live.filters) if (!matches(filter, event)) return;
+    const ts = Date.parse(valueAt(event, 'svc.timestamp') as string);
+    if (!Number.isFinite(ts)) return;
+    let value: unknown = null;
+    if (live.target !== null) {
+      value = valueAt(event, live.target);
+      if (value === undefined || value === null) return;
+      if (live.analysis !== 'count_unique' && typeof value !== 'number') return;
+    }
+    const indexKey = JSON.stringify(live.def.index_by.map((p) => valueAt(event, p) ?? null));
+    let buckets = live.cells.get(indexKey);
+    if (buckets === undefined) live.cells.set(indexKey, (buckets = new Map()));
+    const start = bucketStart(ts, live.unit, live.zone);
+    let cell = buckets.get(start);
+    if (cell === undefined) {
+      cell = { count: 0, sum: 0, min: Infinity, max: -Infinity, distinct: live.analysis === 'count_unique' ? new Set() : null };
+      buckets.set(start, cell);
+    }
+    cell.count++;
+    if (typeof value === 'number') {
+      cell.sum += value;
+      if (value < cell.min) cell.min = value;
+      if (value > cell.max) cell.max = value;
+    }
+    cell.distinct?.add(JSON.stringify(value));
+  }
+}
+
+function key(projectId: string, name: string): string {
+  return `${projectId}\u0000${name}`;
+}
+
+function bucketStart(ms: number, unit: CalendarUnit, zone: Zone): number {
+  return startOfUnit(DateTime.fromMillis(ms, { zone }), unit).toMillis();
+}
+
+function valueOf(analysis: string, cell: Cell | undefined): unknown {
+  switch (analysis) {
+    case 'count': return cell?.count ?? 0;
+    case 'sum': return cell === undefined || cell.count === 0 ? null : cell.sum; // as the ad-hoc sum of an empty bucket
+    case 'count_unique': return cell?.distinct?.size ?? 0;
+    case 'minimum': return cell === undefined || cell.count === 0 ? null : cell.min;
+    case 'maximum': return cell === undefined || cell.count === 0 ? null : cell.max;
+    default: return cell === undefined || cell.count === 0 ? null : cell.sum / cell.count;
+  }
+}
+
+/**
+ * The index values asked for, as candidate keys: a JSON object of index_by → value, or for a single
+ * index_by its value, bare (`index_by=a`) or as JSON (`index_by="a"`, `index_by=3`): both readings
+ * of an ambiguous text are candidates, and the first that holds data answers.
+ */
+function indexKeys(indexBy: readonly string[], given: unknown): string[] {
+  let parsed: unknown = given;
+  if (typeof given === 'string') {
+    try {
+      parsed = JSON.parse(given);
+    } catch {
+      parsed = given;
+    }
+  }
+  if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) {
+    const object = parsed as Record<string, unknown>;
+    if (!indexBy.every((p) => Object.hasOwn(object, p))) {
+      throw new ApiError('InvalidQueryError', `"index_by" must give a value for each of ${indexBy.join(', ')}.`);
+    }
+    return [JSON.stringify(indexBy.map((p) => object[p]))];
+  }
+  if (indexBy.length !== 1 || given === undefined || given === null) {
+    throw new ApiError('InvalidQueryError', `"index_by" is a JSON object with a value for each of ${indexBy.join(', ')}.`);
+  }
+  return [...new Set([JSON.stringify([parsed]), JSON.stringify([given])])];
+}
+
+function valueAt(event: Record<string, unknown>, dotted: string): unknown {
+  let at: unknown = event;
+  for (const part of dotted.split('.')) {
+    if (at === null || typeof at !== 'object' || Array.isArray(at)) return undefined;
+    at = (at as Record<string, unknown>)[part];
+  }
+  return at;
+}
+
+/** A §6 filter on one event as JSON, with the column evaluator's meaning (missing matches only exists:false and negations). */
+function matches(node: FilterNode, event: Record<string, unknown>): boolean {
+  if (node.kind === 'or') return node.any.some((child) => matches(child, event));
+  let value = valueAt(event, node.path);
+  if (TIME_PATHS.has(node.path) && typeof value === 'string') value = Date.parse(value);
+  switch (node.kind) {
+    case 'exists': return (value !== undefined && value !== null) === node.exists;
+    case 'set': return node.values.some((v) => same(value, v)) !== node.negate;
+    case 'compare': {
+      if (node.operator === 'eq') return same(value, node.value);
+      if (node.operator === 'ne') return !same(value, node.value);
+      if (typeof value !== typeof node.value || (typeof value !== 'number' && typeof value !== 'string')) return false;
+      const a = value as number | string;
+      const b = node.value as number | string;
+      return node.operator === 'lt' ? a < b : node.operator === 'lte' ? a <= b : node.operator === 'gt' ? a > b : a >= b;
+    }
+    case 'text': {
+      const hit = textMatches(node.operator, value, node.value);
+      return hit === null ? false : hit !== node.negate;
+    }
+    case 'within': {
+      const coords = valueAt(event, 'svc.location.coordinates');
+      return Array.isArray(coords) && typeof coords[0] === 'number' && typeof coords[1] === 'number'
+        && milesBetween(coords[0], coords[1], node.lng, node.lat) <= node.miles;
+    }
+  }
+}
+
+function same(value: unknown, wanted: FilterScalar): boolean {
+  if (Array.isArray(value)) return value.some((item) => item === wanted);
+  return value === wanted || (value === undefined && wanted === null);
+}
+
+function textMatches(operator: string, value: unknown, wanted: FilterScalar): boolean | null {
+  if (Array.isArray(value) && operator === 'contains') return value.some((item) => item === wanted);
+  if (typeof value !== 'string' || typeof wanted !== 'string') return null;
+  if (operator === 'contains') return value.includes(wanted);
+  if (operator === 'starts_with') return value.startsWith(wanted);
+  return new RegExp(wanted).test(value);
+}
