@@ -4,6 +4,7 @@
 import { fillForm, readForm, errorField } from './builder.js';
 import { renderResult } from './views.js';
 import { createDashboard } from './dashboard.js';
+import { createSaved } from './saved.js';
 
 const $ = (selector) => document.querySelector(selector);
 const STORE = 'tally.explorer.key';
@@ -46,6 +47,8 @@ async function connect() {
   state.dashboard?.stop();
   state.dashboard = createDashboard({ projectId: state.projectId, api, tally, render: renderResult });
   state.dashboard.show(!$('#dashboard-tab').hidden);
+  state.saved = createSaved({ api, list: $('#saved'), onOpen: openSaved });
+  void state.saved.load();
   void loadCounts();
   fillFromUrl();
   return true;
@@ -101,14 +104,34 @@ function queryFromUrl() {
   return { analysis, params, run: search.has('query') };
 }
 
-function fillFromUrl() {
-  const { analysis, params, run } = queryFromUrl();
+function showForm(analysis, params) {
   const form = $('#query-form');
   fillForm(form, state.collections, analysis, params);
   setProperties(params.event_collection);
   form.elements.event_collection.addEventListener('change', (e) => setProperties(e.target.value));
   showCode(analysis, params);
+}
+
+function fillFromUrl() {
+  const saved = new URLSearchParams(location.search).get('saved');
+  if (saved !== null) return void openSaved(saved, false);
+  const { analysis, params, run } = queryFromUrl();
+  showForm(analysis, params);
   if (run) void runQuery(analysis, params);
+}
+
+/** Opens a saved query: its definition in the builder, its stored (or cached) result drawn. */
+async function openSaved(name, push) {
+  if (push) history.pushState(null, '', `/explorer?${new URLSearchParams({ saved: name })}`);
+  await show(async () => {
+    const { analysis, params, answer } = await state.saved.open(name);
+    showForm(analysis, params);
+    const info = answer.run_information;
+    $('#run-info').textContent = `saved query "${name}"${info?.last_run_date ? `, last run ${info.last_run_date}` : ''}`;
+    const result = analysis === 'funnel' && Array.isArray(answer.result)
+      ? { result: answer.result, steps: params.steps } : answer.result;
+    return { analysis, params, result };
+  });
 }
 
 function showCode(analysis, params) {
@@ -138,23 +161,30 @@ function showError(error) {
   if (out && !out.closest('[hidden]')) out.textContent = error.message;
 }
 
-async function runQuery(analysis, params) {
+function runQuery(analysis, params) {
+  $('#run-info').textContent = '';
+  return show(async () => {
+    const answer = await api('POST', `/queries/${analysis}`, params);
+    return { analysis, params, result: analysis === 'funnel' ? answer : answer.result };
+  });
+}
+
+/** Runs `load` (→ {analysis, params, result}) and draws its result, or shows its error. */
+async function show(load) {
   clearErrors();
   const started = performance.now();
   $('#result').classList.add('busy');
   try {
-    const answer = await api('POST', `/queries/${analysis}`, params);
-    const result = analysis === 'funnel' ? answer : answer.result;
+    const { analysis, params, result } = await load();
     tally.view = renderResult($('#result'), analysis, result, params.timezone);
     state.lastQuery = { analysis, params };
-    $('#pin').disabled = false;
+    $('#pin').disabled = $('#save').disabled = false;
     tally.lastError = null;
-    tally.answer = answer;
   } catch (error) {
-    if (error.status === 401 || error.status === 403) $('#key-status').textContent = keyMessage(error);
+    if (error.status === 401) $('#key-status').textContent = keyMessage(error);
     $('#result').replaceChildren();
     tally.view = null;
-    $('#pin').disabled = true;
+    $('#pin').disabled = $('#save').disabled = true;
     showError(error);
   } finally {
     $('#result').classList.remove('busy');
@@ -225,6 +255,18 @@ function init() {
     $('#key-status').textContent = 'Key forgotten in this browser.';
   });
   $('#query-form').addEventListener('submit', onSubmit);
+  $('#save').addEventListener('click', async () => {
+    if (!state.lastQuery || !state.saved) return;
+    clearErrors();
+    const name = $('#save-name').value.trim();
+    try {
+      await state.saved.save(name, state.lastQuery.analysis, state.lastQuery.params, Number($('#save-refresh').value));
+      $('#run-info').textContent = `saved as "${name}"`;
+    } catch (error) {
+      showError(error);
+    }
+    tally.saves = (tally.saves ?? 0) + 1;
+  });
   $('#pin').addEventListener('click', () => {
     if (state.lastQuery && state.dashboard) state.dashboard.pin(state.lastQuery.analysis, state.lastQuery.params);
     $('#pin').textContent = 'Pinned';

@@ -405,3 +405,39 @@ t.test('a pinned query is drawn on the dashboard, refreshes itself and survives 
   t.same((await card()).data, after.map((g) => g.result), 'the pin is kept in localStorage');
   t.equal(await page.$$eval('#cards .card', (cards) => cards.length), 1);
 });
+
+t.test('saved and cached queries are listed and open with their stored result; saving needs the Master Key', async (t) => {
+  const definition = { analysis_type: 'count', event_collection: 'purchases', timeframe: TIMEFRAME, group_by: 'item' };
+  for (const [name, rate] of [['by_item', 0], ['by_item_cached', 14_400]] as const) {
+    const put = await api.send('PUT', `/3.0/projects/${server.projectId}/queries/saved/${name}`,
+      { key: server.keys.master, body: { query: definition, refresh_rate: rate } });
+    t.equal(put.status, 201, `saved ${name}`);
+  }
+  await page.goto(`${server.url}/explorer`, { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector('#saved a[data-saved=by_item_cached]', { timeout: WAIT_MS });
+  t.match(await page.$eval('#saved a[data-saved=by_item_cached]', (a) => a.parentElement!.textContent),
+    /cached every 4 h/);
+  const runs = await page.evaluate(() => (window as any).__tally.runs);
+  await page.click('#saved a[data-saved=by_item_cached]');
+  await waitRuns(page, runs + 1);
+  const stored = await api.get(`/3.0/projects/${server.projectId}/queries/saved/by_item_cached/result`,
+    { key: server.keys.read });
+  t.equal(stored.status, 200);
+  const view = await drawn(page);
+  t.equal(view.kind, 'group');
+  t.same(view.labels, stored.body.result.map((g: { item: string }) => g.item));
+  t.same(view.data, stored.body.result.map((g: { result: number }) => g.result), 'the stored result is drawn');
+  t.equal(new URL(page.url()).searchParams.get('saved'), 'by_item_cached', 'the URL names the saved query');
+  t.equal(await page.$eval('input[name=group_by]', (el) => (el as HTMLInputElement).value), 'item',
+    'its definition is in the builder');
+
+  await typeInto(page, '#save-name', 'mine');
+  await page.click('#save');
+  await page.waitForFunction(() => (window as any).__tally.saves === 1, { timeout: WAIT_MS });
+  const forbidden = await api.send('PUT', `/3.0/projects/${server.projectId}/queries/saved/mine`,
+    { key: server.keys.read, body: { query: definition } });
+  t.equal(forbidden.status, 403);
+  t.equal(await page.$eval('#error', (el) => el.textContent), `KeyNotPermittedError: ${forbidden.body.message}`,
+    "a Read Key cannot save: the API's message says so");
+  await page.screenshot({ path: join(shots, 'saved.png'), fullPage: true });
+});
