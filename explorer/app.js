@@ -5,6 +5,7 @@ import { fillForm, readForm, errorField } from './builder.js';
 import { renderResult } from './views.js';
 import { createDashboard } from './dashboard.js';
 import { createSaved } from './saved.js';
+import { createDatasets } from './datasets.js';
 
 const $ = (selector) => document.querySelector(selector);
 const STORE = 'tally.explorer.key';
@@ -49,6 +50,8 @@ async function connect() {
   state.dashboard.show(!$('#dashboard-tab').hidden);
   state.saved = createSaved({ api, list: $('#saved'), onOpen: openSaved });
   void state.saved.load();
+  state.datasets = createDatasets({ api, list: $('#datasets'), onOpen: openDataset });
+  void state.datasets.load();
   void loadCounts();
   fillFromUrl();
   return true;
@@ -169,6 +172,25 @@ function runQuery(analysis, params) {
   });
 }
 
+/** Shows a dataset's form in place of the builder; submitting it draws the dataset's buckets. */
+function openDataset(dataset) {
+  const form = $('#dataset-form');
+  // Pin, save and the curl line describe builder queries, not a dataset read: hidden meanwhile.
+  for (const node of [$('#query-form'), $('.actions'), $('#code')]) node.hidden = true;
+  form.hidden = false;
+  $('#dataset-name').textContent = dataset.display_name || dataset.dataset_name;
+  $('#dataset-index-label').textContent = `${[].concat(dataset.index_by).join(', ')} value`;
+  form.elements.timeframe.value = typeof dataset.query.timeframe === 'string' ? dataset.query.timeframe : 'this_7_days';
+  form.onsubmit = (event) => {
+    event.preventDefault();
+    const { analysis_type: analysis, ...params } = dataset.query;
+    void show(async () => {
+      const answer = await state.datasets.results(dataset, form.elements.index_by.value.trim(), form.elements.timeframe.value.trim());
+      return { analysis, params, result: answer.result };
+    });
+  };
+}
+
 /** Runs `load` (→ {analysis, params, result}) and draws its result, or shows its error. */
 async function show(load) {
   clearErrors();
@@ -255,6 +277,11 @@ function init() {
     $('#key-status').textContent = 'Key forgotten in this browser.';
   });
   $('#query-form').addEventListener('submit', onSubmit);
+  $('#dataset-close').addEventListener('click', () => {
+    $('#dataset-form').hidden = true;
+    for (const node of [$('#query-form'), $('.actions'), $('#code')]) node.hidden = false;
+    $('#result').replaceChildren();
+  });
   $('#save').addEventListener('click', async () => {
     if (!state.lastQuery || !state.saved) return;
     clearErrors();

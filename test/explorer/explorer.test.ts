@@ -441,3 +441,29 @@ t.test('saved and cached queries are listed and open with their stored result; s
     "a Read Key cannot save: the API's message says so");
   await page.screenshot({ path: join(shots, 'saved.png'), fullPage: true });
 });
+
+t.test('a cached dataset is listed and draws its buckets for an index value', async (t) => {
+  const now = new Date().toISOString();
+  const visits = ['US', 'US', 'FR', 'US', 'DE'].map((country) => ({ country, svc: { timestamp: now } }));
+  t.equal((await api.post(`/3.0/projects/${server.projectId}/events`, { key: server.keys.write, body: { visits } })).status, 200);
+  const put = await api.send('PUT', `/3.0/projects/${server.projectId}/datasets/visits-by-country`, { key: server.keys.master,
+    body: { display_name: 'Visits by country', index_by: ['country'],
+      query: { analysis_type: 'count', event_collection: 'visits', timeframe: 'this_2_days', interval: 'daily' } } });
+  t.equal(put.status, 201, put.text);
+  const results = async () => (await api.get(`/3.0/projects/${server.projectId}/datasets/visits-by-country/results?index_by=US&timeframe=this_2_days`,
+    { key: server.keys.read })).body?.result as { timeframe: { start: string }; value: number }[] | undefined;
+  t.ok(await eventually(async () => (await results())?.some((b) => b.value === 3) ?? false), 'the dataset counted the visits');
+  await page.goto(`${server.url}/explorer`, { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector('#datasets a[data-dataset=visits-by-country]', { timeout: WAIT_MS });
+  await page.click('#datasets a[data-dataset=visits-by-country]');
+  await page.type('#dataset-form input[name=index_by]', 'US');
+  const runs = await page.evaluate(() => (window as any).__tally.runs);
+  await page.click('#dataset-form button[type=submit]');
+  await waitRuns(page, runs + 1);
+  const buckets = (await results())!;
+  const view = await drawn(page);
+  t.equal(view.kind, 'line');
+  t.same(view.data, [buckets.map((b) => Date.parse(b.timeframe.start) / 1000), buckets.map((b) => b.value)],
+    "the chart holds the dataset's buckets");
+  await page.screenshot({ path: join(shots, 'dataset.png'), fullPage: true });
+});
