@@ -21,3 +21,4 @@ export { LOG_LEVELS, jsonLogger, type LogFields, type LogLevel, type Logger } fr
 export { MEMORY_BUDGET_MIN_BYTES, defaultMemoryBudget, parseBytes } from './memory.js';
 export { parseJson, parseJsonBody } from './ingest/batch.js';
 export { isAsyncExtraction } from './extraction-jobs.js';
+export { validateCollectionName } from './schema/collection-name.js';

@@ -137,6 +137,7 @@ async function main(): Promise<void> {
   if (engine.created) printBanner(engine, http);
   const ready = `http=${http.url} kafka_in=${kafkaIn.address} kafka_out=${kafkaOut.address}`;
   process.stdout.write(`tally ready ${ready}\n`);
+  process.stdout.write(`tally explorer ${http.url}/explorer (open it in a browser)\n`);
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {

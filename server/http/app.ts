@@ -10,6 +10,7 @@ import {
 } from './routes/access-keys.js';
 import { datasetResults, deleteDataset, getDataset, listDatasets, putDataset } from './routes/datasets.js';
 import { deleteEvents, deleteProperty } from './routes/deletes.js';
+import { getExplorerFile, getExplorerPage, getRoot } from './routes/explorer.js';
 import { getExtractionJob, getExtractionResult } from './routes/extractions.js';
 import { recordBatch, recordBeaconOrInspect, recordEvent } from './routes/events.js';
 import { getProperty, listCollections } from './routes/inspect.js';
@@ -17,7 +18,6 @@ import { createProject, getProject, listProjects, regenerateKey } from './routes
 import { runQuery } from './routes/queries.js';
 import { deleteSaved, getSaved, listSaved, putSaved, savedResult } from './routes/saved.js';
 import { getHealth, getMetrics, getReady } from './routes/operations.js';
-import { getVersions } from './routes/versions.js';
 import type { RouteSpec } from './types.js';
 
 /** Bodies of organization and query requests are small JSON objects; the event bound fits. */
@@ -27,7 +27,9 @@ const O = '/3.0/organizations/:org';
 const P = '/3.0/projects/:project';
 
 export const ROUTES: readonly RouteSpec[] = [
-  { pattern: '/', methods: { GET: getVersions } },
+  { pattern: '/', methods: { GET: getRoot } },
+  { pattern: '/explorer', methods: { GET: getExplorerPage } },
+  { pattern: '/explorer/:file', methods: { GET: getExplorerFile } },
   { pattern: '/health', methods: { GET: getHealth } },
   { pattern: '/ready', methods: { GET: getReady } },
   { pattern: '/metrics', methods: { GET: getMetrics } },

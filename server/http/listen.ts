@@ -7,6 +7,7 @@ import uWS from '@trufflesuite/uws-js-unofficial';
 import type { Logger, TallyEngine } from '../../engine/index.js';
 import { createRouter } from './app.js';
 import { createDispatcher, type ServeState } from './dispatch.js';
+import { registerLive } from './live.js';
 
 export interface HttpOptions {
   readonly engine: TallyEngine;
@@ -38,6 +39,7 @@ export function startHttp(options: HttpOptions): Promise<HttpListener> {
   const state: ServeState = { inFlight: 0, closing: false, onIdle: () => {} };
   const logger = options.logger;
   const deps = { engine: options.engine, logger, log: (line: string) => logger.write('error', line), metrics: options.metrics };
+  registerLive(app, options.engine, deps.log);
   app.any('/*', createDispatcher(createRouter(), deps, options.trustProxy, state));
   return new Promise((resolve, reject) => {
     app.listen(options.host, options.port, (socket) => {
