@@ -109,3 +109,23 @@ t.test('keen-analysis saves a query, lists it and reads its result', async (t) =
   t.equal(viaRun.result, 2);
   t.equal(viaRun.query.analysis_type, 'count', 'charting clients read the analysis from the result');
 });
+
+t.test('keen-analysis defines a dataset and reads its results', async (t) => {
+  const keen = analysis();
+  await tracker().recordEvents({ ds_views: [{ page: '/a', country: 'FR' }, { page: '/b', country: 'FR' }, { page: '/c', country: 'US' }] });
+  const defined = await keen.put({
+    url: keen.url('datasets', 'views-by-country'),
+    api_key: server.keys.master,
+    params: {
+      displayName: 'Views by country',
+      query: { analysisType: 'count', eventCollection: 'ds_views', timeframe: 'this_30_days', interval: 'daily', timezone: 'UTC' },
+      indexBy: ['country'],
+    },
+  });
+  t.match(defined, { dataset_name: 'views-by-country', index_by: ['country'] });
+  const path = `/3.0/projects/${server.projectId}/datasets/views-by-country`;
+  t.ok(await eventually(async () => (await client(server.url).get(path, { key: server.keys.read })).body.status === 'OK'), 'bootstrapped');
+  const response = await keen.query({ datasetName: 'views-by-country', indexBy: 'FR', timeframe: 'this_7_days' });
+  const total = (response.result as { value: number }[]).reduce((sum, bucket) => sum + bucket.value, 0);
+  t.equal(total, 2, 'the index value\'s buckets, read the way keen-analysis asks');
+});
