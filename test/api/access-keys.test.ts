@@ -3,22 +3,11 @@
  * permission matrix (routes × permitted values × active/revoked), autofill on every write path
  * (HTTP single, batch, beacon, Kafka produce), and forced filters tried as an attacker would.
  */
-import { createServer } from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import t from 'tap';
 import { client, type Res } from '../helpers/http.js';
-import { serverForFile } from '../helpers/server.js';
+import { freePort, serverForFile } from '../helpers/server.js';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 const kafkaPort = await freePort();
 const shared = serverForFile(t, { args: ['--kafka-in-port', String(kafkaPort)] });

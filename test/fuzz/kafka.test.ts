@@ -5,12 +5,12 @@
  * server must stay up, keep serving HTTP, log no handler failure (the Kafka side's 500), and a
  * real kafkajs producer and consumer must still work after every round. TALLY_FUZZ_SEED=n reproduces.
  */
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import t from 'tap';
 import { client } from '../helpers/http.js';
 import { mulberry32 } from '../helpers/random.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { freePort, startServer, type TestServer } from '../helpers/server.js';
 
 const SEED = Number(process.env.TALLY_FUZZ_SEED ?? 0x4b61666b);
 const ROUNDS = 6;
@@ -23,16 +23,6 @@ type Random = () => number;
 const int = (random: Random, n: number) => Math.floor(random() * n);
 const bytes = (random: Random, n: number) => Buffer.from(Array.from({ length: n }, () => int(random, 256)));
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 function frame(body: Buffer): Buffer {
   const size = Buffer.alloc(4);
