@@ -8,7 +8,7 @@
  * whether the answers are equal; then bytes per event on disk (right after the load and once
  * flushes and compaction have settled), the server's peak RSS and the batched ingest rate.
  *
- *   node dist/bench/scale.js [--events 10000000] [--order time|random] [--skip-duckdb]
+ *   node dist/bench/scale.js [--events 10000000] [--order time|random] [--skip-duckdb] [--keep]
  *   TALLY_SERVER_ARGS="--memory-budget 1g" node dist/bench/scale.js ...
  */
 import fs from 'node:fs';
@@ -34,6 +34,8 @@ function option(name: string, fallback: string): string {
 const EVENTS = Number(option('events', '2000000'));
 const ORDER = option('order', 'time');
 const SKIP_DUCKDB = process.argv.includes('--skip-duckdb');
+/** Leaves Tally's data directory in place (its path is printed) to look at the segments. */
+const KEEP = process.argv.includes('--keep');
 const USERS = Math.max(1_000, Math.floor(EVENTS / 20));
 const SESSIONS = Math.max(1_000, Math.floor(EVENTS / 5));
 
@@ -72,7 +74,11 @@ function du(dir: string): number {
   let total = 0;
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
-    total += entry.isDirectory() ? du(full) : fs.statSync(full).size;
+    try {
+      total += entry.isDirectory() ? du(full) : fs.statSync(full).size;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error; // renamed or removed meanwhile
+    }
   }
   return total;
 }
@@ -280,7 +286,8 @@ async function main(): Promise<void> {
     `${(bytesSettled / EVENTS).toFixed(1)} B/event settled; DuckDB file: ${(duckBytes / EVENTS).toFixed(1)} B/event`);
   console.log(`Tally server peak RSS: ${(peakKb / 1024).toFixed(0)} MB`);
   await server.stop();
-  server.cleanup();
+  if (KEEP) console.log(`Tally data dir kept: ${server.dataDir}`);
+  else server.cleanup();
   fs.rmSync(work, { recursive: true, force: true });
 }
 

@@ -23,7 +23,7 @@ import {
 } from './limits.js';
 import { ProjectStore } from './projects.js';
 import { QueryService } from './query/service.js';
-import type { ColumnChunk, ScanSource } from './storage/chunk.js';
+import { plainChunk, type ColumnChunk, type ScanSource } from './storage/chunk.js';
 import { CollectionStore } from './storage/collection.js';
 import { readJsonIfExists, writeFileDurable } from './storage/files.js';
 import { readManifest, writeManifest } from './storage/manifest.js';
@@ -335,7 +335,7 @@ class Engine implements TallyEngine {
   *scan(projectId: string, collection: string, startMs: number, endMs: number): Iterable<ColumnChunk> {
     const source = this.scanSource(projectId, collection, startMs, endMs);
     const deletes = source.deletes ?? [];
-    for (const segment of source.segments) yield applyDeletes(readSegment(segment.file), deletes);
+    for (const segment of source.segments) yield plainChunk(applyDeletes(readSegment(segment.file), deletes));
     if (source.memory) yield applyDeletes(source.memory, deletes);
   }
 

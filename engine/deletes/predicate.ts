@@ -5,7 +5,7 @@
  * (`seq < seqBefore`), so events written after the delete are never touched. Filters are evaluated
  * by the query engine's own filter-eval.ts, so a delete matches exactly what a query would.
  */
-import { TAG_MISSING, type Column, type ColumnChunk } from '../storage/chunk.js';
+import { TAG_MISSING, replaceColumns, type Column, type ColumnChunk } from '../storage/chunk.js';
 import type { ColumnViews } from '../query/columns.js';
 import { compileFilters, type Scratch } from '../query/filter-eval.js';
 import type { FilterNode, TimeRange } from '../query/plan.js';
@@ -61,7 +61,7 @@ export function hideProperties(chunk: ColumnChunk, entries: readonly DeleteEntry
       columns.set(name, { ...column, tags });
     }
   }
-  return columns === null ? chunk : { ...chunk, columns };
+  return columns === null ? chunk : replaceColumns(chunk, columns);
 }
 
 /** Reused buffers of dropDeleted. */

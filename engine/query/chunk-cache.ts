@@ -4,8 +4,8 @@
  * a scan. Segments are immutable, so an entry never goes stale; a deleted or compacted file simply
  * stops being asked for.
  */
-import type { ColumnChunk, SegmentRef } from '../storage/chunk.js';
-import { chunkBytes } from '../storage/chunk-bytes.js';
+import { replaceColumns, type ColumnChunk, type SegmentRef } from '../storage/chunk.js';
+import { columnsBytes, systemBytes } from '../storage/chunk-bytes.js';
 import type { FooterWithSketches } from '../storage/segment/footer.js';
 import type { SegmentFiles } from './segment-reader.js';
 
@@ -16,7 +16,8 @@ export const CHUNK_CACHE_BYTES_DEFAULT = 512 * 1024 * 1024;
 export const FOOTER_CACHE_BYTES_DEFAULT = 64 * 1024 * 1024;
 
 export class ChunkCache {
-  private readonly entries = new Map<string, { chunk: ColumnChunk; bytes: number; complete: boolean }>();
+  /** `bytes` is as last measured: a segment chunk grows when a reader first decodes its times. */
+  private readonly entries = new Map<string, { chunk: ColumnChunk; columnBytes: number; bytes: number; complete: boolean }>();
   private bytes = 0;
 
   private readonly read: ReadSegment;
@@ -65,25 +66,40 @@ export class ChunkCache {
     if (hit !== undefined && missing !== null && missing.length === 0) {
       this.entries.delete(ref.file);
       this.entries.set(ref.file, hit);
+      this.remeasure(hit);
       return hit.chunk;
     }
     const read = this.read(ref.file, missing ?? undefined);
     let chunk = read;
     if (hit !== undefined) {
       this.forget(ref.file);
-      chunk = { ...hit.chunk, columns: new Map([...hit.chunk.columns, ...read.columns]) };
+      chunk = replaceColumns(hit.chunk, new Map([...hit.chunk.columns, ...read.columns]));
     }
-    const bytes = chunkBytes(chunk);
+    const columnBytes = columnsBytes(chunk);
+    const bytes = columnBytes + systemBytes(chunk);
     if (bytes <= this.budgetBytes) {
-      this.entries.set(ref.file, { chunk, bytes, complete: missing === null });
+      this.entries.set(ref.file, { chunk, columnBytes, bytes, complete: missing === null });
       this.bytes += bytes;
-      for (const [file, entry] of this.entries) {
-        if (this.bytes <= this.budgetBytes) break;
-        this.entries.delete(file);
-        this.bytes -= entry.bytes;
-      }
+      this.evict();
     }
     return chunk;
+  }
+
+  /** Counts what a chunk's readers decoded since it was last measured (its times, on first use). */
+  private remeasure(entry: { chunk: ColumnChunk; columnBytes: number; bytes: number }): void {
+    const bytes = entry.columnBytes + systemBytes(entry.chunk);
+    if (bytes === entry.bytes) return;
+    this.bytes += bytes - entry.bytes;
+    entry.bytes = bytes;
+    this.evict();
+  }
+
+  private evict(): void {
+    for (const [file, entry] of this.entries) {
+      if (this.bytes <= this.budgetBytes) break;
+      this.entries.delete(file);
+      this.bytes -= entry.bytes;
+    }
   }
 
   private forget(file: string): void {

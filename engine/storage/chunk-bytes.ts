@@ -2,7 +2,21 @@
 import type { Column, ColumnChunk } from './chunk.js';
 
 export function chunkBytes(chunk: ColumnChunk): number {
-  let bytes = chunk.rows * 24;
+  return systemBytes(chunk) + columnsBytes(chunk);
+}
+
+/**
+ * Bytes of ts, createdAt and seq. A segment as read keeps them stored until asked
+ * (segment/reader.ts), so this grows as readers decode them: cheap to ask again.
+ */
+export function systemBytes(chunk: ColumnChunk): number {
+  const system = (chunk as { systemBytes?: () => number }).systemBytes;
+  return typeof system === 'function' ? system.call(chunk) : chunk.rows * 24;
+}
+
+/** Bytes of the property columns (fixed once the chunk is built). */
+export function columnsBytes(chunk: ColumnChunk): number {
+  let bytes = 0;
   for (const column of chunk.columns.values()) bytes += columnBytes(column);
   return bytes;
 }

@@ -103,3 +103,23 @@ export interface ScanSource {
   /** Pending deletes of the collection (engine/deletes): rows and properties readers must skip. */
   readonly deletes?: readonly DeleteEntry[];
 }
+
+/** A chunk whose system values are decoded on demand (a segment as read): its own way to swap columns. */
+interface LazyChunk extends ColumnChunk {
+  withColumns(columns: ReadonlyMap<string, Column>): ColumnChunk;
+}
+
+/**
+ * The chunk with `columns` in place of its own. A segment chunk's ts/createdAt/seq are getters
+ * (segment/reader.ts) that an object spread would drop, so this, not `{ ...chunk }`, is how
+ * a chunk gets new columns.
+ */
+export function replaceColumns(chunk: ColumnChunk, columns: ReadonlyMap<string, Column>): ColumnChunk {
+  if (typeof (chunk as Partial<LazyChunk>).withColumns === 'function') return (chunk as LazyChunk).withColumns(columns);
+  return { rows: chunk.rows, ts: chunk.ts, createdAt: chunk.createdAt, seq: chunk.seq, columns };
+}
+
+/** A plain-data copy of the chunk's shape (no getters): what may cross threads or leave the engine. */
+export function plainChunk(chunk: ColumnChunk): ColumnChunk {
+  return { rows: chunk.rows, ts: chunk.ts, createdAt: chunk.createdAt, seq: chunk.seq, columns: chunk.columns };
+}

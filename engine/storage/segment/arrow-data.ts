@@ -217,14 +217,25 @@ export function scaledIntegerData(values: Float64Array, validity: Validity): { d
  * so receipt times and offsets rise by small steps and the differences compress to almost nothing.
  */
 export function deltaData(values: Float64Array, rows: number): { data: Data; base: number } | null {
-  const data = new Int32Array(rows);
   const base = rows > 0 ? values[0] : 0;
   let previous = base;
+  let min = 0;
+  let max = 0;
   for (let row = 0; row < rows; row++) {
     const delta = values[row] - previous;
     if (!Number.isSafeInteger(values[row]) || delta > 0x7fffffff || delta < -0x80000000) return null;
-    data[row] = delta;
+    if (delta < min) min = delta;
+    if (delta > max) max = delta;
     previous = values[row];
   }
-  return { data: makeData({ type: new Int32(), length: rows, nullCount: 0, data }), base };
+  // The narrowest integer every difference fits: events in time order differ by a few ms.
+  const data = min >= -0x80 && max <= 0x7f ? new Int8Array(rows)
+    : min >= -0x8000 && max <= 0x7fff ? new Int16Array(rows) : new Int32Array(rows);
+  previous = base;
+  for (let row = 0; row < rows; row++) {
+    data[row] = values[row] - previous;
+    previous = values[row];
+  }
+  const type = data instanceof Int8Array ? new Int8() : data instanceof Int16Array ? new Int16() : new Int32();
+  return { data: makeData({ type, length: rows, nullCount: 0, data } as never), base };
 }

@@ -2,7 +2,7 @@
  * Reading values out of Arrow `Data` without Arrow's per-value accessors (which box and, for
  * 64-bit types, make a BigInt per value). Used by the segment reader only.
  */
-import { type Data } from 'apache-arrow';
+import type { FieldData as Data } from './ipc-read.js';
 import { assert } from '../../assert.js';
 
 const TWO_POW_32 = 4294967296;

@@ -3,7 +3,7 @@
  * fills the rows its validity bitmap marks: tags in a tight loop, numbers and dictionary codes by
  * bulk copy or a view, so only lists and dictionary strings allocate (they are JS values).
  */
-import { type Data } from 'apache-arrow';
+import type { FieldData as Data } from './ipc-read.js';
 import { assert } from '../../assert.js';
 import {
   TAG_BOOL,
@@ -88,7 +88,8 @@ function decodeField(members: Members, field: StoredField, rows: number): void {
     readBools(data, members.num);
   } else if (kind === 'str') {
     const codes = data.values as Int8Array | Int16Array | Int32Array;
-    members.str = codes instanceof Int32Array ? codes : Int32Array.from(codes.subarray(0, rows));
+    if (codes instanceof Int32Array) members.str = codes;
+    else (members.str = new Int32Array(rows)).set(codes.subarray(0, rows));
     members.dict = decodeStrings(data.dictionary!.data[0]);
   } else if (kind === 'list') {
     members.lists ??= new Array<readonly Primitive[] | null>(rows).fill(null);

@@ -21,7 +21,7 @@
  * - dictionary codes take the narrowest width the dictionary allows (Int8, Int16, Int32);
  * - a number field whose values are all exact multiples of 10^-s in a narrow integer range is
  *   stored as Int8/Int16/Int32 of value × 10^s, with tally.scale = s;
- * - svc.timestamp, svc.created_at and _seq are stored as Int32 differences from the previous row
+ * - svc.timestamp, svc.created_at and _seq are stored as Int8/Int16/Int32 (the narrowest that fits) differences from the previous row
  *   (tally.encoding = delta, tally.base = the first row's value) when every difference fits,
  *   else as Timestamp(ms) / Float64.
  */

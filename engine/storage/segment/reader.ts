@@ -4,13 +4,14 @@
  * synchronous: a segment is bounded by SEGMENT_ROWS_MAX and callers run it on a worker.
  */
 import fs from 'node:fs';
-import { RecordBatchReader, tableFromIPC, type Data, type RecordBatch } from 'apache-arrow';
+import { RecordBatchReader, tableFromIPC, type RecordBatch } from 'apache-arrow';
 import { assert } from '../../assert.js';
 import type { Column, ColumnChunk, SchemaType, SegmentFooter } from '../chunk.js';
 import './arrow.js';
 import { readTimestamps } from './arrow-values.js';
 import { decodeColumn, type StoredField } from './decode-column.js';
 import { readAligned } from './durable.js';
+import { IpcFile, type FieldData } from './ipc-read.js';
 import { readProjected } from './projection.js';
 import { assertFooter, decodeSidecar, type FooterWithSketches } from './footer.js';
 import {
@@ -29,14 +30,102 @@ import {
 } from './layout.js';
 
 /**
- * The chunk stored in `file`. `columns` limits which property paths are materialized (ts,
- * createdAt and seq always are); paths it names that the segment lacks are simply absent.
+ * The chunk stored in `file`. `columns` limits which property paths are materialized; paths it
+ * names that the segment lacks are simply absent. Only the buffers of those paths and of the
+ * system fields are read (ipc-read.ts); ts, createdAt and seq stay in their stored (delta) form
+ * until a reader first asks for them, so a cached segment a query never reads the times of costs
+ * 2-4 bytes a row for them, not 24.
  */
 export function readSegment(file: string, columns?: readonly string[]): ColumnChunk {
+  const ipc = IpcFile.open(file);
+  if (ipc === null) return readSegmentArrow(file, columns);
+  try {
+    const version = ipc.metadata.get(META_VERSION);
+    if (!READABLE_LAYOUT_VERSIONS.includes(version ?? '')) throw new Error(`segment ${file}: unknown layout ${version}`);
+    const footer = JSON.parse(ipc.metadata.get(META_FOOTER) ?? 'null') as SegmentFooter;
+    assertFooter(footer);
+    assert(footer.rows === ipc.rows, 'footer rows match the batch');
+    const wanted = columns === undefined ? null : new Set(columns);
+    const system = new Map<Role, SystemField>();
+    const byPath = new Map<string, StoredField[]>();
+    ipc.fields.forEach((field, index) => {
+      const role = field.metadata.get(META_ROLE) as Role | undefined;
+      assert(role !== undefined, `field ${field.name} has a role`);
+      const path = field.metadata.get(META_PATH);
+      if (path === undefined) {
+        if (role !== 'ts' && role !== 'created_at' && role !== 'seq') return; // v1's _raw
+        const delta = field.metadata.get(META_ENCODING) === ENCODING_DELTA;
+        system.set(role, { data: ipc.read(index), base: delta ? Number(field.metadata.get(META_BASE)) : null });
+      } else if (wanted === null || wanted.has(path)) {
+        const type = (field.metadata.get(META_TYPE) ?? null) as SchemaType | null;
+        const scale = field.metadata.get(META_SCALE);
+        const group = byPath.get(path) ?? [];
+        group.push({ role, type, data: ipc.read(index), scale: scale === undefined ? null : Number(scale) });
+        byPath.set(path, group);
+      }
+    });
+    const result = new Map<string, Column>();
+    for (const [path, fields] of byPath) result.set(path, decodeColumn(path, fields, ipc.rows));
+    return new SegmentChunk(ipc.rows, system, result);
+  } finally {
+    ipc.close();
+  }
+}
+
+interface SystemField {
+  readonly data: FieldData;
+  readonly base: number | null;
+}
+
+/**
+ * A segment's rows as read: property columns decoded, ts/createdAt/seq decoded on first access
+ * (each at most once). `withColumns` adds columns without touching the system fields.
+ */
+export class SegmentChunk implements ColumnChunk {
+  private tsValues: Float64Array | null = null;
+  private createdAtValues: Float64Array | null = null;
+  private seqValues: Float64Array | null = null;
+
+  constructor(
+    readonly rows: number,
+    private readonly system: ReadonlyMap<Role, SystemField>,
+    readonly columns: ReadonlyMap<string, Column>,
+  ) {}
+
+  get ts(): Float64Array {
+    return (this.tsValues ??= systemValues(this.system.get('ts'), this.rows));
+  }
+  get createdAt(): Float64Array {
+    return (this.createdAtValues ??= systemValues(this.system.get('created_at'), this.rows));
+  }
+  get seq(): Float64Array {
+    return (this.seqValues ??= systemValues(this.system.get('seq'), this.rows));
+  }
+
+  /** The same rows with `columns` as their columns (system values shared, decoded or not). */
+  withColumns(columns: ReadonlyMap<string, Column>): SegmentChunk {
+    const chunk = new SegmentChunk(this.rows, this.system, columns);
+    chunk.tsValues = this.tsValues;
+    chunk.createdAtValues = this.createdAtValues;
+    chunk.seqValues = this.seqValues;
+    return chunk;
+  }
+
+  /** Bytes held: the stored system fields, whichever were decoded, and the columns. */
+  systemBytes(): number {
+    let bytes = 0;
+    for (const field of this.system.values()) bytes += field.data.values.byteLength;
+    for (const values of [this.tsValues, this.createdAtValues, this.seqValues]) bytes += values?.byteLength ?? 0;
+    return bytes;
+  }
+}
+
+/** apache-arrow's reader, for files ipc-read.ts does not know (none Tally writes today). */
+function readSegmentArrow(file: string, columns?: readonly string[]): ColumnChunk {
   const wanted = columns === undefined ? null : new Set(columns);
   const batch = readBatch(file, wanted);
   const rows = batch.numRows;
-  const system = new Map<Role, { data: Data; base: number | null }>();
+  const system = new Map<Role, { data: FieldData; base: number | null }>();
   const byPath = new Map<string, StoredField[]>();
   batch.schema.fields.forEach((field, index) => {
     const role = field.metadata.get(META_ROLE) as Role | undefined;
@@ -84,12 +173,12 @@ function readBatch(file: string, wanted: ReadonlySet<string> | null): RecordBatc
 }
 
 /** A system field's values: delta-decoded, or read from Timestamp(ms) or Float64. */
-function systemValues(field: { data: Data; base: number | null } | undefined, rows: number): Float64Array {
+function systemValues(field: { data: FieldData; base: number | null } | undefined, rows: number): Float64Array {
   assert(field !== undefined, 'a segment has its system fields');
   const { data, base } = field;
   const target = new Float64Array(rows);
   if (base !== null) {
-    const deltas = data.values as Int32Array;
+    const deltas = data.values as Int8Array | Int16Array | Int32Array;
     assert(deltas.length >= rows, 'a delta per row');
     let value = base;
     for (let row = 0; row < rows; row++) target[row] = value += deltas[row];
