@@ -235,3 +235,47 @@ t.test('multi_analysis, order_by, limit and include_metadata', async (t) => {
   t.equal(top.execution_metadata.events_scanned, selected.length);
   t.ok(top.execution_metadata.properties_per_event >= 2);
 });
+
+t.test('select_unique and count_unique of segments inside the timeframe come from their sidecar values', async (t) => {
+  const source = await withSegments(events);
+  const service = new QueryService({ source: () => source, clock: () => NOW, workers: 0 });
+  t.teardown(() => service.close());
+  // The middle segment lies wholly inside the timeframe: its sidecar lists its few values, so
+  // the answer must not need its Arrow file. Overwrite the file to prove it is never read.
+  const inside = source.segments[1];
+  t.ok(inside.footer.tsMin >= Date.parse(timeframe.start) && inside.footer.tsMax < Date.parse(timeframe.end));
+  fs.writeFileSync(inside.file, 'not an arrow file');
+  for (const [kind, target] of [['select_unique', 'country'], ['count_unique', 'country'],
+    ['select_unique', 'user'], ['count_unique', 'nested.level'], ['select_unique', 'flag']]) {
+    const params = { event_collection: 'e', timeframe, target_property: target };
+    t.equal(close(await service.run('p', kind, params), expected(kind, target, params)), null, `${kind} of ${target}`);
+  }
+  // Counts filtered and grouped by one column come from the value counts, null and missing rows
+  // included (the interval is monthly: the segment lies inside one bucket).
+  const country = (operator: string, value: unknown) => [{ property_name: 'country', operator, property_value: value }];
+  const cases: [string, string | null, Record<string, unknown>][] = [
+    ['count', null, { filters: country('eq', 'US') }],
+    ['count', null, { filters: country('ne', null) }],
+    ['count', null, { filters: country('in', ['DE', 7, null]) }],
+    ['count', null, { filters: country('exists', false) }],
+    ['count', null, { filters: country('not_contains', 'U') }],
+    ['count', null, { group_by: 'country' }],
+    ['count', null, { group_by: 'country', interval: 'monthly', filters: country('ne', 'BR') }],
+    ['count', null, { interval: 'monthly' }],
+    ['count', null, { filters: [{ property_name: 'absent', operator: 'ne', property_value: 1 }] }],
+    ['count', null, { group_by: 'absent' }],
+    ['count', null, { group_by: 'flag', filters: [{ property_name: 'flag', operator: 'eq', property_value: true }] }],
+    ['count_unique', 'country', { group_by: 'country' }],
+    ['select_unique', 'user', { interval: 'monthly' }],
+    ['select_unique', 'nested.level', { filters: [{ property_name: 'nested.level', operator: 'gte', property_value: 2 }] }],
+  ];
+  for (const [kind, target, extra] of cases) {
+    const params: Record<string, unknown> = { event_collection: 'e', timeframe, ...extra };
+    if (target) params.target_property = target;
+    t.equal(close(await service.run('p', kind, params), expected(kind, target, params)), null,
+      `${kind} ${JSON.stringify(extra)}`);
+  }
+  // A filter needs the rows: the damaged file is read and reported, not silently skipped.
+  const filtered = { event_collection: 'e', timeframe, target_property: 'country', filters: FILTERS.slice(0, 1) };
+  await t.rejects(service.run('p', 'select_unique', filtered));
+});

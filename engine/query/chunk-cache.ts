@@ -44,6 +44,9 @@ export class ChunkCache {
     const footer = this.files.readFooter(ref.file);
     let bytes = 1024;
     for (const sketch of Object.values(footer.sketches)) bytes += sketch.byteLength + 64;
+    for (const { values } of Object.values(footer.values)) {
+      for (const value of values) bytes += typeof value === 'string' ? 32 + 2 * value.length : 32;
+    }
     this.footers.set(ref.file, { footer, bytes });
     this.footerBytes += bytes;
     for (const [file, entry] of this.footers) {

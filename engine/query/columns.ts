@@ -5,6 +5,8 @@
  * weak maps owned by one ColumnViews (one per worker or service), never at module level.
  */
 import { TAG_NUM, type Column, type ColumnChunk } from '../storage/chunk.js';
+import type { ValueCounts } from '../storage/segment/sketches.js';
+import type { Summary } from './value-counts.js';
 
 export interface DictKeys {
   readonly hi: Int32Array;
@@ -18,6 +20,7 @@ export class ColumnViews {
   private readonly masks = new WeakMap<Column, number>();
   private readonly ranges = new WeakMap<ColumnChunk, [number, number]>();
   private readonly keys = new WeakMap<readonly string[], DictKeys>();
+  private readonly summaries = new WeakMap<ValueCounts, Summary>();
 
   /**
    * Per dictionary code, the 64-bit distinct key of that string (aggregate/value-key.ts), filled
@@ -31,6 +34,13 @@ export class ColumnViews {
       this.keys.set(dict, keys);
     }
     return keys;
+  }
+
+  /** A segment column's summary (value-counts.ts), kept with the sidecar counts it is made of. */
+  summary(counts: ValueCounts, make: () => Summary): Summary {
+    let summary = this.summaries.get(counts);
+    if (!summary) this.summaries.set(counts, (summary = make()));
+    return summary;
   }
 
   /** [min, max] of the chunk's svc.timestamp values. */

@@ -3,7 +3,7 @@
  * partial states), extraction and funnel in their own files. Returns the full response body.
  * Pure computation over chunks: the caller decides on which thread, with which limits.
  */
-import type { ColumnChunk, ScanSource } from '../storage/chunk.js';
+import { TAG_STR, type ColumnChunk, type ScanSource, type SegmentRef } from '../storage/chunk.js';
 import { createAggregator, CountAggregator, type Aggregator } from './aggregate/index.js';
 import { runExtraction } from './extraction.js';
 import { countUniqueFromSketches } from './footer-sketch.js';
@@ -13,6 +13,7 @@ import { bucketOf } from './interval.js';
 import type { AggregatePlan, Plan } from './plan.js';
 import { shapeAggregate, type AggregateOutcome } from './result.js';
 import { scanSource, ScanBuffers, type ExecEnv, type Selected } from './scan.js';
+import { valueCountsAnswer } from './value-counts.js';
 
 export type { ExecEnv } from './scan.js';
 
@@ -88,16 +89,24 @@ export function aggregateOver(
   const edges = plan.buckets === null ? null : Float64Array.from(plan.buckets.edges);
   const bucketCount = edges === null ? 1 : edges.length - 1;
   let cells = new Int32Array(0);
-  const onlyCounts = plan.aggregates.every((spec) => spec.kind === 'count');
-  const answerFromFooter = onlyCounts && plan.filters.length === 0 && groups === null && edges === null
-    ? (footer: { rows: number }) => {
-      for (const aggregator of aggregators) (aggregator as CountAggregator).addRows(0, footer.rows);
-      if (counter === undefined) rowsPerCell.addRows(0, footer.rows);
+  const extraCounter = counter === undefined ? rowsPerCell : null;
+  const answerFromFooter = plan.filters.length === 0 && groups === null && edges === null &&
+    plan.aggregates.every((spec) => spec.kind === 'count')
+    ? (ref: SegmentRef) => {
+      for (const aggregator of aggregators) (aggregator as CountAggregator).addRows(0, ref.footer.rows);
+      extraCounter?.addRows(0, ref.footer.rows);
       return true;
     }
-    : undefined;
+    : valueCountsAnswer(plan, source, env, aggregators, extraCounter, groups, edges);
+  // Counts grouped by one property: a chunk whose values are all strings is counted per
+  // dictionary code, and each code's count is added to its group once (no per-row group ids).
+  const countsByCode = groups !== null && groups.paths.length === 1 &&
+    plan.aggregates.every((spec) => spec.kind === 'count') ? new CodeCounts() : null;
   const visit = ({ chunk, idx, n, inRange }: Selected): void => {
     if (n === 0) return;
+    const dense = idx === buffers.identity && n === chunk.rows && inRange === n;
+    if (countsByCode !== null &&
+      countsByCode.count(chunk, env, idx, n, dense, groups!, edges, aggregators as CountAggregator[])) return;
     let cellCount = 1;
     let cellIds: Int32Array | null = null;
     if (groups !== null || edges !== null) {
@@ -107,7 +116,6 @@ export function aggregateOver(
       if (edges !== null) assignBuckets(chunk, env, edges, idx, n, cells, groups !== null);
       cellCount = (groups?.size ?? 1) * bucketCount;
     }
-    const dense = idx === buffers.identity && n === chunk.rows && inRange === n;
     const input = { column: undefined, idx, n, cells: cellIds, cellCount, dense, tagMask: 0 };
     if (counter === undefined) rowsPerCell.update(input);
     for (let a = 0; a < aggregators.length; a++) {
@@ -147,6 +155,41 @@ function assignBuckets(
   for (let k = 0; k < n; k++) {
     const b = bucketOf(edges, ts[idx[k]]);
     cells[k] = grouped ? cells[k] * buckets + b : b;
+  }
+}
+
+/** Row counts per dictionary code of one chunk's group_by column, added per code to its group. */
+class CodeCounts {
+  private counts = new Int32Array(0);
+
+  /** False when the chunk does not qualify (not all strings, or across buckets). */
+  count(
+    chunk: ColumnChunk, env: ExecEnv, idx: Int32Array, n: number, dense: boolean, groups: GroupTable,
+    edges: Float64Array | null, aggregators: readonly CountAggregator[],
+  ): boolean {
+    const column = env.views.column(chunk, groups.paths[0]);
+    if (column === undefined || column.dict === null || env.views.tagMask(column) !== 1 << TAG_STR) return false;
+    let bucket = 0;
+    const buckets = edges === null ? 1 : edges.length - 1;
+    if (edges !== null) {
+      const [tsMin, tsMax] = env.views.tsRange(chunk);
+      bucket = bucketOf(edges, tsMin);
+      if (bucket === -1 || bucket !== bucketOf(edges, tsMax)) return false;
+    }
+    const dict = column.dict;
+    const str = column.str!;
+    if (this.counts.length < dict.length) this.counts = new Int32Array(Math.max(dict.length, 2 * this.counts.length));
+    const counts = this.counts;
+    counts.fill(0, 0, dict.length);
+    if (dense) for (let i = 0; i < n; i++) counts[str[i]]++;
+    else for (let k = 0; k < n; k++) counts[str[idx[k]]]++;
+    for (let code = 0; code < dict.length; code++) {
+      const rows = counts[code];
+      if (rows === 0) continue;
+      const cell = groups.idOfCode(dict, code) * buckets + bucket;
+      for (const aggregator of aggregators) aggregator.addRows(cell, rows);
+    }
+    return true;
   }
 }
 

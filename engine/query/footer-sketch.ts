@@ -26,6 +26,16 @@ export function countUniqueFromSketches(
     TIME_PATHS.has(spec.targetProperty!) || (source.deletes?.length ?? 0) > 0) return null;
   const target = spec.targetProperty!;
   const { startMs, endMs } = plan.range;
+  // An upper bound on the distinct values first: when it is within the exact limit (a column
+  // with few values per segment, or few rows), merging sketches cannot show "clearly above".
+  let upperBound = source.memory?.rows ?? 0;
+  for (const ref of source.segments) {
+    const stats = ref.footer.columns[target];
+    if (stats === undefined || ref.footer.tsMax < startMs || ref.footer.tsMin >= endMs) continue;
+    upperBound += cache.footer(ref).values[target]?.values.length ?? stats.present;
+    if (upperBound > env.limits.countUniqueExactMax * CLEARLY_ABOVE) break;
+  }
+  if (upperBound <= env.limits.countUniqueExactMax * CLEARLY_ABOVE) return null;
   const union = new HyperLogLog(HLL_PRECISION);
   const boundaryRefs: SegmentRef[] = [];
   let insideRows = 0;

@@ -109,6 +109,14 @@ export class ValueIds {
     }
   }
 
+  /** The id of the string at `code` of `dict`. */
+  idOfCode(dict: readonly string[], code: number): number {
+    const table = this.translation(dict);
+    let id = table[code];
+    if (id === -1) id = table[code] = this.idOfString(dict[code]);
+    return id;
+  }
+
   private translation(dict: readonly string[]): Int32Array {
     let table = this.translations.get(dict);
     if (!table) this.translations.set(dict, (table = new Int32Array(dict.length).fill(-1)));
@@ -164,6 +172,13 @@ export class GroupTable {
         out[k] = id;
       }
     }
+  }
+
+  /** With one group_by property: the group of the string at `code` of `dict`. */
+  idOfCode(dict: readonly string[], code: number): number {
+    const id = this.props[0].idOfCode(dict, code);
+    if (this.props[0].values.length > this.limit) throw tooManyGroups(this.limit);
+    return id;
   }
 
   /** The group id of a tuple of property values (as tuple() returns them), added if new. */

@@ -49,7 +49,7 @@ export class ScanBuffers {
 /** 0, 1, 2, ...: shared by every scan of the thread (never written), grown as needed. */
 let sharedIdentity: Int32Array<ArrayBuffer> = new Int32Array(0);
 
-function identityOf(rows: number): Int32Array<ArrayBuffer> {
+export function identityOf(rows: number): Int32Array<ArrayBuffer> {
   if (sharedIdentity.length < rows) {
     sharedIdentity = new Int32Array(Math.max(rows, 2 * sharedIdentity.length));
     for (let i = 0; i < sharedIdentity.length; i++) sharedIdentity[i] = i;
@@ -65,8 +65,11 @@ export interface ScanOptions {
    * extraction). Segments decode only the columns a query needs.
    */
   readonly columns: readonly string[] | null;
-  /** Called per segment wholly inside the range; true when it answered without reading it. */
-  readonly answerFromFooter?: (footer: SegmentFooter) => boolean;
+  /**
+   * Called per segment wholly inside the range that no delete touches; true when it answered
+   * from the segment's footer or sidecar without reading the segment.
+   */
+  readonly answerFromFooter?: (ref: SegmentRef) => boolean;
 }
 
 export function scanSource(
@@ -85,7 +88,7 @@ export function scanSource(
     if (cannotMatch(filters, footer)) continue;
     const inside = footer.tsMin >= range.startMs && footer.tsMax < range.endMs;
     const footerAnswers = !deletes.some((entry) => entry.kind === 'rows' && touches(entry, footer.seqMin));
-    if (inside && footerAnswers && options.answerFromFooter?.(footer)) {
+    if (inside && footerAnswers && options.answerFromFooter?.(ref)) {
       buffers.eventsScanned += footer.rows;
       continue;
     }
@@ -146,7 +149,7 @@ export function selectRange(ts: Float64Array, rows: number, range: TimeRange, id
   for (let i = 0; i < rows; i++) {
     const t = ts[i];
     idx[n] = i;
-    n += t >= startMs && t < endMs ? 1 : 0;
+    n += +(t >= startMs) & +(t < endMs);
   }
   return n;
 }

@@ -7,13 +7,16 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { isApiError } from '../errors.js';
 import { ChunkCache } from './chunk-cache.js';
 import { ColumnViews } from './columns.js';
-import { loadSegmentFiles } from './segment-reader.js';
-import type { ColumnChunk, ScanSource } from '../storage/chunk.js';
+import { loadSegmentFiles, type SegmentFiles } from './segment-reader.js';
+import type { ColumnChunk, ScanSource, SegmentFooter } from '../storage/chunk.js';
 import { KeptSnapshots, runTask, type QueryTask } from './task.js';
 
 export interface WorkerRequest {
   readonly id: number;
+  /** Segments whose footer this worker was sent before come with footer null (pool.ts). */
   readonly task: QueryTask;
+  /** Forget every kept footer before this task (the pool does the same). */
+  readonly resetFooters: boolean;
 }
 
 export type WorkerReply =
@@ -24,11 +27,33 @@ const port = parentPort;
 if (port === null) throw new Error('engine/query/worker.js runs only as a worker thread');
 const { cacheBytes, footerCacheBytes } = workerData as { cacheBytes: number; footerCacheBytes: number };
 const views = new ColumnViews();
-/** Opened on the first task that reads segment files: Arrow's import is slow to load. */
+/** Opened on the first task that reads segment files. */
 let cache: ChunkCache | null = null;
+let files: Promise<SegmentFiles> | null = null;
+
+/** The segment reader; its import (apache-arrow, ~150 ms) starts once the worker is ready. */
+function segmentFiles(): Promise<SegmentFiles> {
+  return (files ??= loadSegmentFiles());
+}
 
 /** Buffer snapshots the pool posted once; later tasks name only their version (pool.ts). */
 const memories = new KeptSnapshots<ColumnChunk>();
+
+/** Footers the pool posted once, by segment file; later tasks name only the file. */
+const footers = new Map<string, SegmentFooter>();
+
+function withKept(source: ScanSource): ScanSource {
+  const segments = source.segments.map((ref) => {
+    if (ref.footer !== null) {
+      footers.set(ref.file, ref.footer);
+      return ref;
+    }
+    const footer = footers.get(ref.file);
+    if (footer === undefined) throw new Error(`the footer of ${ref.file} was never sent to this worker`);
+    return { file: ref.file, footer };
+  });
+  return withMemory({ ...source, segments });
+}
 
 function withMemory(source: ScanSource): ScanSource {
   if (source.memoryVersion === 0) return source;
@@ -48,17 +73,18 @@ port.on('message', (request: WorkerRequest) => {
   queue = queue.then(() => handle(request));
 });
 
-async function handle({ id, task: posted }: WorkerRequest): Promise<void> {
+async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promise<void> {
   let reply: WorkerReply;
   try {
+    if (resetFooters) footers.clear();
     const task: QueryTask = {
       ...posted,
-      sources: posted.sources.map(withMemory),
-      ...(posted.whole !== undefined && { whole: withMemory(posted.whole) }),
+      sources: posted.sources.map(withKept),
+      ...(posted.whole !== undefined && { whole: withKept(posted.whole) }),
     };
     if (cache === null && (task.sources.some((source) => source.segments.length > 0) ||
       (task.whole !== undefined && task.whole.segments.length > 0))) {
-      cache = new ChunkCache(await loadSegmentFiles(), cacheBytes, footerCacheBytes);
+      cache = new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes);
     }
     reply = { id, ok: true, body: runTask(task, { views, cache }) };
   } catch (error) {
@@ -69,3 +95,5 @@ async function handle({ id, task: posted }: WorkerRequest): Promise<void> {
   port!.postMessage(reply);
 }
 port.postMessage('ready');
+// Load the reader now, while no query waits: the first query after startup does not pay for it.
+setImmediate(() => void segmentFiles());

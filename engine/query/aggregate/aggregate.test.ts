@@ -85,3 +85,25 @@ t.test('nulls and missing values are not values', async (t) => {
     t.same(aggregator.finalize(0), want, kind);
   }
 });
+
+t.test('grouped average and count over a dense numeric column (the laned per-cell sums)', async (t) => {
+  // 1,001 rows (not a multiple of four), skewed over 5 cells; every row numeric and selected.
+  const rows = 1001;
+  const values = Array.from({ length: rows }, (_, i) => ((i * 37) % 101) / 4);
+  const chunk = makeChunk(values.map((price, i) => ({ ts: i, props: { price } })));
+  const cells = Int32Array.from({ length: rows }, (_, i) => (i % 3 === 0 ? 0 : i % 5));
+  const idx = Int32Array.from({ length: rows }, (_, i) => i);
+  const column = chunk.columns.get('price')!;
+  t.equal(views.tagMask(column), 1 << 2, 'all numbers');
+  const average = createAggregator({ label: null, kind: 'average', targetProperty: 'price', percentile: null, forceExact: false }, limits(1e6), views);
+  const count = createAggregator({ label: null, kind: 'count', targetProperty: null, percentile: null, forceExact: false }, limits(1e6), views);
+  for (const aggregator of [average, count]) {
+    aggregator.update({ column, idx, n: rows, cells, cellCount: 5, dense: true, tagMask: views.tagMask(column) });
+  }
+  for (let cell = 0; cell < 5; cell++) {
+    const mine = values.filter((_, i) => cells[i] === cell);
+    const mean = mine.reduce((a, b) => a + b, 0) / mine.length;
+    t.ok(Math.abs((average.finalize(cell) as number) - mean) < 1e-9, `average of cell ${cell}`);
+    t.equal(count.finalize(cell), mine.length, `count of cell ${cell}`);
+  }
+});

@@ -1,4 +1,6 @@
 /** average: mean of the numeric values per cell; null over none. */
+import { TAG_NUM } from '../../storage/chunk.js';
+import { addByCell } from './cell-sums.js';
 import { NumericGather } from './numeric.js';
 import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
@@ -17,13 +19,15 @@ export class AverageAggregator implements Aggregator {
       this.counts[0] += this.gather.count;
       return;
     }
+    if (input.dense && input.tagMask === 1 << TAG_NUM) {
+      // Every row selected and numeric: no gather, the column and the cells as they are.
+      addByCell(input.column!.num, input.cells, input.n, input.cellCount, this.sums, this.counts);
+      this.gather.addNumeric(input.n);
+      return;
+    }
     this.gather.gather(input);
     const { values, cells, count } = this.gather;
-    const { sums, counts } = this;
-    for (let k = 0; k < count; k++) {
-      sums[cells[k]] += values[k];
-      counts[cells[k]]++;
-    }
+    addByCell(values, cells, count, input.cellCount, this.sums, this.counts);
   }
 
   merge(other: Aggregator): void {

@@ -1,4 +1,5 @@
 /** count: matching rows per cell. The target column is ignored. */
+import { addByCell } from './cell-sums.js';
 import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class CountAggregator implements Aggregator {
@@ -11,7 +12,7 @@ export class CountAggregator implements Aggregator {
       counts[0] += n;
       return;
     }
-    for (let k = 0; k < n; k++) counts[cells[k]]++;
+    addByCell(null, cells, n, cellCount, null, counts);
   }
 
   /** Adds rows counted without reading them (footer row counts). */

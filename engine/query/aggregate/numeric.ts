@@ -51,6 +51,12 @@ export class NumericGather {
   present = 0;
   numeric = 0;
 
+  /** Counts n numeric rows that the caller read itself. */
+  addNumeric(n: number): void {
+    this.numeric += n;
+    this.present += n;
+  }
+
   /** Fills values/cells[0 .. count) for this input. */
   gather(input: UpdateInput): void {
     this.count = 0;

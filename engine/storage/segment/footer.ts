@@ -4,7 +4,10 @@
  * HyperLogLog per column (sketches.ts). Torn or foreign sidecars are detected by a CRC-32C.
  *
  *   Sidecar => magic:u32 ("TSM1") crc32c:u32 length:u32 Payload     (integers little-endian)
- *   Payload => msgpack { version: 1, footer: SegmentFooter, sketches: { [path]: bin } }
+ *   Payload => msgpack { version: 1, footer: SegmentFooter, sketches: { [path]: bin },
+ *                        values?: { [path]: { values: (string | number | boolean)[], rows: uint[] } } }
+ *   values (absent in older sidecars) lists a column's distinct values and their row counts
+ *   when it has few (sketches.ts computeDistinct).
  *   crc32c covers the payload; length is the payload's byte count.
  */
 import { crc32c } from '@node-rs/crc32';
@@ -19,9 +22,16 @@ import {
   type ColumnStats,
   type SegmentFooter,
 } from '../chunk.js';
+import type { ValueCounts } from './sketches.js';
 
-/** A footer as readFooter returns it: with each column's serialized HyperLogLog. */
-export type FooterWithSketches = SegmentFooter & { readonly sketches: Record<string, Uint8Array> };
+/**
+ * A footer as readFooter returns it: with each column's serialized HyperLogLog and, for columns
+ * with few distinct values, those values (sketches.ts computeDistinct).
+ */
+export type FooterWithSketches = SegmentFooter & {
+  readonly sketches: Record<string, Uint8Array>;
+  readonly values: Record<string, ValueCounts>;
+};
 
 const SIDECAR_MAGIC = 0x314d5354; // "TSM1" read as a little-endian u32
 const SIDECAR_HEADER_BYTES = 12;
@@ -99,8 +109,10 @@ export function assertFooter(footer: SegmentFooter): void {
   }
 }
 
-export function encodeSidecar(footer: SegmentFooter, sketches: Record<string, Uint8Array>): Buffer {
-  const payload = pack({ version: SIDECAR_VERSION, footer, sketches });
+export function encodeSidecar(
+  footer: SegmentFooter, sketches: Record<string, Uint8Array>, values: Record<string, ValueCounts> = {},
+): Buffer {
+  const payload = pack({ version: SIDECAR_VERSION, footer, sketches, values });
   const bytes = Buffer.allocUnsafe(SIDECAR_HEADER_BYTES + payload.length);
   bytes.writeUInt32LE(SIDECAR_MAGIC, 0);
   bytes.writeUInt32LE(crc32c(payload), 4);
@@ -122,7 +134,8 @@ export function decodeSidecar(bytes: Buffer, file: string): FooterWithSketches {
     version: number;
     footer: SegmentFooter;
     sketches: Record<string, Uint8Array>;
+    values?: Record<string, ValueCounts>;
   };
   if (decoded.version !== SIDECAR_VERSION) throw corrupt(`unknown version ${decoded.version}`);
-  return { ...decoded.footer, sketches: decoded.sketches };
+  return { ...decoded.footer, sketches: decoded.sketches, values: decoded.values ?? {} };
 }

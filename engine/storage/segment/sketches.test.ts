@@ -1,6 +1,6 @@
 import t from 'tap';
 import { HyperLogLog } from '../../sketch/hyperloglog.js';
-import { computeSketches, hashValue, sketchColumn } from './sketches.js';
+import { computeDistinct, computeSketches, DISTINCT_VALUES_MAX, hashValue, sketchColumn } from './sketches.js';
 import { buildChunk, valueAt, type TestRow } from './test-chunk.js';
 
 const VALUES = [1, '1', true, 1, null, 'a', [1, 2], [1, 2], [2, 1], false, 0, -0, 'é'];
@@ -35,4 +35,22 @@ t.test('merging two segments\' sketches equals the sketch of both chunks (merge 
     merged.merge(HyperLogLog.deserialize(right[path]));
     t.same(merged.registers, HyperLogLog.deserialize(both[path]).registers, path);
   }
+});
+
+t.test('computeDistinct lists few distinct scalars per column, none for lists or many values', async (t) => {
+  const rows: TestRow[] = [
+    { ts: 0, props: { mixed: 'a', few: 1, list: [1], many: 0 } },
+    { ts: 1, props: { mixed: -0, few: 1, list: 'x', many: 1 } },
+    { ts: 2, props: { mixed: 'a', few: null, many: 2 } },
+    { ts: 3, props: { mixed: true, few: 2 } },
+    { ts: 4, props: { mixed: 0, many: 3 } },
+  ];
+  for (let i = 0; i <= DISTINCT_VALUES_MAX; i++) rows.push({ ts: 10 + i, props: { many: 100 + i } });
+  const distinct = computeDistinct(buildChunk(rows));
+  // -0 and 0 are one value; null and missing are not values; a list row lists nothing.
+  t.same(distinct.mixed, { values: ['a', 0, true], rows: [2, 2, 1] });
+  t.same(distinct.few, { values: [1, 2], rows: [2, 1] });
+  t.equal(distinct.list, undefined);
+  t.equal(distinct.many, undefined);
+  t.ok(Object.is(distinct.mixed.values[1], 0));
 });

@@ -30,6 +30,61 @@ export function hashValue(value: Primitive | readonly Primitive[]): number | nul
   return hashString(JSON.stringify(value), SEED_LIST);
 }
 
+/** Distinct values a column may list in its segment's sidecar; more and it lists none. */
+export const DISTINCT_VALUES_MAX = 256;
+
+/** A column's distinct present, non-null values and how many rows hold each. */
+export interface ValueCounts {
+  readonly values: Primitive[];
+  /** rows[i]: the rows whose value is values[i]. */
+  readonly rows: number[];
+}
+
+/**
+ * Per column of `chunk` with at most DISTINCT_VALUES_MAX distinct present, non-null values and
+ * no list rows: those values (strings, numbers, booleans) with their row counts. They answer
+ * select_unique, count_unique and counts filtered or grouped by that one column for a segment
+ * wholly inside a timeframe without reading it.
+ */
+export function computeDistinct(chunk: ColumnChunk): Record<string, ValueCounts> {
+  const out: Record<string, ValueCounts> = {};
+  for (const [path, column] of chunk.columns) {
+    const counts = valueCounts(column, chunk.rows);
+    if (counts !== null) out[path] = counts;
+  }
+  return out;
+}
+
+function valueCounts(column: Column, rows: number): ValueCounts | null {
+  const { tags, num, str, dict } = column;
+  const perCode = dict === null ? null : new Int32Array(dict.length);
+  const numbers = new Map<number, number>();
+  const bools = [0, 0];
+  for (let row = 0; row < rows; row++) {
+    const tag = tags[row];
+    if (tag === TAG_STR) perCode![str![row]]++;
+    else if (tag === TAG_NUM) {
+      const value = num![row] + 0; // -0 is 0
+      numbers.set(value, (numbers.get(value) ?? 0) + 1);
+      if (numbers.size > DISTINCT_VALUES_MAX) return null;
+    } else if (tag === TAG_BOOL) bools[num![row] !== 0 ? 1 : 0]++;
+    else if (tag === TAG_LIST) return null;
+  }
+  const strings = new Map<string, number>();
+  for (let code = 0; perCode !== null && code < perCode.length; code++) {
+    if (perCode[code] > 0) strings.set(dict![code], (strings.get(dict![code]) ?? 0) + perCode[code]);
+  }
+  if (strings.size + numbers.size > DISTINCT_VALUES_MAX) return null;
+  const values: Primitive[] = [...strings.keys(), ...numbers.keys()];
+  const counts = [...strings.values(), ...numbers.values()];
+  for (let b = 0; b < 2; b++) {
+    if (bools[b] === 0) continue;
+    values.push(b === 1);
+    counts.push(bools[b]);
+  }
+  return { values, rows: counts };
+}
+
 /** Serialized sketches of every column of `chunk`, keyed by property path. */
 export function computeSketches(chunk: ColumnChunk): Record<string, Uint8Array> {
   const sketches: Record<string, Uint8Array> = {};

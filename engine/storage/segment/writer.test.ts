@@ -54,7 +54,7 @@ t.test('writes a standard Arrow IPC file a plain tableFromIPC reads', async (t) 
   t.same([...table.getChild('svc.timestamp')!], [0, -2, 9]);
 });
 
-t.test('returns the footer and stores it in the sidecar with one sketch per column', async (t) => {
+t.test('returns the footer and stores it in the sidecar with one sketch per column and few values', async (t) => {
   const file = tempFile();
   const footer = writeSegment(file, buildChunk(rows, 10), schema);
   t.match(footer, { rows: 3, tsMin: T0, tsMax: T0 + 9, seqMin: 10, seqMax: 14 });
@@ -63,8 +63,14 @@ t.test('returns the footer and stores it in the sidecar with one sketch per colu
   t.same(footer.columns.flag, { present: 2 });
   t.same(footer.columns['user.id'], { present: 3, strMin: 'u1', strMax: 'u2' });
   const stored = readFooter(file);
-  const { sketches, ...rest } = stored;
+  const { sketches, values, ...rest } = stored;
   t.same(rest, footer);
+  // Distinct present, non-null values of the columns without lists; "tags" has lists.
+  t.same(values, {
+    'user.id': { values: ['u1', 'u2'], rows: [2, 1] },
+    n: { values: ['three', 3, -1.5], rows: [1, 1, 1] },
+    flag: { values: [true], rows: [1] },
+  });
   t.same(Object.keys(sketches).sort(), ['flag', 'n', 'tags', 'user.id']);
   t.equal(Math.round(HyperLogLog.deserialize(sketches['user.id']).estimate()), 2);
   t.equal(Math.round(HyperLogLog.deserialize(sketches.tags).estimate()), 3);

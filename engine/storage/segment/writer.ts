@@ -35,7 +35,7 @@ import {
   SIDECAR_SUFFIX,
   type Role,
 } from './layout.js';
-import { computeSketches } from './sketches.js';
+import { computeDistinct, computeSketches } from './sketches.js';
 
 /**
  * Writes `chunk` to `file` (and `file.meta`) durably and returns its footer. A path absent from
@@ -49,7 +49,7 @@ export function writeSegment(
   assertChunk(chunk);
   const footer = computeFooter(chunk);
   assertFooter(footer);
-  const sidecar = encodeSidecar(footer, computeSketches(chunk));
+  const sidecar = encodeSidecar(footer, computeSketches(chunk), computeDistinct(chunk));
   const arrow = encodeSegment(chunk, schema, footer);
   stageFile(file, arrow);
   try {
