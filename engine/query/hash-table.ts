@@ -167,6 +167,7 @@ class PairSet {
 const PARTITION_BITS = 8;
 /** Keys buffered before they are sorted into partitions; bounds the buffer at 4 MiB. */
 const PENDING_MAX = 1 << 19;
+const PENDING_MIN = 1 << 12;
 
 /**
  * A large set of 64-bit keys built cache-friendly: keys are buffered, then radix-partitioned by
@@ -175,19 +176,28 @@ const PENDING_MAX = 1 << 19;
  */
 export class PartitionedPairSet {
   private readonly parts: PairSet[] = Array.from({ length: 1 << PARTITION_BITS }, () => new PairSet());
-  private pendingHi = new Int32Array(PENDING_MAX);
-  private pendingLo = new Int32Array(PENDING_MAX);
+  // The key buffer grows from small to PENDING_MAX: a count_unique of a few values need not
+  // allocate (and the GC then sweep) 4 MiB per query.
+  private pendingHi = new Int32Array(PENDING_MIN);
+  private pendingLo = new Int32Array(PENDING_MIN);
   private pending = 0;
   private stored = 0;
 
   add(hi: number, lo: number): void {
-    if (this.pendingHi.length === 0) {
-      this.pendingHi = new Int32Array(PENDING_MAX);
-      this.pendingLo = new Int32Array(PENDING_MAX);
-    }
+    if (this.pending === this.pendingHi.length) this.growPending();
     this.pendingHi[this.pending] = hi;
     this.pendingLo[this.pending] = lo;
     if (++this.pending === PENDING_MAX) this.flush();
+  }
+
+  private growPending(): void {
+    const size = Math.min(PENDING_MAX, Math.max(PENDING_MIN, 4 * this.pendingHi.length));
+    const hi = new Int32Array(size);
+    const lo = new Int32Array(size);
+    hi.set(this.pendingHi.subarray(0, this.pending));
+    lo.set(this.pendingLo.subarray(0, this.pending));
+    this.pendingHi = hi;
+    this.pendingLo = lo;
   }
 
   /** Distinct keys as of the last flush (a lower bound), without flushing. */
