@@ -3,8 +3,11 @@
  * partial states), extraction and funnel in their own files. Returns the full response body.
  * Pure computation over chunks: the caller decides on which thread, with which limits.
  */
-import { TAG_STR, type ColumnChunk, type ScanSource, type SegmentRef } from '../storage/chunk.js';
+import { TAG_NUM, TAG_STR, type ColumnChunk, type ScanSource, type SegmentRef } from '../storage/chunk.js';
 import { createAggregator, CountAggregator, type Aggregator } from './aggregate/index.js';
+import type { AverageAggregator } from './aggregate/average.js';
+import { addByCell } from './aggregate/cell-sums.js';
+import type { SumAggregator } from './aggregate/sum.js';
 import { runExtraction } from './extraction.js';
 import { countUniqueFromSketches } from './footer-sketch.js';
 import { runFunnel } from './funnel.js';
@@ -102,11 +105,17 @@ export function aggregateOver(
   // dictionary code, and each code's count is added to its group once (no per-row group ids).
   const countsByCode = groups !== null && groups.paths.length === 1 &&
     plan.aggregates.every((spec) => spec.kind === 'count') ? new CodeCounts() : null;
+  // Sums, averages and counts grouped by one property, every row of a chunk selected: summed
+  // per dictionary code straight from the columns, then per code into its group.
+  const sumsByCode = countsByCode === null && groups !== null && groups.paths.length === 1 &&
+    plan.aggregates.every((spec) => spec.kind === 'count' || spec.kind === 'sum' || spec.kind === 'average')
+    ? new CodeSums(counter === undefined ? rowsPerCell : null) : null;
   const visit = ({ chunk, idx, n, inRange }: Selected): void => {
     if (n === 0) return;
     const dense = idx === buffers.identity && n === chunk.rows && inRange === n;
     if (countsByCode !== null &&
       countsByCode.count(chunk, env, idx, n, dense, groups!, edges, aggregators as CountAggregator[])) return;
+    if (sumsByCode !== null && dense && sumsByCode.run(chunk, env, n, groups!, edges, plan, aggregators)) return;
     let cellCount = 1;
     let cellIds: Int32Array | null = null;
     if (groups !== null || edges !== null) {
@@ -188,6 +197,81 @@ class CodeCounts {
       if (rows === 0) continue;
       const cell = groups.idOfCode(dict, code) * buckets + bucket;
       for (const aggregator of aggregators) aggregator.addRows(cell, rows);
+    }
+    return true;
+  }
+}
+
+/** The chunk's bucket when all its rows fall in one (0 without buckets), else -1. */
+function chunkBucket(chunk: ColumnChunk, env: ExecEnv, edges: Float64Array | null): number {
+  if (edges === null) return 0;
+  const [tsMin, tsMax] = env.views.tsRange(chunk);
+  const bucket = bucketOf(edges, tsMin);
+  return bucket !== -1 && bucket === bucketOf(edges, tsMax) ? bucket : -1;
+}
+
+/**
+ * Sums, averages and counts of a whole chunk grouped by one all-strings column, per dictionary
+ * code: no group id per row and no gathered copy of the values.
+ */
+class CodeSums {
+  private rows = new Float64Array(0);
+  private sums = new Float64Array(0);
+  private counts = new Float64Array(0);
+
+  constructor(private readonly extraCounter: CountAggregator | null) {}
+
+  /** False when the chunk does not qualify (group column not all strings, a target not all numbers, across buckets). */
+  run(
+    chunk: ColumnChunk, env: ExecEnv, n: number, groups: GroupTable, edges: Float64Array | null,
+    plan: AggregatePlan, aggregators: readonly Aggregator[],
+  ): boolean {
+    const column = env.views.column(chunk, groups.paths[0]);
+    if (column === undefined || column.dict === null || env.views.tagMask(column) !== 1 << TAG_STR) return false;
+    const bucket = chunkBucket(chunk, env, edges);
+    if (bucket === -1) return false;
+    const targets: (Float64Array | null)[] = [];
+    for (const spec of plan.aggregates) {
+      if (spec.kind === 'count') {
+        targets.push(null);
+        continue;
+      }
+      const target = env.views.column(chunk, spec.targetProperty!);
+      if (target === undefined || env.views.tagMask(target) !== 1 << TAG_NUM) return false;
+      targets.push(target.num);
+    }
+    const str = column.str!;
+    const width = column.dict.length;
+    if (this.rows.length < width) {
+      this.rows = new Float64Array(width);
+      this.sums = new Float64Array(width);
+      this.counts = new Float64Array(width);
+    }
+    const { rows, sums, counts } = this;
+    rows.fill(0, 0, width);
+    addByCell(null, str, n, width, null, rows);
+    const buckets = edges === null ? 1 : edges.length - 1;
+    const cellOf = (code: number) => groups.idOfCode(column.dict!, code) * buckets + bucket;
+    for (let a = 0; a < aggregators.length; a++) {
+      const values = targets[a];
+      const aggregator = aggregators[a];
+      if (values === null) {
+        for (let code = 0; code < width; code++) {
+          if (rows[code] > 0) (aggregator as CountAggregator).addRows(cellOf(code), rows[code]);
+        }
+        continue;
+      }
+      sums.fill(0, 0, width);
+      counts.fill(0, 0, width);
+      addByCell(values, str, n, width, sums, counts);
+      const summing = aggregator as AverageAggregator | SumAggregator;
+      summing.gather.addNumeric(n);
+      for (let code = 0; code < width; code++) {
+        if (counts[code] > 0) summing.addCell(cellOf(code), sums[code], counts[code]);
+      }
+    }
+    if (this.extraCounter !== null) {
+      for (let code = 0; code < width; code++) if (rows[code] > 0) this.extraCounter.addRows(cellOf(code), rows[code]);
     }
     return true;
   }

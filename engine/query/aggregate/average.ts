@@ -30,6 +30,14 @@ export class AverageAggregator implements Aggregator {
     addByCell(values, cells, count, input.cellCount, this.sums, this.counts);
   }
 
+  /** Adds `count` numeric rows summing to `sum` to one cell (counted by the caller). */
+  addCell(cell: number, sum: number, count: number): void {
+    this.sums = growF64(this.sums, cell + 1);
+    this.counts = growF64(this.counts, cell + 1);
+    this.sums[cell] += sum;
+    this.counts[cell] += count;
+  }
+
   merge(other: Aggregator): void {
     const source = other as AverageAggregator;
     this.gather.merge(source.gather);

@@ -20,6 +20,13 @@ export class SumAggregator implements Aggregator {
     for (let k = 0; k < count; k++) sums[cells[k]] += values[k];
   }
 
+  /** Adds `count` numeric rows summing to `sum` to one cell (counted by the caller). */
+  addCell(cell: number, sum: number, count: number): void {
+    void count;
+    this.sums = growF64(this.sums, cell + 1);
+    this.sums[cell] += sum;
+  }
+
   merge(other: Aggregator): void {
     const source = other as SumAggregator;
     this.gather.merge(source.gather);
