@@ -178,13 +178,9 @@ class CodeCounts {
   ): boolean {
     const column = env.views.column(chunk, groups.paths[0]);
     if (column === undefined || column.dict === null || env.views.tagMask(column) !== 1 << TAG_STR) return false;
-    let bucket = 0;
+    const bucket = chunkBucket(chunk, env, edges);
+    if (bucket === -1) return false;
     const buckets = edges === null ? 1 : edges.length - 1;
-    if (edges !== null) {
-      const [tsMin, tsMax] = env.views.tsRange(chunk);
-      bucket = bucketOf(edges, tsMin);
-      if (bucket === -1 || bucket !== bucketOf(edges, tsMax)) return false;
-    }
     const dict = column.dict;
     const str = column.str!;
     if (this.counts.length < dict.length) this.counts = new Int32Array(Math.max(dict.length, 2 * this.counts.length));

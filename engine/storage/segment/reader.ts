@@ -121,7 +121,7 @@ export class SegmentChunk implements ColumnChunk {
 }
 
 /** apache-arrow's reader, for files ipc-read.ts does not know (none Tally writes today). */
-function readSegmentArrow(file: string, columns?: readonly string[]): ColumnChunk {
+export function readSegmentArrow(file: string, columns?: readonly string[]): ColumnChunk {
   const wanted = columns === undefined ? null : new Set(columns);
   const batch = readBatch(file, wanted);
   const rows = batch.numRows;
