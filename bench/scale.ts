@@ -212,8 +212,18 @@ async function main(): Promise<void> {
   const extra = (process.env.TALLY_SERVER_ARGS ?? '').split(' ').filter(Boolean);
   const server = await startServer({ args: ['--kafka-in-port', '0', '--kafka-out-port', '0', ...extra] });
   const pid = server.child.pid!;
-  let rssMaxKb = 0;
-  const sampler = setInterval(() => (rssMaxKb = Math.max(rssMaxKb, statusKb(pid, 'VmRSS'))), 500);
+  let rssMaxKb = 0, phaseMaxKb = 0;
+  const sampler = setInterval(() => {
+    const kb = statusKb(pid, 'VmRSS');
+    rssMaxKb = Math.max(rssMaxKb, kb);
+    phaseMaxKb = Math.max(phaseMaxKb, kb);
+  }, 250);
+  /** Peak RSS (MB) since the last call: where the peak comes from (load, queries, settling). */
+  const phasePeakMb = (): string => {
+    const mb = (Math.max(phaseMaxKb, statusKb(pid, 'VmRSS')) / 1024).toFixed(0);
+    phaseMaxKb = 0;
+    return mb;
+  };
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-scale-'));
   let duck: DuckDBConnection | null = null;
   if (!SKIP_DUCKDB) {
@@ -233,6 +243,7 @@ async function main(): Promise<void> {
   console.log(`Tally batched ingest over HTTP: ${Math.round(rate).toLocaleString('en-US')} events/s ` +
     `(${loaded.seconds.toFixed(1)} s; the generator used ${loaded.generatorCpuS.toFixed(1)} s of CPU)`);
   const bytesAfterLoad = du(server.dataDir);
+  const loadPeakMb = phasePeakMb();
 
   const table: string[][] = [['query', 'Tally first ms', 'Tally best ms', 'DuckDB ms', 'ratio', 'equal']];
   const trivial: number[] = [];
@@ -277,14 +288,17 @@ async function main(): Promise<void> {
   for (const row of table) console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '));
   if (duck !== null) console.log(`at or under DuckDB's time: ${atOrUnder} of ${QUERIES.length}; equal: ${equalCount} of ${QUERIES.length}`);
 
+  const queryPeakMb = phasePeakMb();
   await new Promise((resolve) => setTimeout(resolve, 25_000)); // flushes and compaction settle
+  const settlePeakMb = phasePeakMb();
   const bytesSettled = du(server.dataDir);
   const duckBytes = duck === null ? NaN : fs.statSync(path.join(work, 'views.duckdb')).size;
   clearInterval(sampler);
   const peakKb = Math.max(rssMaxKb, statusKb(pid, 'VmHWM'));
   console.log(`Tally data dir: ${(bytesAfterLoad / EVENTS).toFixed(1)} B/event right after the load, ` +
     `${(bytesSettled / EVENTS).toFixed(1)} B/event settled; DuckDB file: ${(duckBytes / EVENTS).toFixed(1)} B/event`);
-  console.log(`Tally server peak RSS: ${(peakKb / 1024).toFixed(0)} MB`);
+  console.log(`Tally server peak RSS: ${(peakKb / 1024).toFixed(0)} MB (load ${loadPeakMb}, queries ${queryPeakMb}, ` +
+    `settling ${settlePeakMb}; now ${(statusKb(pid, 'VmRSS') / 1024).toFixed(0)})`);
   await server.stop();
   if (KEEP) console.log(`Tally data dir kept: ${server.dataDir}`);
   else server.cleanup();

@@ -5,7 +5,7 @@
  * stops being asked for.
  */
 import { replaceColumns, type ColumnChunk, type SegmentRef } from '../storage/chunk.js';
-import { columnsBytes, systemBytes } from '../storage/chunk-bytes.js';
+import { columnsBytes, dictStringBytes, systemBytes } from '../storage/chunk-bytes.js';
 import type { FooterWithSketches } from '../storage/segment/footer.js';
 import type { SegmentFiles } from './segment-reader.js';
 
@@ -79,7 +79,7 @@ export class ChunkCache {
       chunk = replaceColumns(hit.chunk, new Map([...hit.chunk.columns, ...read.columns]));
     }
     const columnBytes = columnsBytes(chunk);
-    const bytes = columnBytes + systemBytes(chunk);
+    const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
     if (bytes <= this.budgetBytes) {
       this.entries.set(ref.file, { chunk, columnBytes, bytes, complete: missing === null });
       this.bytes += bytes;
@@ -88,9 +88,9 @@ export class ChunkCache {
     return chunk;
   }
 
-  /** Counts what a chunk's readers decoded since it was last measured (its times, on first use). */
+  /** Counts what a chunk's readers decoded since it was last measured (times, dictionary strings). */
   private remeasure(entry: { chunk: ColumnChunk; columnBytes: number; bytes: number }): void {
-    const bytes = entry.columnBytes + systemBytes(entry.chunk);
+    const bytes = entry.columnBytes + systemBytes(entry.chunk) + dictStringBytes(entry.chunk);
     if (bytes === entry.bytes) return;
     this.bytes += bytes - entry.bytes;
     entry.bytes = bytes;

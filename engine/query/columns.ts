@@ -4,22 +4,23 @@
  * them as instants), and the set of tags each column uses. Both are cached per chunk/column in
  * weak maps owned by one ColumnViews (one per worker or service), never at module level.
  */
-import { TAG_NUM, type Column, type ColumnChunk } from '../storage/chunk.js';
+import { TAG_NUM, type Column, type ColumnChunk, type Utf8Column } from '../storage/chunk.js';
+import { utf8Keys } from './aggregate/value-key.js';
 import type { ValueCounts } from '../storage/segment/sketches.js';
 import type { Summary } from './value-counts.js';
 
 export interface DictKeys {
   readonly hi: Int32Array;
   readonly lo: Int32Array;
-  /** 1 once hi/lo of that code are computed. */
-  readonly done: Uint8Array;
+  /** 1 once hi/lo of that code are computed; null when all are. */
+  readonly done: Uint8Array | null;
 }
 
 export class ColumnViews {
   private readonly virtual = new WeakMap<ColumnChunk, Map<string, Column>>();
   private readonly masks = new WeakMap<Column, number>();
   private readonly ranges = new WeakMap<ColumnChunk, [number, number]>();
-  private readonly keys = new WeakMap<readonly string[], DictKeys>();
+  private readonly keys = new WeakMap<readonly string[] | Utf8Column, DictKeys>();
   private readonly summaries = new WeakMap<ValueCounts, Summary>();
 
   /**
@@ -32,6 +33,18 @@ export class ColumnViews {
       const size = dict.length;
       keys = { hi: new Int32Array(size), lo: new Int32Array(size), done: new Uint8Array(size) };
       this.keys.set(dict, keys);
+    }
+    return keys;
+  }
+
+  /** dictKeys of a dictionary as stored (SegmentColumn.utf8): all computed at once from its bytes. */
+  utf8Keys(utf8: Utf8Column): DictKeys {
+    let keys = this.keys.get(utf8);
+    if (!keys) {
+      const size = utf8.offsets.length - 1;
+      keys = { hi: new Int32Array(size), lo: new Int32Array(size), done: null };
+      utf8Keys(utf8, keys.hi, keys.lo);
+      this.keys.set(utf8, keys);
     }
     return keys;
   }

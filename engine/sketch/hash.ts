@@ -52,6 +52,24 @@ export function hashString(value: string, seed: number): number {
 }
 
 /**
+ * hashString of the string whose UTF-16 code units are bytes[start..end): equal to it for ASCII
+ * text (one code unit per byte), so a dictionary read from a segment is hashed without making a
+ * JS string per entry. Callers check the bytes are ASCII.
+ */
+export function hashAscii(bytes: Uint8Array, start: number, end: number, seed: number): number {
+  const length = end - start;
+  let h = seed | 0;
+  let index = start;
+  for (; index + 1 < end; index += 2) h = mixBlock(h, bytes[index] | (bytes[index + 1] << 16));
+  if (index < end) {
+    let k = Math.imul(bytes[index], C1);
+    k = (k << 15) | (k >>> 17);
+    h ^= Math.imul(k, C2);
+  }
+  return finalize(h ^ (length * 2));
+}
+
+/**
  * Hash of a number's float64 bits; -0 hashes as 0 so values equal under `===` hash equal.
  * Unsigned 32-bit result.
  */

@@ -1,8 +1,19 @@
 /** About how many bytes a decoded chunk holds in memory: what the memory budget counts (memory.ts). */
 import type { Column, ColumnChunk } from './chunk.js';
+import { SegmentColumn } from './segment/decode-column.js';
 
 export function chunkBytes(chunk: ColumnChunk): number {
-  return systemBytes(chunk) + columnsBytes(chunk);
+  return systemBytes(chunk) + columnsBytes(chunk) + dictStringBytes(chunk);
+}
+
+/**
+ * Bytes of the JS strings made from segment columns' stored dictionaries (SegmentColumn): 0 until
+ * something asks a column for its strings, so, like systemBytes, it grows as readers use them.
+ */
+export function dictStringBytes(chunk: ColumnChunk): number {
+  let bytes = 0;
+  for (const column of chunk.columns.values()) if (column instanceof SegmentColumn) bytes += column.decodedBytes;
+  return bytes;
 }
 
 /**
@@ -14,7 +25,7 @@ export function systemBytes(chunk: ColumnChunk): number {
   return typeof system === 'function' ? system.call(chunk) : chunk.rows * 24;
 }
 
-/** Bytes of the property columns (fixed once the chunk is built). */
+/** Bytes of the property columns as built (see dictStringBytes for what grows later). */
 export function columnsBytes(chunk: ColumnChunk): number {
   let bytes = 0;
   for (const column of chunk.columns.values()) bytes += columnBytes(column);
@@ -23,7 +34,8 @@ export function columnsBytes(chunk: ColumnChunk): number {
 
 function columnBytes(column: Column): number {
   let bytes = column.tags.byteLength + (column.num?.byteLength ?? 0) + (column.str?.byteLength ?? 0);
-  for (const value of column.dict ?? []) bytes += 16 + value.length * 2;
+  if (column instanceof SegmentColumn) bytes += (column.utf8?.bytes.byteLength ?? 0) + (column.utf8?.offsets.byteLength ?? 0);
+  else for (const value of column.dict ?? []) bytes += 16 + value.length * 2;
   if (column.lists) bytes += column.lists.length * 8;
   for (const list of column.lists ?? []) bytes += list === null ? 0 : 16 + list.length * 16;
   return bytes;

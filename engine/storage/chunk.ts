@@ -33,6 +33,12 @@ export interface Column {
   readonly str: Int32Array | null;
   readonly dict: readonly string[] | null;
   readonly lists: readonly (readonly Primitive[] | null)[] | null;
+  /**
+   * A column read from a segment keeps its dictionary as the stored UTF-8 (dict.length + 1
+   * offsets) and makes `dict`'s JS strings only when something asks for them: distinct counts
+   * hash the bytes, so a high-cardinality column never costs a JS string per value.
+   */
+  readonly utf8?: Utf8Column | null;
 }
 
 /** UTF-8 strings in Arrow's layout: value i is bytes[offsets[i] .. offsets[i + 1]). */

@@ -41,7 +41,7 @@ export class CountUniqueAggregator implements Aggregator {
     }
     if (column === undefined) return;
     this.counts = growF64(this.counts, input.cellCount);
-    if (column.str !== null && column.dict !== null) this.updateStrings(column, input);
+    if (column.str !== null) this.updateStrings(column, input);
     const otherKinds = (1 << TAG_NUM) | (1 << TAG_BOOL) | (1 << TAG_LIST);
     if ((input.tagMask & otherKinds) !== 0) this.updateOthers(column, input);
     // Flushing in big batches is what makes the partitioned set fast: check the limit as of the
@@ -65,10 +65,13 @@ export class CountUniqueAggregator implements Aggregator {
   }
 
   private updateStrings(column: Column, input: UpdateInput): void {
-    const { tags, str, dict } = column as Required<Column> & { str: Int32Array; dict: string[] };
+    // A stored dictionary is hashed from its bytes; `dict` is only read for a buffer's strings.
+    const { tags, str } = column as Column & { str: Int32Array };
+    const utf8 = column.utf8 ?? null;
+    const dict = utf8 === null ? column.dict! : null;
     const { idx, n, cells, cellCount } = input;
-    const keys = this.keysOf(dict);
-    const width = dict.length;
+    const keys = utf8 !== null ? this.views.utf8Keys(utf8) : this.views.dictKeys(dict!);
+    const width = utf8 !== null ? utf8.offsets.length - 1 : dict!.length;
     const cellsUsed = cells === null ? 1 : cellCount;
     if (cellsUsed * width <= SEEN_BITMAP_MAX) {
       const seen = new Uint8Array(cellsUsed * width);
@@ -100,13 +103,9 @@ export class CountUniqueAggregator implements Aggregator {
     }
   }
 
-  private keysOf(dict: readonly string[]): DictKeys {
-    return this.views.dictKeys(dict);
-  }
-
-  private ensureKey(keys: DictKeys, dict: readonly string[], code: number): void {
-    if (keys.done[code] === 1) return;
-    valueKeys.string(dict[code], this.pair);
+  private ensureKey(keys: DictKeys, dict: readonly string[] | null, code: number): void {
+    if (keys.done === null || keys.done[code] === 1) return;
+    valueKeys.string(dict![code], this.pair);
     keys.hi[code] = this.pair.hi;
     keys.lo[code] = this.pair.lo;
     keys.done[code] = 1;

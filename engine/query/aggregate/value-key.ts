@@ -4,7 +4,8 @@
  * hash), fixed NaN patterns for booleans, and hashes of a list's JSON. Kinds never collide in
  * practice (the chance is 2^-64 per pair).
  */
-import { hashString } from '../../sketch/hash.js';
+import { hashAscii, hashString } from '../../sketch/hash.js';
+import type { Utf8Column } from '../../storage/chunk.js';
 
 export interface KeyPair {
   hi: number;
@@ -50,4 +51,27 @@ export function sketchHash(hi: number, lo: number): number {
   h ^= h >>> 13;
   h = Math.imul(h, 0xc2b2ae35);
   return (h ^ (h >>> 16)) >>> 0;
+}
+
+/**
+ * valueKeys.string of every string of a stored dictionary, into hi/lo by code, straight from its
+ * UTF-8: ASCII entries are hashed as they lie, others are decoded one by one.
+ */
+export function utf8Keys(utf8: Utf8Column, hi: Int32Array, lo: Int32Array): void {
+  const { bytes, offsets } = utf8;
+  const count = offsets.length - 1;
+  for (let code = 0; code < count; code++) {
+    const start = offsets[code];
+    const end = offsets[code + 1];
+    let high = 0;
+    for (let at = start; at < end; at++) high |= bytes[at];
+    if (high < 0x80) {
+      hi[code] = hashAscii(bytes, start, end, SEED_HI) | 0;
+      lo[code] = hashAscii(bytes, start, end, SEED_LO) | 0;
+    } else {
+      const text = Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8');
+      hi[code] = hashString(text, SEED_HI) | 0;
+      lo[code] = hashString(text, SEED_LO) | 0;
+    }
+  }
 }

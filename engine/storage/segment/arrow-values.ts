@@ -35,26 +35,29 @@ export function readTimestamps(data: Data, target: Float64Array): void {
  * names, is decoded once and sliced; other data is decoded per value.
  */
 export function decodeStrings(data: Data): string[] {
-  const offsets = data.valueOffsets as Int32Array;
-  const bytes = data.values as Uint8Array;
+  return decodeUtf8(data.values as Uint8Array, data.valueOffsets as Int32Array, data.length);
+}
+
+/** The `count` strings of UTF-8 `bytes` at `offsets` (Arrow's Utf8 layout). */
+export function decodeUtf8(bytes: Uint8Array, offsets: Int32Array, count: number): string[] {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const strings = new Array<string>(data.length);
+  const strings = new Array<string>(count);
   const start = offsets[0];
-  const end = offsets[data.length];
+  const end = offsets[count];
   if (isAscii(bytes, start, end)) {
     const whole = buffer.toString('latin1', start, end);
-    for (let index = 0; index < data.length; index++) {
+    for (let index = 0; index < count; index++) {
       strings[index] = whole.slice(offsets[index] - start, offsets[index + 1] - start);
     }
     return strings;
   }
-  for (let index = 0; index < data.length; index++) {
+  for (let index = 0; index < count; index++) {
     strings[index] = buffer.toString('utf8', offsets[index], offsets[index + 1]);
   }
   return strings;
 }
 
-function isAscii(bytes: Uint8Array, start: number, end: number): boolean {
+export function isAscii(bytes: Uint8Array, start: number, end: number): boolean {
   for (let index = start; index < end; index++) if (bytes[index] >= 0x80) return false;
   return true;
 }

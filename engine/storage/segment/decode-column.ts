@@ -15,8 +15,9 @@ import {
   type Primitive,
   type SchemaType,
   type Tag,
+  type Utf8Column,
 } from '../chunk.js';
-import { decodeStrings, isValid, readTimestamps } from './arrow-values.js';
+import { decodeStrings, decodeUtf8, isValid, readTimestamps } from './arrow-values.js';
 import { mainKindOf, type Role } from './layout.js';
 
 /** One stored field of a path: its role, the main field's schema type, and its data. */
@@ -32,13 +33,45 @@ interface Members {
   tags: Uint8Array;
   num: Float64Array | null;
   str: Int32Array | null;
-  dict: readonly string[] | null;
+  utf8: Utf8Column | null;
   lists: (readonly Primitive[] | null)[] | null;
+}
+
+/**
+ * A column as read from a segment: its dictionary stays the stored UTF-8 until `dict` is first
+ * read (then its strings are made once and kept). Distinct counts hash `utf8` directly.
+ */
+export class SegmentColumn implements Column {
+  readonly tags: Uint8Array;
+  readonly num: Float64Array | null;
+  readonly str: Int32Array | null;
+  readonly utf8: Utf8Column | null;
+  readonly lists: readonly (readonly Primitive[] | null)[] | null;
+  private strings: readonly string[] | null = null;
+  /** What the strings cost once made (0 before): the cache counts it (chunk-bytes.ts). */
+  decodedBytes = 0;
+
+  constructor(readonly path: string, members: Members) {
+    this.tags = members.tags;
+    this.num = members.num;
+    this.str = members.str;
+    this.utf8 = members.utf8;
+    this.lists = members.lists;
+  }
+
+  get dict(): readonly string[] | null {
+    if (this.strings !== null || this.utf8 === null) return this.strings;
+    const { bytes, offsets } = this.utf8;
+    const count = offsets.length - 1;
+    this.strings = decodeUtf8(bytes, offsets, count);
+    this.decodedBytes = 32 * count + 2 * (offsets[count] - offsets[0]);
+    return this.strings;
+  }
 }
 
 export function decodeColumn(path: string, fields: readonly StoredField[], rows: number): Column {
   const tags = new Uint8Array(rows);
-  const members: Members = { tags, num: null, str: null, dict: null, lists: null };
+  const members: Members = { tags, num: null, str: null, utf8: null, lists: null };
   // Float64 fields first: they are copied whole, and later fields overwrite only their rows.
   const ordered = [...fields].sort((a, b) => Number(isFloat64(b)) - Number(isFloat64(a)));
   for (const field of ordered) {
@@ -48,7 +81,7 @@ export function decodeColumn(path: string, fields: readonly StoredField[], rows:
     if (field.data.length - field.data.nullCount === 0) continue;
     decodeField(members, field, rows);
   }
-  return { path, ...members };
+  return new SegmentColumn(path, members);
 }
 
 function isFloat64(field: StoredField): boolean {
@@ -90,11 +123,25 @@ function decodeField(members: Members, field: StoredField, rows: number): void {
     const codes = data.values as Int8Array | Int16Array | Int32Array;
     if (codes instanceof Int32Array) members.str = codes;
     else (members.str = new Int32Array(rows)).set(codes.subarray(0, rows));
-    members.dict = decodeStrings(data.dictionary!.data[0]);
+    members.utf8 = ownUtf8(data.dictionary!.data[0]);
   } else if (kind === 'list') {
     members.lists ??= new Array<readonly Primitive[] | null>(rows).fill(null);
     readLists(data, members.lists);
   }
+}
+
+/**
+ * A dictionary's bytes and offsets, copied when they are views into a much larger buffer (a file
+ * read whole), so keeping the column does not keep the rest of that buffer.
+ */
+function ownUtf8(data: Data): Utf8Column {
+  const count = data.length;
+  let offsets = (data.valueOffsets as Int32Array).subarray(0, count + 1);
+  let bytes = (data.values as Uint8Array).subarray(0, offsets[count]);
+  const loose = (view: ArrayBufferView) => view.buffer.byteLength > 2 * view.byteLength + 4096;
+  if (loose(offsets)) offsets = offsets.slice();
+  if (loose(bytes)) bytes = bytes.slice();
+  return { bytes, offsets };
 }
 
 /** tags[row] = tag on every valid row, a byte of the validity bitmap at a time. */

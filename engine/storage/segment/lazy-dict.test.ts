@@ -1,0 +1,88 @@
+/**
+ * Dictionaries read from a segment stay UTF-8 until something asks for their strings: the column
+ * is a SegmentColumn, distinct counts hash the bytes (equal to hashing the strings, ASCII or not),
+ * the strings are made once on first use, and the cache counts them once made.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { utf8Keys, valueKeys, type KeyPair } from '../../query/aggregate/value-key.js';
+import { QueryService } from '../../query/service.js';
+import { makeChunk, type TestEvent } from '../../query/test-support.js';
+import { hashAscii, hashString } from '../../sketch/hash.js';
+import { chunkBytes } from '../chunk-bytes.js';
+import type { ScanSource } from '../chunk.js';
+import { SegmentColumn } from './decode-column.js';
+import { readSegment } from './reader.js';
+import { writeSegment } from './writer.js';
+
+function tempDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-lazy-dict-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const VALUES = ['', 'a', 'ab', 'abc', 'u123456', 'é', 'naïve café', '😀 x', '日本語', 'x'.repeat(300)];
+const START = Date.UTC(2024, 4, 1);
+
+t.test('hashAscii of bytes equals hashString of the same ASCII text', async (t) => {
+  for (const text of ['', 'a', 'ab', 'abc', 'abcd', 'u1234567', '/p/999', '~'.repeat(33)]) {
+    const bytes = Buffer.from(`..${text}..`, 'latin1');
+    for (const seed of [0, 0x5bd1e995, -1]) {
+      t.equal(hashAscii(bytes, 2, 2 + text.length, seed), hashString(text, seed), `${JSON.stringify(text)} seed ${seed}`);
+    }
+  }
+});
+
+t.test('a stored dictionary is kept as UTF-8, hashed from its bytes and decoded once on demand', async (t) => {
+  const file = path.join(tempDir(), 'strings.arrow');
+  const events: TestEvent[] = Array.from({ length: 500 }, (_, i) => ({
+    ts: START + i * 1000, props: { s: VALUES[i % VALUES.length], n: i },
+  }));
+  writeSegment(file, makeChunk(events), {});
+  const chunk = readSegment(file);
+  const column = chunk.columns.get('s');
+  t.ok(column instanceof SegmentColumn, 'a segment column');
+  const lazy = column as SegmentColumn;
+  t.ok(lazy.utf8 !== null, 'the dictionary as stored');
+  t.equal(lazy.decodedBytes, 0, 'no strings made yet');
+  const before = chunkBytes(chunk);
+  const size = lazy.utf8!.offsets.length - 1;
+  const hi = new Int32Array(size);
+  const lo = new Int32Array(size);
+  utf8Keys(lazy.utf8!, hi, lo);
+  t.equal(lazy.decodedBytes, 0, 'hashing the bytes makes no strings');
+  const dict = lazy.dict!;
+  t.same([...dict].sort(), [...VALUES].sort(), 'the strings, unicode included');
+  t.equal(lazy.dict, dict, 'made once');
+  t.ok(lazy.decodedBytes > 0 && chunkBytes(chunk) === before + lazy.decodedBytes, 'counted once made');
+  const pair: KeyPair = { hi: 0, lo: 0 };
+  for (let code = 0; code < size; code++) {
+    valueKeys.string(dict[code], pair);
+    t.same([hi[code], lo[code]], [pair.hi, pair.lo], `key of ${JSON.stringify(dict[code].slice(0, 12))}`);
+  }
+  for (let row = 0; row < events.length; row++) {
+    if (dict[lazy.str![row]] !== events[row].props.s) t.fail(`row ${row}`);
+  }
+});
+
+t.test('count_unique counts a value once whether it comes from a segment or the write buffer', async (t) => {
+  const dir = tempDir();
+  // A row before the timeframe makes the segment a boundary one, so its rows are scanned (a
+  // segment wholly inside would be answered from its sidecar's value counts).
+  const old: TestEvent[] = [{ ts: START - 1000, props: { s: 'before' } }, ...VALUES.map((s, i) => ({ ts: START + i * 1000, props: { s } }))];
+  // The buffer holds half the same values (as JS strings) and two new ones.
+  const recent: TestEvent[] = [...VALUES.slice(0, 5), 'ü', VALUES[7], 'new'].map((s, i) => ({ ts: START + 86_400_000 + i, props: { s } }));
+  const file = path.join(dir, 's0.arrow');
+  const footer = writeSegment(file, makeChunk(old), {});
+  const source = { idKey: 0, memoryVersion: 0, segments: [{ file, footer }], memory: makeChunk(recent, 1000), schema: {} } as unknown as ScanSource;
+  const service = new QueryService({ source: () => source, clock: () => START + 10 * 86_400_000, workers: 0 });
+  t.teardown(() => service.close());
+  const params = { event_collection: 'e', timeframe: { start: '2024-05-01T00:00:00Z', end: '2024-05-05T00:00:00Z' }, target_property: 's' };
+  const run = async (extra: Record<string, unknown>) => ((await service.run('p', 'count_unique', { ...params, ...extra })) as { result: unknown }).result;
+  t.equal(await run({}), VALUES.length + 2);
+  t.equal(await run({ force_exact: true }), VALUES.length + 2);
+  const daily = await run({ interval: 'daily' }) as { value: number }[];
+  t.same(daily.slice(0, 2).map((bucket) => bucket.value), [VALUES.length, recent.length]);
+});
