@@ -290,6 +290,13 @@ function applyStrings(
   const str = column.str;
   if (str === null) return 0;
   let w = 0;
+  if (allStrings && isDense(src, n)) {
+    for (let i = 0; i < n; i++) {
+      dst[w] = i;
+      w += match[str[i]];
+    }
+    return w;
+  }
   if (allStrings) {
     for (let k = 0; k < n; k++) {
       const i = src[k];
@@ -316,6 +323,14 @@ function applyRange(
   // Open bounds become closed ones on the adjacent doubles, so one loop serves all four ops.
   const lo = m.loOpen ? nextUp(m.lo) : m.lo;
   const hi = m.hiOpen ? nextDown(m.hi) : m.hi;
+  if (allNumbers && isDense(src, n)) {
+    for (let i = 0; i < n; i++) {
+      const x = num[i];
+      dst[w] = i;
+      w += +(x >= lo) & +(x <= hi);
+    }
+    return w;
+  }
   if (allNumbers) {
     for (let k = 0; k < n; k++) {
       const i = src[k];
@@ -338,12 +353,30 @@ function applyRange(
 /** A column of booleans only (num holds 0/1): pass[value] says which rows stay. */
 function applyBools(num: Float64Array, pass: Uint8Array, src: Int32Array, dst: Int32Array, n: number): number {
   let w = 0;
+  if (pass[0] === pass[1]) return pass[0] === 1 ? copyAll(src, dst, n) : 0;
+  const want = pass[1] === 1 ? 1 : 0;
+  if (isDense(src, n)) {
+    for (let i = 0; i < n; i++) {
+      dst[w] = i;
+      w += +(num[i] === want);
+    }
+    return w;
+  }
   for (let k = 0; k < n; k++) {
     const i = src[k];
     dst[w] = i;
-    w += pass[num[i]];
+    w += +(num[i] === want);
   }
   return w;
+}
+
+/**
+ * Whether src[0 .. n) is 0, 1, ..., n - 1 (a chunk wholly selected), so a loop can read rows in
+ * order without the indirection. A selection is strictly increasing (every step keeps the order
+ * of its input), so its first and last entries decide it.
+ */
+function isDense(src: Int32Array, n: number): boolean {
+  return n > 0 && src[0] === 0 && src[n - 1] === n - 1;
 }
 
 const bits = new Float64Array(1);
