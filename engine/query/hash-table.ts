@@ -143,6 +143,33 @@ class PairSet {
     }
   }
 
+  /** addHashed of each (hi, lo, hash) of triples[from .. to), with the set's arrays held in locals. */
+  addTriples(triples: Int32Array, from: number, to: number): void {
+    let { his, los, used, size } = this;
+    let mask = his.length - 1;
+    for (let at = from; at < to; at += 3) {
+      if ((size + 1) * 2 > his.length) {
+        this.size = size;
+        this.grow();
+        ({ his, los, used, size } = this);
+        mask = his.length - 1;
+      }
+      const hi = triples[at];
+      const lo = triples[at + 1];
+      for (let s = triples[at + 2] & mask; ; s = (s + 1) & mask) {
+        if (used[s] === 0) {
+          used[s] = 1;
+          his[s] = hi;
+          los[s] = lo;
+          size++;
+          break;
+        }
+        if (his[s] === hi && los[s] === lo) break;
+      }
+    }
+    this.size = size;
+  }
+
   forEach(fn: (hi: number, lo: number) => void): void {
     for (let s = 0; s < this.his.length; s++) if (this.used[s] === 1) fn(this.his[s], this.los[s]);
   }
@@ -238,30 +265,32 @@ export class PartitionedPairSet {
   private flush(): void {
     const n = this.pending;
     if (n === 0) return;
-    // Radix-partition the buffered keys (interleaved hi, lo: one write stream per partition),
-    // then fill each partition's small set while it is in cache.
+    // Radix-partition the buffered keys with their hashes (interleaved hi, lo, hash: one write
+    // stream per partition), then fill each partition's small set while it is in cache. Each
+    // key is hashed once: its top bits pick the partition, the rest its slot.
     const shift = 32 - PARTITION_BITS;
-    const { partOf, pairs } = flushScratch();
+    const { hashes, triples } = flushScratch();
     const pendingHi = this.pendingHi;
     const pendingLo = this.pendingLo;
     const starts = new Int32Array((1 << PARTITION_BITS) + 1);
     for (let k = 0; k < n; k++) {
-      const p = pairHash(pendingHi[k], pendingLo[k]) >>> shift;
-      partOf[k] = p;
-      starts[p + 1]++;
+      const hash = pairHash(pendingHi[k], pendingLo[k]);
+      hashes[k] = hash;
+      starts[(hash >>> shift) + 1]++;
     }
     for (let p = 0; p < 1 << PARTITION_BITS; p++) starts[p + 1] += starts[p];
     const next = starts.slice(0, 1 << PARTITION_BITS);
     for (let k = 0; k < n; k++) {
-      const at = 2 * next[partOf[k]]++;
-      pairs[at] = pendingHi[k];
-      pairs[at + 1] = pendingLo[k];
+      const hash = hashes[k];
+      const at = 3 * next[hash >>> shift]++;
+      triples[at] = pendingHi[k];
+      triples[at + 1] = pendingLo[k];
+      triples[at + 2] = hash;
     }
     let stored = 0;
     for (let p = 0; p < 1 << PARTITION_BITS; p++) {
       const part = this.parts[p];
-      const end = 2 * starts[p + 1];
-      for (let at = 2 * starts[p]; at < end; at += 2) part.add(pairs[at], pairs[at + 1]);
+      part.addTriples(triples, 3 * starts[p], 3 * starts[p + 1]);
       stored += part.size;
     }
     this.stored = stored;
@@ -270,8 +299,8 @@ export class PartitionedPairSet {
 }
 
 /** flush()'s buffers, shared by every set of the thread (flush is synchronous). */
-let scratchBuffers: { partOf: Uint8Array; pairs: Int32Array } | null = null;
+let scratchBuffers: { hashes: Int32Array; triples: Int32Array } | null = null;
 
-function flushScratch(): { partOf: Uint8Array; pairs: Int32Array } {
-  return scratchBuffers ??= { partOf: new Uint8Array(PENDING_MAX), pairs: new Int32Array(2 * PENDING_MAX) };
+function flushScratch(): { hashes: Int32Array; triples: Int32Array } {
+  return scratchBuffers ??= { hashes: new Int32Array(PENDING_MAX), triples: new Int32Array(3 * PENDING_MAX) };
 }

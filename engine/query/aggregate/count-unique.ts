@@ -75,7 +75,9 @@ export class CountUniqueAggregator implements Aggregator {
     const cellsUsed = cells === null ? 1 : cellCount;
     if (cellsUsed * width <= SEEN_BITMAP_MAX) {
       const seen = new Uint8Array(cellsUsed * width);
-      if (cells === null) {
+      if (cells === null && input.dense && input.tagMask === 1 << TAG_STR) {
+        for (let i = 0; i < n; i++) seen[str[i]] = 1;
+      } else if (cells === null) {
         for (let k = 0; k < n; k++) {
           const i = idx[k];
           if (tags[i] === TAG_STR) seen[str[i]] = 1;
