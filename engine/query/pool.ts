@@ -8,6 +8,7 @@
 import { Worker } from 'node:worker_threads';
 import { assert } from '../assert.js';
 import { ApiError, type ErrorCode } from '../errors.js';
+import { WORKER_YOUNG_GENERATION_MB } from '../memory.js';
 import { queryIncomplete } from './scan.js';
 import type { ScanSource, SegmentFooter, SegmentRef } from '../storage/chunk.js';
 import { KeptSnapshots, type QueryTask } from './task.js';
@@ -55,6 +56,7 @@ export class WorkerPool {
   private spawn(slot: Slot): void {
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
       workerData: { cacheBytes: this.cacheBytes, footerCacheBytes: this.footerCacheBytes },
+      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
     });
     let markReady = () => {};
     slot.worker = worker;

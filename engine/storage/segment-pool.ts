@@ -3,6 +3,7 @@
  * With `inline` (tests, or no worker threads wanted) jobs run synchronously on the calling thread.
  */
 import { JobWorker } from '../job-worker.js';
+import { WORKER_YOUNG_GENERATION_MB } from '../memory.js';
 import type { ColumnChunk, SegmentFooter } from './chunk.js';
 import { runSegmentJob, type SegmentJob, type SegmentJobResult } from './segment-worker.js';
 
@@ -13,7 +14,7 @@ export class SegmentPool {
     new URL('./segment-worker.js', import.meta.url), (result) => {
       if (result.error !== undefined) throw new Error(`segment job failed: ${result.error}`);
       return result.footers;
-    });
+    }, { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
   private nextId = 1;
 
   constructor(private readonly inline: boolean) {}
