@@ -150,6 +150,15 @@ t.test('segments are assigned to workers by file, evenly for numbered files', as
   const counts = [0, 0];
   for (let d = 0; d < 90; d++) counts[workerOfSegment(`/data/events/${d}.arrow`, 2)]++;
   t.same(counts, [45, 45]);
+  // Day directories: any run of days splits evenly, whatever the files' sequence numbers.
+  const byDay = [0, 0, 0];
+  for (let d = 0; d < 30; d++) {
+    const day = new Date(Date.UTC(2026, 1, 20) + d * 86_400_000).toISOString().slice(0, 10);
+    byDay[workerOfSegment(`/data/p/views/${day}/${String(d % 4 === 0 ? 2 * d : 7).padStart(12, '0')}-1.arrow`, 3)]++;
+  }
+  t.same(byDay, [10, 10, 10]);
+  t.equal(workerOfSegment('/data/p/views/2026-03-01/000000000001-5.arrow', 2),
+    workerOfSegment('/data/p/views/2026-03-01/000000000002-9.arrow', 2), 'a day stays with one worker');
   t.equal(workerOfSegment('/a/b/x.arrow', 3), workerOfSegment('/a/b/x.arrow', 3), 'deterministic');
   t.equal(workerOfSegment('/a/b/x.arrow', 1), 0);
   const source = await writeSource(events.slice(0, 300), 3);
