@@ -39,7 +39,9 @@ interface Members {
 
 /**
  * A column as read from a segment: its dictionary stays the stored UTF-8 until `dict` is first
- * read (then its strings are made once and kept). Distinct counts hash `utf8` directly.
+ * read (then its strings are made once and kept). Distinct counts hash `utf8` directly. `dict`
+ * is an own enumerable accessor, so a copy made with spread (`{ ...column, tags }`, as deletes
+ * and the writer do) gets the strings, not undefined.
  */
 export class SegmentColumn implements Column {
   readonly tags: Uint8Array;
@@ -47,7 +49,7 @@ export class SegmentColumn implements Column {
   readonly str: Int32Array | null;
   readonly utf8: Utf8Column | null;
   readonly lists: readonly (readonly Primitive[] | null)[] | null;
-  private strings: readonly string[] | null = null;
+  declare readonly dict: readonly string[] | null;
   /** What the strings cost once made (0 before): the cache counts it (chunk-bytes.ts). */
   decodedBytes = 0;
 
@@ -57,15 +59,18 @@ export class SegmentColumn implements Column {
     this.str = members.str;
     this.utf8 = members.utf8;
     this.lists = members.lists;
-  }
-
-  get dict(): readonly string[] | null {
-    if (this.strings !== null || this.utf8 === null) return this.strings;
-    const { bytes, offsets } = this.utf8;
-    const count = offsets.length - 1;
-    this.strings = decodeUtf8(bytes, offsets, count);
-    this.decodedBytes = 32 * count + 2 * (offsets[count] - offsets[0]);
-    return this.strings;
+    let strings: readonly string[] | null = null;
+    Object.defineProperty(this, 'dict', {
+      enumerable: true,
+      get: (): readonly string[] | null => {
+        if (strings !== null || this.utf8 === null) return strings;
+        const { bytes, offsets } = this.utf8;
+        const count = offsets.length - 1;
+        strings = decodeUtf8(bytes, offsets, count);
+        this.decodedBytes = 32 * count + 2 * (offsets[count] - offsets[0]);
+        return strings;
+      },
+    });
   }
 }
 

@@ -65,6 +65,19 @@ t.test('a stored dictionary is kept as UTF-8, hashed from its bytes and decoded 
   for (let row = 0; row < events.length; row++) {
     if (dict[lazy.str![row]] !== events[row].props.s) t.fail(`row ${row}`);
   }
+  // Deletes and the writer copy columns with spread: the copy must carry the strings.
+  const fresh = readSegment(file).columns.get('s')!;
+  t.same({ ...fresh, tags: fresh.tags.slice() }.dict, dict, 'a spread copy of an untouched column has its strings');
+});
+
+t.test('a segment rewritten from a read chunk keeps its strings', async (t) => {
+  const dir = tempDir();
+  const events: TestEvent[] = VALUES.map((s, i) => ({ ts: START + i * 1000, props: { s } }));
+  writeSegment(path.join(dir, 'a.arrow'), makeChunk(events), {});
+  const read = readSegment(path.join(dir, 'a.arrow'));
+  writeSegment(path.join(dir, 'b.arrow'), read, {});
+  const again = readSegment(path.join(dir, 'b.arrow')).columns.get('s')!;
+  t.same(Array.from(again.str!, (code) => again.dict![code]), VALUES);
 });
 
 t.test('count_unique counts a value once whether it comes from a segment or the write buffer', async (t) => {
