@@ -25,7 +25,7 @@ import { assert } from '../assert.js';
 import { ApiError } from '../errors.js';
 import type { Addon } from './addons/addon.js';
 import { createDateTimeParser } from './addons/date-time-parser.js';
-import { adoptDatabaseFiles, createIpToGeo, loadGeoDatabases } from './addons/ip-to-geo.js';
+import { adoptDatabaseFiles, createIpToGeo, loadGeoDatabases, type SharedFile } from './addons/ip-to-geo.js';
 export { sharedDatabaseFiles } from './addons/ip-to-geo.js';
 import { createReferrerParser, loadReferrerTable } from './addons/referrer-parser.js';
 import { createUaParser } from './addons/ua-parser.js';
@@ -51,8 +51,8 @@ export interface Enricher {
 export interface EnricherOptions {
   /** An mmdb City file (MaxMind GeoLite2/GeoIP2 or DB-IP) used for IPv4 and IPv6 alike. */
   geoipDbPath?: string | undefined;
-  /** Database files another thread has read (sharedDatabaseFiles there), used instead of reading. */
-  databaseFiles?: ReadonlyMap<string, SharedArrayBuffer>;
+  /** Database files another thread reserved or read (sharedDatabaseFiles there), shared, not re-read. */
+  databaseFiles?: ReadonlyMap<string, SharedFile>;
 }
 
 const IP_TO_GEO = 'svc:ip_to_geo';

