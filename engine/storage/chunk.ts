@@ -39,6 +39,18 @@ export interface Column {
    * hash the bytes, so a high-cardinality column never costs a JS string per value.
    */
   readonly utf8?: Utf8Column | null;
+  /** With `utf8`: dictionary entry `code` alone, without making every string (SegmentColumn). */
+  stringAt?(code: number): string;
+}
+
+/** Entry `code` of a string column's dictionary; a segment column decodes just that entry. */
+export function stringAt(column: Column, code: number): string {
+  return column.stringAt !== undefined ? column.stringAt(code) : column.dict![code];
+}
+
+/** How many entries a string column's dictionary has (without making a segment column's strings). */
+export function dictLength(column: Column): number {
+  return column.utf8 != null ? column.utf8.offsets.length - 1 : column.dict!.length;
 }
 
 /** UTF-8 strings in Arrow's layout: value i is bytes[offsets[i] .. offsets[i + 1]). */

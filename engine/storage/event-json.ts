@@ -10,7 +10,7 @@ import { eventId } from '../ids.js';
 import { STRUCTURAL_SUFFIX, isStructuralPath } from '../schema/flatten.js';
 import { formatTimestamp } from '../schema/timestamp.js';
 import {
-  TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NUM, TAG_STR, type Column, type ColumnChunk,
+  TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NUM, TAG_STR, dictLength, stringAt, type Column, type ColumnChunk,
 } from './chunk.js';
 
 type JsonObject = Record<string, unknown>;
@@ -96,7 +96,7 @@ export class EventBuilder {
   private nodeJson(node: JsonNode, row: number): string | null {
     if (node.leaf !== null && node.leaf.tags[row] !== TAG_MISSING) return this.leafJson(node.leaf, row);
     if (node.structural !== null && node.structural.tags[row] !== TAG_MISSING) {
-      return node.structural.dict![node.structural.str![row]];
+      return stringAt(node.structural, node.structural.str![row]);
     }
     let out: string | null = null;
     for (const child of node.children) {
@@ -113,9 +113,9 @@ export class EventBuilder {
       case TAG_BOOL: return column.num![row] === 1 ? 'true' : 'false';
       case TAG_STR: {
         let quoted = this.quoted.get(column);
-        if (quoted === undefined) this.quoted.set(column, (quoted = new Array(column.dict!.length)));
+        if (quoted === undefined) this.quoted.set(column, (quoted = new Array(dictLength(column))));
         const code = column.str![row];
-        return (quoted[code] ??= JSON.stringify(column.dict![code]));
+        return (quoted[code] ??= JSON.stringify(stringAt(column, code)));
       }
       case TAG_LIST: return JSON.stringify(column.lists![row]);
       default: return 'null';
@@ -181,7 +181,7 @@ function valueAt(column: Column, row: number, tag: number): unknown {
   switch (tag) {
     case TAG_NUM: return column.num![row];
     case TAG_BOOL: return column.num![row] === 1;
-    case TAG_STR: return column.dict![column.str![row]];
+    case TAG_STR: return stringAt(column, column.str![row]);
     case TAG_LIST: return column.lists![row];
     default: return null;
   }

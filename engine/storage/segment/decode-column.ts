@@ -52,6 +52,8 @@ export class SegmentColumn implements Column {
   declare readonly dict: readonly string[] | null;
   /** What the strings cost once made (0 before): the cache counts it (chunk-bytes.ts). */
   decodedBytes = 0;
+  /** The strings once made; stringAt reads them, or decodes one entry while there are none. */
+  private strings: readonly string[] | null = null;
 
   constructor(readonly path: string, members: Members) {
     this.tags = members.tags;
@@ -59,18 +61,24 @@ export class SegmentColumn implements Column {
     this.str = members.str;
     this.utf8 = members.utf8;
     this.lists = members.lists;
-    let strings: readonly string[] | null = null;
     Object.defineProperty(this, 'dict', {
       enumerable: true,
       get: (): readonly string[] | null => {
-        if (strings !== null || this.utf8 === null) return strings;
+        if (this.strings !== null || this.utf8 === null) return this.strings;
         const { bytes, offsets } = this.utf8;
         const count = offsets.length - 1;
-        strings = decodeUtf8(bytes, offsets, count);
+        this.strings = decodeUtf8(bytes, offsets, count);
         this.decodedBytes = 32 * count + 2 * (offsets[count] - offsets[0]);
-        return strings;
+        return this.strings;
       },
     });
+  }
+
+  /** Entry `code` of the dictionary: an extraction of a few rows decodes a few strings, not all. */
+  stringAt(code: number): string {
+    if (this.strings !== null) return this.strings[code];
+    const { bytes, offsets } = this.utf8!;
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8', offsets[code], offsets[code + 1]);
   }
 }
 

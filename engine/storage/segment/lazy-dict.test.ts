@@ -53,7 +53,10 @@ t.test('a stored dictionary is kept as UTF-8, hashed from its bytes and decoded 
   const lo = new Int32Array(size);
   utf8Keys(lazy.utf8!, hi, lo);
   t.equal(lazy.decodedBytes, 0, 'hashing the bytes makes no strings');
+  const one = Array.from({ length: size }, (_, code) => lazy.stringAt(code));
+  t.equal(lazy.decodedBytes, 0, 'one entry at a time makes no dictionary');
   const dict = lazy.dict!;
+  t.same(one, dict, 'stringAt decodes each entry as the whole dictionary does');
   t.same([...dict].sort(), [...VALUES].sort(), 'the strings, unicode included');
   t.equal(lazy.dict, dict, 'made once');
   t.ok(lazy.decodedBytes > 0 && chunkBytes(chunk) === before + lazy.decodedBytes, 'counted once made');
