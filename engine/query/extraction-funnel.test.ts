@@ -40,6 +40,23 @@ t.test('extraction with filters, property_names and latest', async (t) => {
   t.same(latest, { result: want.slice(-5) }, 'the 5 most recent');
 });
 
+t.test('latest N keeps the N most recent, ties on the timestamp broken by log order', async (t) => {
+  for (const n of [1, 7, 50]) {
+    const got = await service.run('p', 'extraction', { event_collection: 'e', timeframe, latest: n });
+    t.same(got, { result: stored(inRange).slice(-n) }, `latest ${n}`);
+  }
+  // Ten distinct timestamps over 600 events, out of order: most rows tie with the N-th newest.
+  const tied: TestEvent[] = randomEvents(5, 600, START, DAY).map((event, i) => ({ ...event, ts: START + ((i * 7) % 10) * 1000 }));
+  const ties = new QueryService({ source: () => memorySource(tied), clock: () => START + 3 * DAY, workers: 0 });
+  t.teardown(() => ties.close());
+  const want = tied.map((event, seq) => ({ event, seq })).sort((a, b) => a.event.ts - b.event.ts || a.seq - b.seq)
+    .map(({ event, seq }) => JSON.parse(rawJson(event, seq)));
+  for (const n of [3, 60, 61, 599]) {
+    const got = await ties.run('p', 'extraction', { event_collection: 'e', timeframe, latest: n });
+    t.same(got, { result: want.slice(-n) }, `latest ${n} among ties`);
+  }
+});
+
 t.test('funnel counts actors step by step', async (t) => {
   const steps = [
     { event_collection: 'e', actor_property: 'user', filters: [{ property_name: 'country', operator: 'eq', property_value: 'US' }] },

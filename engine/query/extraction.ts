@@ -74,7 +74,7 @@ function scanLatest(
   const options = { range: plan.range, filters: plan.filters, columns: null };
   let found: Found[] = [];
   const visit = ({ chunk, idx, n }: { chunk: ColumnChunk; idx: Int32Array; n: number }) => {
-    collect(chunk, idx, n, found, source.idKey);
+    collect(chunk, idx, n, found, source.idKey, n > 2 * keep ? newestTs(chunk.ts, idx, n, keep) : -Infinity);
     if (found.length > 2 * keep) found = newest(found, keep);
   };
   scanSource({ ...source, segments: [] }, options, env, buffers, visit);
@@ -91,12 +91,49 @@ function scanLatest(
   return found;
 }
 
-function collect(chunk: ColumnChunk, idx: Int32Array, n: number, found: Found[], idKey: number): void {
+/** The rows idx[0 .. n) from `fromTs` on (all by default) as Found entries. */
+function collect(chunk: ColumnChunk, idx: Int32Array, n: number, found: Found[], idKey: number, fromTs = -Infinity): void {
   const builder = new EventBuilder(chunk, idKey);
   for (let k = 0; k < n; k++) {
     const i = idx[k];
-    found.push({ ts: chunk.ts[i], seq: chunk.seq[i], builder, row: i });
+    if (chunk.ts[i] >= fromTs) found.push({ ts: chunk.ts[i], seq: chunk.seq[i], builder, row: i });
   }
+}
+
+/**
+ * The keep-th largest of ts over idx[0 .. n) (n > keep): a row older than it has `keep` rows
+ * strictly newer in this chunk alone, so it cannot be among the newest. One pass with a min-heap
+ * of `keep` times, newest rows (last in log order) first, so an older row is turned away by one
+ * comparison: latest 100 of a 555k-row segment no longer makes an object per row.
+ */
+function newestTs(ts: Float64Array, idx: Int32Array, n: number, keep: number): number {
+  const heap = new Float64Array(keep);
+  let size = 0;
+  for (let k = n - 1; k >= 0; k--) {
+    const t = ts[idx[k]];
+    if (size < keep) {
+      let at = size++;
+      while (at > 0) {
+        const parent = (at - 1) >> 1;
+        if (heap[parent] <= t) break;
+        heap[at] = heap[parent];
+        at = parent;
+      }
+      heap[at] = t;
+    } else if (t > heap[0]) {
+      let at = 0;
+      for (;;) {
+        const left = 2 * at + 1;
+        if (left >= keep) break;
+        const child = left + 1 < keep && heap[left + 1] < heap[left] ? left + 1 : left;
+        if (heap[child] >= t) break;
+        heap[at] = heap[child];
+        at = child;
+      }
+      heap[at] = t;
+    }
+  }
+  return heap[0];
 }
 
 /** Where and how an asynchronous extraction task writes its events. */
