@@ -15,10 +15,21 @@ export type ReadSegment = (file: string, columns?: readonly string[]) => ColumnC
 export const CHUNK_CACHE_BYTES_DEFAULT = 512 * 1024 * 1024;
 export const FOOTER_CACHE_BYTES_DEFAULT = 64 * 1024 * 1024;
 
+interface Entry {
+  chunk: ColumnChunk;
+  columnBytes: number;
+  bytes: number;
+  complete: boolean;
+  /** The last query that read it. */
+  epoch: number;
+}
+
 export class ChunkCache {
   /** `bytes` is as last measured: a segment chunk grows when a reader first decodes its times. */
-  private readonly entries = new Map<string, { chunk: ColumnChunk; columnBytes: number; bytes: number; complete: boolean }>();
+  private readonly entries = new Map<string, Entry>();
   private bytes = 0;
+  /** The query now running (beginQuery); 0 before the first, when the cache is plain LRU. */
+  private epoch = 0;
 
   private readonly read: ReadSegment;
   /** Footers with their sketches, least recently used first, under footerBudgetBytes. */
@@ -58,6 +69,16 @@ export class ChunkCache {
   }
 
   /**
+   * Marks the start of a query (runTask). A full cache then makes room only from entries no
+   * query has read since it began: when what the query reads does not fit, the segments it read
+   * first stay cached and the rest pass through, so each run hits the cached share, where plain
+   * LRU would evict every entry just before the next run needs it and hit none.
+   */
+  beginQuery(): void {
+    this.epoch++;
+  }
+
+  /**
    * The segment's chunk with at least the columns `paths` names that the segment has (null: every
    * column). Columns are decoded on first use and kept; a later query that needs another column
    * decodes just that one, so a cache entry holds what queries read, not the whole segment.
@@ -69,27 +90,37 @@ export class ChunkCache {
     if (hit !== undefined && missing !== null && missing.length === 0) {
       this.entries.delete(ref.file);
       this.entries.set(ref.file, hit);
+      hit.epoch = this.epoch;
       this.remeasure(hit);
       return hit.chunk;
     }
     const read = this.read(ref.file, missing ?? undefined);
     let chunk = read;
-    if (hit !== undefined) {
-      this.forget(ref.file);
-      chunk = replaceColumns(hit.chunk, new Map([...hit.chunk.columns, ...read.columns]));
-    }
+    if (hit !== undefined) chunk = replaceColumns(hit.chunk, new Map([...hit.chunk.columns, ...read.columns]));
     const columnBytes = columnsBytes(chunk);
     const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
-    if (bytes <= this.budgetBytes) {
-      this.entries.set(ref.file, { chunk, columnBytes, bytes, complete: missing === null });
-      this.bytes += bytes;
-      this.evict();
-    }
+    const grows = bytes - (hit?.bytes ?? 0);
+    if (bytes > this.budgetBytes || !this.canFree(this.bytes + grows - this.budgetBytes, ref.file)) return chunk;
+    if (hit !== undefined) this.forget(ref.file);
+    this.entries.set(ref.file, { chunk, columnBytes, bytes, complete: missing === null, epoch: this.epoch });
+    this.bytes += bytes;
+    this.evict();
     return chunk;
   }
 
+  /** Whether `need` bytes can be evicted without an entry the running query has read (nor `keep`). */
+  private canFree(need: number, keep: string): boolean {
+    if (need <= 0 || this.epoch === 0) return true;
+    for (const [file, entry] of this.entries) {
+      if (entry.epoch === this.epoch || file === keep) continue;
+      need -= entry.bytes;
+      if (need <= 0) return true;
+    }
+    return false;
+  }
+
   /** Counts what a chunk's readers decoded since it was last measured (times, dictionary strings). */
-  private remeasure(entry: { chunk: ColumnChunk; columnBytes: number; bytes: number }): void {
+  private remeasure(entry: Entry): void {
     const bytes = entry.columnBytes + systemBytes(entry.chunk) + dictStringBytes(entry.chunk);
     if (bytes === entry.bytes) return;
     this.bytes += bytes - entry.bytes;
@@ -97,11 +128,15 @@ export class ChunkCache {
     this.evict();
   }
 
+  /** Least recently used first, sparing the running query's entries while others remain. */
   private evict(): void {
-    for (const [file, entry] of this.entries) {
-      if (this.bytes <= this.budgetBytes) break;
-      this.entries.delete(file);
-      this.bytes -= entry.bytes;
+    for (const spare of [true, false]) {
+      for (const [file, entry] of this.entries) {
+        if (this.bytes <= this.budgetBytes) return;
+        if (spare && entry.epoch === this.epoch && this.epoch !== 0) continue;
+        this.entries.delete(file);
+        this.bytes -= entry.bytes;
+      }
     }
   }
 

@@ -56,6 +56,7 @@ export interface QueryTask {
 }
 
 export function runTask(task: QueryTask, env: Omit<ExecEnv, 'limits' | 'deadlineMs' | 'timeoutMs'>): Record<string, unknown> {
+  env.cache?.beginQuery();
   if (task.whole !== undefined && task.plan.kind === 'aggregate') {
     const buffers = new ScanBuffers();
     const outcome = aggregateOver(task.plan, task.sources[0], {
