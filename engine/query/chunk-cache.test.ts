@@ -86,3 +86,26 @@ t.test('a new query makes room from entries the running query has not read', asy
   cache.load(refs[2], ['price']);
   t.equal(reads(), 6, 'its price column is still cached');
 });
+
+t.test("a cache full of another query's columns makes room for this query's", async (t) => {
+  const refs = segments(5);
+  const { cache, reads } = countingCache(refs, 3);
+  // Price and tag of every segment do not fit: the first query keeps what it read first.
+  for (let run = 0; run < 2; run++) {
+    cache.beginQuery();
+    for (const ref of refs) cache.load(ref, ['price', 'tag']);
+  }
+  const before = reads();
+  // Price alone of three segments fits: the second query drops the tag columns it does not
+  // read, and its later runs read what still does not fit, not all five.
+  const run = () => {
+    const start = reads();
+    cache.beginQuery();
+    for (const ref of refs) cache.load(ref, ['price']);
+    return reads() - start;
+  };
+  const first = run();
+  t.ok(first <= 5 && reads() > before);
+  t.equal(run(), 2, 'the price columns of three segments stay');
+  t.equal(run(), 2);
+});

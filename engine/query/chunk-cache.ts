@@ -30,6 +30,8 @@ export class ChunkCache {
   private bytes = 0;
   /** The query now running (beginQuery); 0 before the first, when the cache is plain LRU. */
   private epoch = 0;
+  /** Columns the running query asked for (null: all of them). */
+  private requested: Set<string> | null = new Set();
 
   private readonly read: ReadSegment;
   /** Footers with their sketches, least recently used first, under footerBudgetBytes. */
@@ -76,6 +78,7 @@ export class ChunkCache {
    */
   beginQuery(): void {
     this.epoch++;
+    this.requested = new Set();
   }
 
   /**
@@ -84,6 +87,8 @@ export class ChunkCache {
    * decodes just that one, so a cache entry holds what queries read, not the whole segment.
    */
   load(ref: SegmentRef, paths: readonly string[] | null): ColumnChunk {
+    if (paths === null) this.requested = null;
+    else if (this.requested !== null) for (const path of paths) this.requested.add(path);
     const hit = this.entries.get(ref.file);
     const missing = hit?.complete ? [] : paths === null ? null
       : paths.filter((path) => ref.footer.columns[path] !== undefined && !hit?.chunk.columns.has(path));
@@ -108,15 +113,31 @@ export class ChunkCache {
     return chunk;
   }
 
-  /** Whether `need` bytes can be evicted without an entry the running query has read (nor `keep`). */
+  /**
+   * Whether `need` bytes can be freed without an entry the running query has read (nor `keep`):
+   * from other entries, then from the columns the running query has not asked for, which its
+   * entries drop (a cache full of another query's columns must not lock this query out).
+   */
   private canFree(need: number, keep: string): boolean {
     if (need <= 0 || this.epoch === 0) return true;
     for (const [file, entry] of this.entries) {
-      if (entry.epoch === this.epoch || file === keep) continue;
-      need -= entry.bytes;
+      if (file === keep) continue;
+      need -= entry.epoch === this.epoch ? entry.bytes - this.trimmed(entry).bytes : entry.bytes;
       if (need <= 0) return true;
     }
     return false;
+  }
+
+  /** The entry without the columns the running query has not asked for (itself when none). */
+  private trimmed(entry: Entry): Entry {
+    const requested = this.requested;
+    if (requested === null) return entry;
+    let extra = false;
+    for (const path of entry.chunk.columns.keys()) if (!requested.has(path)) extra = true;
+    if (!extra) return entry;
+    const chunk = replaceColumns(entry.chunk, new Map([...entry.chunk.columns].filter(([path]) => requested.has(path))));
+    const columnBytes = columnsBytes(chunk);
+    return { chunk, columnBytes, bytes: columnBytes + systemBytes(chunk) + dictStringBytes(chunk), complete: false, epoch: entry.epoch };
   }
 
   /** Counts what a chunk's readers decoded since it was last measured (times, dictionary strings). */
@@ -128,15 +149,28 @@ export class ChunkCache {
     this.evict();
   }
 
-  /** Least recently used first, sparing the running query's entries while others remain. */
+  /**
+   * Least recently used first, sparing the running query's entries while others remain; then
+   * the columns of its entries it has not asked for; then its entries.
+   */
   private evict(): void {
-    for (const spare of [true, false]) {
-      for (const [file, entry] of this.entries) {
-        if (this.bytes <= this.budgetBytes) return;
-        if (spare && entry.epoch === this.epoch && this.epoch !== 0) continue;
-        this.entries.delete(file);
-        this.bytes -= entry.bytes;
-      }
+    for (const [file, entry] of this.entries) {
+      if (this.bytes <= this.budgetBytes) return;
+      if (entry.epoch === this.epoch && this.epoch !== 0) continue;
+      this.entries.delete(file);
+      this.bytes -= entry.bytes;
+    }
+    for (const [file, entry] of this.entries) {
+      if (this.bytes <= this.budgetBytes) return;
+      const trimmed = this.trimmed(entry);
+      if (trimmed === entry) continue;
+      this.entries.set(file, trimmed);
+      this.bytes -= entry.bytes - trimmed.bytes;
+    }
+    for (const [file, entry] of this.entries) {
+      if (this.bytes <= this.budgetBytes) return;
+      this.entries.delete(file);
+      this.bytes -= entry.bytes;
     }
   }
 
