@@ -129,6 +129,12 @@ export const UA_CHARS_MAX = 1_024;
 export const GEO_IP_CACHE_ENTRIES_MAX = 10_000;
 /** Decoded mmdb records kept per geo database (maxmind.open's default); places repeat. */
 export const GEO_RECORD_CACHE_ENTRIES_MAX = 10_000;
+/**
+ * How long a thread waits for another to finish reading a geo database into shared memory
+ * (~0.1-0.5 s for the bundled files) before it reads its own copy: a thread that died while
+ * reading must not hang every later lookup.
+ */
+export const GEO_LOAD_WAIT_MS = 10_000;
 /** Parsed referrer URLs kept in the LRU; search URLs vary by term, so hits come from the rest. */
 export const REFERRER_CACHE_ENTRIES_MAX = 10_000;
 /** Parsed URLs of svc:url_parser kept in the LRU; pages of a site repeat. */

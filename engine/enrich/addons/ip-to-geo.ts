@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { isIP } from 'node:net';
 import { Reader } from 'maxmind';
 import { continents, countries } from 'countries-list';
-import { GEO_IP_CACHE_ENTRIES_MAX, GEO_RECORD_CACHE_ENTRIES_MAX } from '../../limits.js';
+import { GEO_IP_CACHE_ENTRIES_MAX, GEO_LOAD_WAIT_MS, GEO_RECORD_CACHE_ENTRIES_MAX } from '../../limits.js';
 import { LruCache } from '../lru.js';
 import type { Addon } from './addon.js';
 
@@ -34,9 +34,9 @@ type GeoRecord = Record<string, unknown>;
  * DB-IP package's, opened on the first lookup of their family: a store whose events never ask for
  * svc:ip_to_geo never holds their ~130 MB.
  */
-export function loadGeoDatabases(dbPath?: string): GeoDatabases {
+export function loadGeoDatabases(dbPath?: string, loadWaitMs = GEO_LOAD_WAIT_MS): GeoDatabases {
   if (dbPath !== undefined) {
-    const reader = openReader(dbPath);
+    const reader = openReader(dbPath, loadWaitMs);
     return { ipv4: reader, ipv6: reader.metadata.ipVersion === 6 ? reader : null };
   }
   const require = createRequire(import.meta.url);
@@ -48,8 +48,8 @@ export function loadGeoDatabases(dbPath?: string): GeoDatabases {
   let ipv4: Reader<GeoRecord> | null = null;
   let ipv6: Reader<GeoRecord> | null = null;
   return {
-    get ipv4() { return (ipv4 ??= openReader(ipv4File)); },
-    get ipv6() { return (ipv6 ??= openReader(ipv6File)); },
+    get ipv4() { return (ipv4 ??= openReader(ipv4File, loadWaitMs)); },
+    get ipv6() { return (ipv6 ??= openReader(ipv6File, loadWaitMs)); },
   };
 }
 
@@ -94,14 +94,25 @@ function reserveDatabaseFile(path: string): SharedFile {
   return file;
 }
 
-/** The file's bytes, read now by this thread or waited for while another thread reads them. */
-function readDatabaseFile(path: string): Buffer {
+/**
+ * The file's bytes, read now by this thread into the shared memory, or waited for while another
+ * thread reads them; after `waitMs` of waiting (that thread may have died mid-read) this thread
+ * reads a copy of its own instead.
+ */
+function readDatabaseFile(path: string, waitMs: number): Buffer {
   const { bytes, state } = reserveDatabaseFile(path);
+  const giveUpAt = Date.now() + waitMs;
   for (;;) {
     const now = Atomics.load(state, 0);
     if (now === READY) return Buffer.from(bytes);
     if (now === LOADING) {
-      Atomics.wait(state, 0, LOADING, 1000);
+      const left = giveUpAt - Date.now();
+      if (left <= 0) {
+        const own = Buffer.alloc(bytes.byteLength);
+        fillFrom(path, own);
+        return own;
+      }
+      Atomics.wait(state, 0, LOADING, Math.min(left, 1000));
       continue;
     }
     if (Atomics.compareExchange(state, 0, EMPTY, LOADING) !== EMPTY) continue;
@@ -134,9 +145,9 @@ function fillFrom(path: string, target: Buffer): void {
  * The whole file is read into memory (no watcher, no reload). mmdb files share one data record per
  * place, so a decode cache keyed by record offset turns most lookups into a tree walk.
  */
-function openReader(path: string): Reader<GeoRecord> {
+function openReader(path: string, loadWaitMs: number): Reader<GeoRecord> {
   const cache = new LruCache<number, GeoRecord>(GEO_RECORD_CACHE_ENTRIES_MAX);
-  const bytes = readDatabaseFile(path);
+  const bytes = readDatabaseFile(path, loadWaitMs);
   // mmdb-lib's own message ("Unknown type 130 at offset 1") does not name the file.
   try {
     return new Reader<GeoRecord>(bytes, { cache });
