@@ -4,7 +4,7 @@
  * them as instants), and the set of tags each column uses. Both are cached per chunk/column in
  * weak maps owned by one ColumnViews (one per worker or service), never at module level.
  */
-import { TAG_NUM, type Column, type ColumnChunk, type Utf8Column } from '../storage/chunk.js';
+import { isUniformTags, TAG_NUM, uniformTags, type Column, type ColumnChunk, type Utf8Column } from '../storage/chunk.js';
 import { utf8Keys } from './aggregate/value-key.js';
 import type { ValueCounts } from '../storage/segment/sketches.js';
 import type { Summary } from './value-counts.js';
@@ -79,7 +79,7 @@ export class ColumnViews {
     if (!byPath) this.virtual.set(chunk, (byPath = new Map()));
     let column = byPath.get(path);
     if (!column) {
-      const tags = new Uint8Array(chunk.rows).fill(TAG_NUM);
+      const tags = uniformTags(TAG_NUM, chunk.rows);
       const num = path === 'svc.timestamp' ? chunk.ts : chunk.createdAt;
       column = { path, tags, num, str: null, dict: null, lists: null };
       byPath.set(path, column);
@@ -90,7 +90,10 @@ export class ColumnViews {
   /** Bit t is set when some row of the column has tag t. */
   tagMask(column: Column): number {
     let mask = this.masks.get(column);
-    if (mask === undefined) {
+    if (mask === undefined && isUniformTags(column.tags)) {
+      mask = column.tags.length === 0 ? 0 : 1 << column.tags[0];
+      this.masks.set(column, mask);
+    } else if (mask === undefined) {
       const seen = new Uint8Array(8);
       const tags = column.tags;
       for (let i = 0; i < tags.length; i++) seen[tags[i]] = 1;

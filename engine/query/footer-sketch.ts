@@ -69,7 +69,7 @@ export function countUniqueFromSketches(
 
 /** The rows idx[0 .. n) of a column as a column of n rows (dictionary shared). */
 function subset(column: Column, idx: Int32Array, n: number): Column {
-  const pick = <T extends Float64Array | Int32Array | Uint8Array>(source: T, make: (n: number) => T): T => {
+  const pick = <T extends Float64Array | Int32Array | Uint8Array>(source: ArrayLike<number>, make: (n: number) => T): T => {
     const out = make(n);
     for (let k = 0; k < n; k++) out[k] = source[idx[k]];
     return out;

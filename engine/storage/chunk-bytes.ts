@@ -1,5 +1,5 @@
 /** About how many bytes a decoded chunk holds in memory: what the memory budget counts (memory.ts). */
-import type { Column, ColumnChunk } from './chunk.js';
+import { isUniformTags, type Column, type ColumnChunk } from './chunk.js';
 import { SegmentColumn } from './segment/decode-column.js';
 
 export function chunkBytes(chunk: ColumnChunk): number {
@@ -34,7 +34,7 @@ export function columnsBytes(chunk: ColumnChunk): number {
 
 /** Bytes of one column as built (a segment column's dictionary strings, once made, not included). */
 export function columnBytes(column: Column): number {
-  let bytes = column.tags.byteLength + (column.num?.byteLength ?? 0) + (column.str?.byteLength ?? 0);
+  let bytes = (isUniformTags(column.tags) ? 0 : column.tags.byteLength) + (column.num?.byteLength ?? 0) + (column.str?.byteLength ?? 0);
   if (column instanceof SegmentColumn) bytes += (column.utf8?.bytes.byteLength ?? 0) + (column.utf8?.offsets.byteLength ?? 0);
   else for (const value of column.dict ?? []) bytes += 16 + value.length * 2;
   if (column.lists) bytes += column.lists.length * 8;

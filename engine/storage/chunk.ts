@@ -30,7 +30,8 @@ export interface Column {
   readonly path: string;
   readonly tags: Uint8Array;
   readonly num: Float64Array | null;
-  readonly str: Int32Array | null;
+  /** Dictionary codes, in the narrowest width the segment stored them (a view, not a copy). */
+  readonly str: Codes | null;
   readonly dict: readonly string[] | null;
   readonly lists: readonly (readonly Primitive[] | null)[] | null;
   /**
@@ -42,6 +43,36 @@ export interface Column {
   /** With `utf8`: dictionary entry `code` alone, without making every string (SegmentColumn). */
   stringAt?(code: number): string;
 }
+
+/** Per tag, a long run of that tag; uniformTags hands out views of it. */
+const uniformRuns: (Uint8Array | undefined)[] = [];
+/** The buffers of those runs (a grown run replaces the old one; views of the old stay valid). */
+const uniformBuffers = new WeakSet<ArrayBufferLike>();
+
+/**
+ * The tags of a column whose every row has `tag`: a view of one run shared by every such column
+ * of the thread, so a column of numbers read from a segment costs no byte a row for its tags.
+ * Read-only: whoever needs other tags copies them first (`tags.slice()`), as every writer does.
+ * The run is always longer than the view, so a view is never moved to another thread whole
+ * (segment-pool.ts transfers only buffers a view covers entirely).
+ */
+export function uniformTags(tag: Tag, rows: number): Uint8Array {
+  let run = uniformRuns[tag];
+  if (run === undefined || run.length <= rows) {
+    run = new Uint8Array(Math.max(rows + 1, 2 * (run?.length ?? 32_768))).fill(tag);
+    uniformRuns[tag] = run;
+    uniformBuffers.add(run.buffer);
+  }
+  return run.subarray(0, rows);
+}
+
+/** True for tags from uniformTags: they hold one tag throughout, and cost their column nothing. */
+export function isUniformTags(tags: Uint8Array): boolean {
+  return uniformBuffers.has(tags.buffer);
+}
+
+/** Dictionary codes of a string column: all non-negative, whatever the width. */
+export type Codes = Int32Array | Int16Array | Int8Array;
 
 /** Entry `code` of a string column's dictionary; a segment column decodes just that entry. */
 export function stringAt(column: Column, code: number): string {

@@ -20,6 +20,7 @@ import {
   makeVector,
 } from 'apache-arrow';
 import { assert } from '../../assert.js';
+import type { Codes } from '../chunk.js';
 
 const TWO_POW_32 = 4294967296;
 
@@ -143,7 +144,7 @@ export function utf8Data(bytes: Uint8Array, offsets: Int32Array, validity?: Vali
  * costs a byte a row before compression, not four).
  */
 export function dictionaryData(
-  codes: Int32Array | null,
+  codes: Codes | null,
   dict: readonly string[],
   validity: Validity,
   id: number,

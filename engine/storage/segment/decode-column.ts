@@ -11,11 +11,13 @@ import {
   TAG_NULL,
   TAG_NUM,
   TAG_STR,
+  type Codes,
   type Column,
   type Primitive,
   type SchemaType,
   type Tag,
   type Utf8Column,
+  uniformTags,
 } from '../chunk.js';
 import { decodeStrings, decodeUtf8, isValid, readTimestamps } from './arrow-values.js';
 import { mainKindOf, type Role } from './layout.js';
@@ -32,7 +34,7 @@ export interface StoredField {
 interface Members {
   tags: Uint8Array;
   num: Float64Array | null;
-  str: Int32Array | null;
+  str: Codes | null;
   utf8: Utf8Column | null;
   lists: (readonly Primitive[] | null)[] | null;
 }
@@ -46,7 +48,7 @@ interface Members {
 export class SegmentColumn implements Column {
   readonly tags: Uint8Array;
   readonly num: Float64Array | null;
-  readonly str: Int32Array | null;
+  readonly str: Codes | null;
   readonly utf8: Utf8Column | null;
   readonly lists: readonly (readonly Primitive[] | null)[] | null;
   declare readonly dict: readonly string[] | null;
@@ -83,17 +85,17 @@ export class SegmentColumn implements Column {
 }
 
 export function decodeColumn(path: string, fields: readonly StoredField[], rows: number): Column {
-  const tags = new Uint8Array(rows);
-  const members: Members = { tags, num: null, str: null, utf8: null, lists: null };
   // Float64 fields first: they are copied whole, and later fields overwrite only their rows.
-  const ordered = [...fields].sort((a, b) => Number(isFloat64(b)) - Number(isFloat64(a)));
-  for (const field of ordered) {
+  const ordered = fields.filter((field) => {
     assert(field.data.length === rows, 'a field has a slot per row');
     assert(field.data.offset === 0, 'a freshly read field is not sliced');
-    if (field.role === 'main' && field.type === 'null') continue;
-    if (field.data.length - field.data.nullCount === 0) continue;
-    decodeField(members, field, rows);
-  }
+    return !(field.role === 'main' && field.type === 'null') && field.data.length - field.data.nullCount > 0;
+  }).sort((a, b) => Number(isFloat64(b)) - Number(isFloat64(a)));
+  // One field valid on every row (the usual case: a property always of one type) → shared tags.
+  const whole = ordered.length === 1 && ordered[0].data.nullCount === 0;
+  const tags = whole ? uniformTags(tagOf(kindOf(ordered[0])), rows) : new Uint8Array(rows);
+  const members: Members = { tags, num: null, str: null, utf8: null, lists: null };
+  for (const field of ordered) decodeField(members, field, rows, !whole);
   return new SegmentColumn(path, members);
 }
 
@@ -112,16 +114,19 @@ function kindOf(field: StoredField): 'num' | 'timestamp' | 'str' | 'bool' | 'lis
   return main === 'datetime' ? 'timestamp' : main;
 }
 
-function decodeField(members: Members, field: StoredField, rows: number): void {
-  const kind = kindOf(field);
-  const data = field.data;
-  const tag: Tag =
-    kind === 'num' || kind === 'timestamp' ? TAG_NUM
+function tagOf(kind: ReturnType<typeof kindOf>): Tag {
+  return kind === 'num' || kind === 'timestamp' ? TAG_NUM
     : kind === 'str' ? TAG_STR
     : kind === 'bool' ? TAG_BOOL
     : kind === 'list' ? TAG_LIST
     : TAG_NULL;
-  markTags(members.tags, data, tag);
+}
+
+/** Reads a field's values into `members`, and marks its rows' tags when `mark` (not shared tags). */
+function decodeField(members: Members, field: StoredField, rows: number, mark: boolean): void {
+  const kind = kindOf(field);
+  const data = field.data;
+  if (mark) markTags(members.tags, data, tagOf(kind));
   if (kind === 'num') {
     members.num ??= new Float64Array(rows);
     if (field.scale === null) members.num.set((data.values as Float64Array).subarray(0, rows));
@@ -133,9 +138,9 @@ function decodeField(members: Members, field: StoredField, rows: number): void {
     members.num ??= new Float64Array(rows);
     readBools(data, members.num);
   } else if (kind === 'str') {
-    const codes = data.values as Int8Array | Int16Array | Int32Array;
-    if (codes instanceof Int32Array) members.str = codes;
-    else (members.str = new Int32Array(rows)).set(codes.subarray(0, rows));
+    // Kept in the stored width (Int8 for up to 128 entries, Int16 up to 32,768): a country or a
+    // device costs a byte a row in the caches, not four, and reading it copies nothing.
+    members.str = own((data.values as Codes).subarray(0, rows));
     members.utf8 = ownUtf8(data.dictionary!.data[0]);
   } else if (kind === 'list') {
     members.lists ??= new Array<readonly Primitive[] | null>(rows).fill(null);
@@ -149,12 +154,13 @@ function decodeField(members: Members, field: StoredField, rows: number): void {
  */
 function ownUtf8(data: Data): Utf8Column {
   const count = data.length;
-  let offsets = (data.valueOffsets as Int32Array).subarray(0, count + 1);
-  let bytes = (data.values as Uint8Array).subarray(0, offsets[count]);
-  const loose = (view: ArrayBufferView) => view.buffer.byteLength > 2 * view.byteLength + 4096;
-  if (loose(offsets)) offsets = offsets.slice();
-  if (loose(bytes)) bytes = bytes.slice();
-  return { bytes, offsets };
+  const offsets = own((data.valueOffsets as Int32Array).subarray(0, count + 1));
+  return { bytes: own((data.values as Uint8Array).subarray(0, offsets[count])), offsets };
+}
+
+/** `view` itself, or a copy of it when it is a view into a much larger buffer (a file read whole). */
+function own<T extends Uint8Array | Codes>(view: T): T {
+  return view.buffer.byteLength > 2 * view.byteLength + 4096 ? view.slice() as T : view;
 }
 
 /** tags[row] = tag on every valid row, a byte of the validity bitmap at a time. */
