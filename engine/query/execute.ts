@@ -3,7 +3,7 @@
  * partial states), extraction and funnel in their own files. Returns the full response body.
  * Pure computation over chunks: the caller decides on which thread, with which limits.
  */
-import { TAG_NUM, TAG_STR, type ColumnChunk, type ScanSource, type SegmentRef } from '../storage/chunk.js';
+import { numbersOf, TAG_NUM, TAG_STR, type ColumnChunk, type ScanSource, type SegmentRef } from '../storage/chunk.js';
 import { createAggregator, CountAggregator, type Aggregator } from './aggregate/index.js';
 import type { AverageAggregator } from './aggregate/average.js';
 import { addByCell } from './aggregate/cell-sums.js';
@@ -234,7 +234,7 @@ class CodeSums {
       }
       const target = env.views.column(chunk, spec.targetProperty!);
       if (target === undefined || env.views.tagMask(target) !== 1 << TAG_NUM) return false;
-      targets.push(target.num);
+      targets.push(numbersOf(target));
     }
     const str = column.str!;
     const width = column.dict.length;

@@ -316,7 +316,7 @@ function applyStrings(
 
 /** Numeric range; `allNumbers` when every row of the column is a number (no tag test). */
 function applyRange(
-  tags: Uint8Array, num: Float64Array, m: Matcher, allNumbers: boolean, src: Int32Array,
+  tags: Uint8Array, num: Float64Array | Uint8Array, m: Matcher, allNumbers: boolean, src: Int32Array,
   dst: Int32Array, n: number,
 ): number {
   let w = 0;
@@ -351,7 +351,7 @@ function applyRange(
 }
 
 /** A column of booleans only (num holds 0/1): pass[value] says which rows stay. */
-function applyBools(num: Float64Array, pass: Uint8Array, src: Int32Array, dst: Int32Array, n: number): number {
+function applyBools(num: Float64Array | Uint8Array, pass: Uint8Array, src: Int32Array, dst: Int32Array, n: number): number {
   let w = 0;
   if (pass[0] === pass[1]) return pass[0] === 1 ? copyAll(src, dst, n) : 0;
   const want = pass[1] === 1 ? 1 : 0;

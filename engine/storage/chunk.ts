@@ -4,6 +4,7 @@
  * data (typed arrays, arrays, maps of them) so a chunk can be posted to a worker thread.
  * This file owns the shape only; segment/writer.ts and segment/reader.ts convert it to Arrow.
  */
+import { assert } from '../assert.js';
 import type { DeleteEntry } from '../deletes/predicate.js';
 
 /** Schema type strings of spec/api.md §4. */
@@ -29,7 +30,8 @@ export type Tag = 0 | 1 | 2 | 3 | 4 | 5;
 export interface Column {
   readonly path: string;
   readonly tags: Uint8Array;
-  readonly num: Float64Array | null;
+  /** Numbers and booleans; a column read from a segment with booleans and no numbers keeps bytes. */
+  readonly num: Float64Array | Uint8Array | null;
   /** Dictionary codes, in the narrowest width the segment stored them (a view, not a copy). */
   readonly str: Codes | null;
   readonly dict: readonly string[] | null;
@@ -69,6 +71,16 @@ export function uniformTags(tag: Tag, rows: number): Uint8Array {
 /** True for tags from uniformTags: they hold one tag throughout, and cost their column nothing. */
 export function isUniformTags(tags: Uint8Array): boolean {
   return uniformBuffers.has(tags.buffer);
+}
+
+/**
+ * The numbers of a column some of whose rows are numbers (TAG_NUM): then `num` is Float64. Only a
+ * column of booleans without numbers holds its 0s and 1s as bytes (a byte a row in the caches).
+ */
+export function numbersOf(column: Column): Float64Array {
+  const num = column.num;
+  assert(num instanceof Float64Array, `${column.path}: numbers are Float64`);
+  return num;
 }
 
 /** Dictionary codes of a string column: all non-negative, whatever the width. */

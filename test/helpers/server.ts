@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { createServer } from 'node:net';
@@ -16,6 +16,20 @@ import { client } from './http.js';
 
 /** dist/test/helpers/server.js → dist/server/main.js */
 export const MAIN_JS = fileURLToPath(new URL('../../server/main.js', import.meta.url));
+/** The launcher `tally` and `npm start` run (it sets malloc tunables, then execs Node on MAIN_JS). */
+export const LAUNCHER = fileURLToPath(new URL('../../../bin/tally', import.meta.url));
+
+/**
+ * The environment defaults the launcher sets (its `: "${NAME:=value}"` lines): servers started
+ * here run node directly, so node flags can be added (TALLY_NODE_ARGS), with the same tunables.
+ */
+export function launcherDefaults(): Record<string, string> {
+  const defaults: Record<string, string> = {};
+  for (const [, name, value] of readFileSync(LAUNCHER, 'utf8').matchAll(/^: "\$\{(\w+):=([^}]*)\}"$/gm)) {
+    defaults[name] = value;
+  }
+  return defaults;
+}
 
 const READY_TIMEOUT_MS = 30_000;
 const READY_RE = /^tally ready http=(\S+) kafka_in=(\S+) kafka_out=(\S+)$/m;
@@ -108,7 +122,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
   const args = [...nodeArgs, MAIN_JS, '--data', dataDir, '--host', '127.0.0.1', '--http-port', '0',
     '--kafka-in-port', '0', '--kafka-out-port', '0', '--org-key', orgKey, ...(options.args ?? [])];
   // Without tap's NODE_OPTIONS loaders (coverage, TS import hooks): the server runs as in production.
-  const env = { ...process.env, NODE_OPTIONS: '' };
+  const env = { ...launcherDefaults(), ...process.env, NODE_OPTIONS: '' };
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
   const out = { stdout: '', stderr: '' };
   const url = await waitReady(child, out);

@@ -1,5 +1,5 @@
 /** average: mean of the numeric values per cell; null over none. */
-import { TAG_NUM } from '../../storage/chunk.js';
+import { numbersOf, TAG_NUM } from '../../storage/chunk.js';
 import { addByCell } from './cell-sums.js';
 import { NumericGather } from './numeric.js';
 import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
@@ -21,7 +21,7 @@ export class AverageAggregator implements Aggregator {
     }
     if (input.dense && input.tagMask === 1 << TAG_NUM) {
       // Every row selected and numeric: no gather, the column and the cells as they are.
-      addByCell(input.column!.num, input.cells, input.n, input.cellCount, this.sums, this.counts);
+      addByCell(numbersOf(input.column!), input.cells, input.n, input.cellCount, this.sums, this.counts);
       this.gather.addNumeric(input.n);
       return;
     }

@@ -4,7 +4,7 @@
  * whole-query NonNumericTargetPropertyError (values exist, none numeric).
  */
 import { ApiError } from '../../errors.js';
-import { TAG_NUM } from '../../storage/chunk.js';
+import { numbersOf, TAG_NUM } from '../../storage/chunk.js';
 import type { UpdateInput } from './types.js';
 
 /** The last denseSum, reused when sum and average read the same column of the same chunk. */
@@ -112,7 +112,7 @@ export class NumericGather {
     let other = 0;
     if (input.dense && input.tagMask === 1 << TAG_NUM) {
       // Every row selected and numeric: a plain sum the JIT keeps in registers.
-      total = denseSum(num!, n);
+      total = denseSum(numbersOf(column), n);
       m = n;
     } else if (num === null) {
       for (let k = 0; k < n; k++) if (tags[idx[k]] > TAG_NUM) other++;

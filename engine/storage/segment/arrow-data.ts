@@ -92,7 +92,7 @@ export function timestampData(
  * Bool on the selected rows: `values[row] !== 0` (a Column keeps bools as 0/1 in `num`), or true
  * on every selected row when `values` is null (the `:null` marker field).
  */
-export function boolData(values: Float64Array | null, validity: Validity): Data<Bool> {
+export function boolData(values: Float64Array | Uint8Array | null, validity: Validity): Data<Bool> {
   const data = validity.bitmap.slice();
   for (let row = 0; values !== null && row < validity.rows; row++) {
     if (values[row] === 0) data[row >>> 3] &= ~(1 << (row & 7));

@@ -33,7 +33,7 @@ export interface StoredField {
 
 interface Members {
   tags: Uint8Array;
-  num: Float64Array | null;
+  num: Float64Array | Uint8Array | null;
   str: Codes | null;
   utf8: Utf8Column | null;
   lists: (readonly Primitive[] | null)[] | null;
@@ -47,7 +47,7 @@ interface Members {
  */
 export class SegmentColumn implements Column {
   readonly tags: Uint8Array;
-  readonly num: Float64Array | null;
+  readonly num: Float64Array | Uint8Array | null;
   readonly str: Codes | null;
   readonly utf8: Utf8Column | null;
   readonly lists: readonly (readonly Primitive[] | null)[] | null;
@@ -94,7 +94,9 @@ export function decodeColumn(path: string, fields: readonly StoredField[], rows:
   // One field valid on every row (the usual case: a property always of one type) → shared tags.
   const whole = ordered.length === 1 && ordered[0].data.nullCount === 0;
   const tags = whole ? uniformTags(tagOf(kindOf(ordered[0])), rows) : new Uint8Array(rows);
-  const members: Members = { tags, num: null, str: null, utf8: null, lists: null };
+  // Booleans with no numbers beside them (no num or datetime field) are kept as a byte a row.
+  const numbers = ordered.some((field) => kindOf(field) === 'num' || kindOf(field) === 'timestamp');
+  const members: Members = { tags, num: numbers ? new Float64Array(rows) : null, str: null, utf8: null, lists: null };
   for (const field of ordered) decodeField(members, field, rows, !whole);
   return new SegmentColumn(path, members);
 }
@@ -128,14 +130,13 @@ function decodeField(members: Members, field: StoredField, rows: number, mark: b
   const data = field.data;
   if (mark) markTags(members.tags, data, tagOf(kind));
   if (kind === 'num') {
-    members.num ??= new Float64Array(rows);
-    if (field.scale === null) members.num.set((data.values as Float64Array).subarray(0, rows));
-    else readScaled(data.values as Int8Array | Int16Array | Int32Array, 10 ** field.scale, members.num, rows);
+    const num = members.num as Float64Array; // made Float64 by decodeColumn: the column has numbers
+    if (field.scale === null) num.set((data.values as Float64Array).subarray(0, rows));
+    else readScaled(data.values as Int8Array | Int16Array | Int32Array, 10 ** field.scale, num, rows);
   } else if (kind === 'timestamp') {
-    members.num ??= new Float64Array(rows);
-    readTimestamps(data, members.num);
+    readTimestamps(data, members.num as Float64Array);
   } else if (kind === 'bool') {
-    members.num ??= new Float64Array(rows);
+    members.num ??= new Uint8Array(rows);
     readBools(data, members.num);
   } else if (kind === 'str') {
     // Kept in the stored width (Int8 for up to 128 entries, Int16 up to 32,768): a country or a
@@ -187,7 +188,7 @@ function readScaled(values: Int8Array | Int16Array | Int32Array, factor: number,
   else for (let row = 0; row < rows; row++) target[row] = values[row] / factor;
 }
 
-function readBools(data: Data, target: Float64Array): void {
+function readBools(data: Data, target: Float64Array | Uint8Array): void {
   const values = data.values as Uint8Array;
   for (let row = 0; row < target.length; row++) {
     if (isValid(data, row)) target[row] = (values[row >>> 3] >>> (row & 7)) & 1;

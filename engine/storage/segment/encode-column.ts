@@ -6,6 +6,7 @@
 import { Data, Field, Null, makeData } from 'apache-arrow';
 import { assert } from '../../assert.js';
 import {
+  numbersOf,
   TAG_BOOL,
   TAG_LIST,
   TAG_MISSING,
@@ -165,7 +166,7 @@ function encodeMain(
   let data: Data;
   if (mainKind === 'null') data = makeData({ type: new Null(), length: route.length });
   else if (mainKind === 'datetime') {
-    data = timestampData(column.num ?? zeros(route.length), validity);
+    data = timestampData(column.num === null ? zeros(route.length) : numbersOf(column), validity);
   }
   else if (mainKind === 'list') data = listOf(column, mainElement, validity);
   else data = encodeRole(column, mainKind, validity, nextDictionaryId);
@@ -182,7 +183,7 @@ function encodeRole(
 ): Data {
   switch (role) {
     case 'num': {
-      const values = column.num ?? zeros(validity.rows);
+      const values = column.num === null ? zeros(validity.rows) : numbersOf(column);
       const scaled = scaledIntegerData(values, validity);
       if (scaled === null) return float64Data(values, validity);
       scales.set(scaled.data, scaled.scale);

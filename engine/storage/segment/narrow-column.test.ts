@@ -1,7 +1,7 @@
 /**
  * Columns read from a segment stay narrow: dictionary codes keep their stored width (Int8, Int16
- * or Int32) and a column whose every row has one type shares a read-only run of tags instead of a
- * byte a row. Analyses over such columns answer as over the same events held in memory, the
+ * or Int32), booleans without numbers beside them are bytes, not Float64, and a column whose every
+ * row has one type shares a read-only run of tags instead of a byte a row. Analyses over such columns answer as over the same events held in memory, the
  * cache does not count the shared tags, and copying writers leave the shared run alone.
  */
 import fs from 'node:fs';
@@ -35,6 +35,9 @@ function events(): TestEvent[] {
       many: `m${(i * 7) % 1000}`,
       lots: `l${i}`,
       mixed: i % 3 === 0 ? i : `x${i % 4}`,
+      flag: i % 3 === 0,
+      flagOrNumber: i % 5 === 0 ? i / 4 : i % 2 === 0,
+      ...(i % 7 !== 0 && { sometimes: i % 7 === 1 }),
       ...(i % 2 === 0 && { half: i }),
     },
   }));
@@ -50,6 +53,11 @@ t.test('codes keep their stored width and uniform columns share their tags', asy
   t.ok(column('many').str instanceof Int16Array, 'up to 32,768 entries: Int16 codes');
   t.ok(column('lots').str instanceof Int32Array, 'wider: Int32 codes');
   for (const name of ['n', 'few', 'many', 'lots']) t.ok(isUniformTags(column(name).tags), `${name}: shared tags`);
+  t.ok(column('flag').num instanceof Uint8Array, 'booleans alone: a byte a row');
+  t.ok(column('sometimes').num instanceof Uint8Array, 'booleans and missing rows: a byte a row');
+  t.ok(column('flagOrNumber').num instanceof Float64Array, 'booleans beside numbers: Float64');
+  t.equal(column('flagOrNumber').num![5], 1.25);
+  t.same([...column('flag').num!.subarray(0, 4)], [1, 0, 0, 1]);
   for (const name of ['mixed', 'half']) t.notOk(isUniformTags(column(name).tags), `${name}: tags of its own`);
   t.equal(column('n').tags[ROWS - 1], TAG_NUM);
   t.equal(column('few').tags[0], TAG_STR);
@@ -122,7 +130,13 @@ t.test('analyses over narrow segment columns equal those over the same events in
     ['count_unique', { target_property: 'lots' }],
     ['count_unique', { target_property: 'few', interval: 'hourly' }],
     ['count', { filters: [{ property_name: 'lots', operator: 'contains', property_value: '99' }] }],
-    ['extraction', { latest: 5, property_names: ['few', 'many', 'lots', 'mixed', 'half', 'n'] }],
+    ['count', { filters: [{ property_name: 'flag', operator: 'eq', property_value: true }] }],
+    ['count', { filters: [{ property_name: 'sometimes', operator: 'ne', property_value: true }], group_by: 'flag' }],
+    ['count', { filters: [{ property_name: 'flagOrNumber', operator: 'gt', property_value: 100 }] }],
+    ['maximum', { target_property: 'n', filters: [{ property_name: 'sometimes', operator: 'exists', property_value: false }] }],
+    ['select_unique', { target_property: 'flagOrNumber', filters: [{ property_name: 'n', operator: 'lt', property_value: 3 }] }],
+    ['count_unique', { target_property: 'sometimes', group_by: 'few' }],
+    ['extraction', { latest: 5, property_names: ['few', 'many', 'lots', 'mixed', 'half', 'n', 'flag', 'flagOrNumber', 'sometimes'] }],
   ];
   for (const [analysis, extra] of queries) {
     const params = { event_collection: 'e', timeframe, ...extra };
