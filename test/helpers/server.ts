@@ -72,7 +72,8 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
-function waitReady(child: ChildProcess, out: { stdout: string; stderr: string }): Promise<string> {
+/** The URL from a starting server's ready line; rejects (with its output) if it exits or stalls first. */
+export function waitReady(child: ChildProcess, out: { stdout: string; stderr: string }): Promise<string> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error('server not ready in time')), READY_TIMEOUT_MS);
     const fail = (error: Error) => {
