@@ -1,8 +1,9 @@
 /**
  * Columns read from a segment stay narrow: dictionary codes keep their stored width (Int8, Int16
  * or Int32), booleans without numbers beside them are bytes, not Float64, and a column whose every
- * row has one type shares a read-only run of tags instead of a byte a row. Analyses over such columns answer as over the same events held in memory, the
- * cache does not count the shared tags, and copying writers leave the shared run alone.
+ * row has one type shares a read-only run of tags instead of a byte a row. Analyses over such
+ * columns answer as over the same events held in memory, the cache does not count the shared
+ * tags, copying writers leave the shared run alone, and a rewrite from them reads back the same.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -73,6 +74,22 @@ t.test('codes keep their stored width and uniform columns share their tags', asy
   }
   t.equal(columnBytes(column('n')), column('n').num!.byteLength, 'shared tags cost the cache nothing');
   t.ok(columnBytes(column('half')) >= ROWS + column('half').num!.byteLength, 'own tags are counted');
+});
+
+t.test('a segment rewritten from narrow columns (as compaction and deletes do) reads back the same', async (t) => {
+  const dir = tempDir();
+  writeSegment(path.join(dir, 'a.arrow'), makeChunk(events()), {});
+  const first = readSegment(path.join(dir, 'a.arrow'));
+  writeSegment(path.join(dir, 'b.arrow'), first, {});
+  const again = readSegment(path.join(dir, 'b.arrow'));
+  for (const [name, column] of first.columns) {
+    const other = again.columns.get(name)!;
+    t.same([...other.tags], [...column.tags], `${name}: tags`);
+    t.same(other.num && [...other.num], column.num && [...column.num], `${name}: numbers and booleans`);
+    t.same(other.str && Array.from(other.str, (code) => other.dict![code]), column.str && Array.from(column.str, (code) => column.dict![code]),
+      `${name}: strings`);
+    t.equal(other.num?.constructor, column.num?.constructor, `${name}: same number width`);
+  }
 });
 
 t.test('a shared run is longer than any view of it, and grows without moving older views', async (t) => {
