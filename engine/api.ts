@@ -169,9 +169,14 @@ export interface TallyEngine {
   listCollections(projectId: string): CollectionSchema[];
   getCollection(projectId: string, collection: string): CollectionSchema | undefined;
 
-  /** Segments and buffered rows of a collection overlapping [startMs, endMs). */
+  /**
+   * Keeps every segment file now listed on disk until the returned function is called: hold one
+   * while reading the segments scanSource names, since compaction replaces files meanwhile.
+   */
+  leaseSegments(): () => void;
+  /** Segments and buffered rows of a collection overlapping [startMs, endMs) (see leaseSegments). */
   scanSource(projectId: string, collection: string, startMs: number, endMs: number): ScanSource;
-  /** The same rows as chunks, read in this process (embedded use). */
+  /** The same rows as chunks, read in this process (embedded use); holds a lease while iterating. */
   scan(projectId: string, collection: string, startMs: number, endMs: number): Iterable<ColumnChunk>;
 
   /** Runs an analysis (spec/api.md §6); throws ApiError for bad queries and limits. */

@@ -4,6 +4,7 @@ import path from 'node:path';
 import t from 'tap';
 import { collectionIdKey } from './ids.js';
 import { EventBuilder, openEngine, type TallyEngine } from './index.js';
+import { readSegment } from './storage/segment/reader.js';
 
 const ctx = { ip: '203.0.113.9', userAgent: 'test/1.0' };
 const DAY = 86_400_000;
@@ -175,6 +176,33 @@ t.test('compaction merges a partition\'s small segments and keeps every row and 
   t.equal(files.filter((f) => f.endsWith('.arrow')).length, reopened.scanSource(project, 'c', 0, 8.64e15).segments.length,
     'replaced segment files are deleted');
   await reopened.close();
+});
+
+t.test('a segment a reader listed stays on disk through compaction until the reader is done', async (t) => {
+  const dir = tempDir();
+  const engine = await open(dir);
+  const project = engine.listProjects()[0].id;
+  const append = async (round: number) => {
+    const events = Array.from({ length: 20 }, (_, i) => ({ collection: 'c', event: { n: round * 20 + i } }));
+    await engine.appendEvents(project, events, ctx);
+    await engine.flush();
+  };
+  await append(0);
+  const release = engine.leaseSegments();
+  const [listed] = engine.scanSource(project, 'c', 0, 8.64e15).segments;
+  // Read as a query's cache reads it: columns now, the times only when first asked for.
+  const chunk = readSegment(listed.file, ['n']);
+  for (let round = 1; round < 10; round++) await append(round);
+  await engine.flush();
+  const live = engine.scanSource(project, 'c', 0, 8.64e15).segments.map((s) => s.file);
+  t.notOk(live.includes(listed.file), 'compaction replaced the listed segment');
+  t.ok(fs.existsSync(listed.file), 'the leased file is still on disk');
+  t.equal(chunk.seq[19] - chunk.seq[0], 19, 'its times and offsets still read from it');
+  t.ok(chunk.ts.every((ts) => ts > 0));
+  release();
+  t.notOk(fs.existsSync(listed.file), 'released: removed');
+  t.same(rowsOf(engine, project, 'c').map((r) => JSON.parse(r).n).sort((a, b) => a - b), Array.from({ length: 200 }, (_, i) => i));
+  await engine.close();
 });
 
 t.test('refused events in a batch leave the accepted ones intact, in order', async (t) => {

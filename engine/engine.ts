@@ -35,6 +35,7 @@ import { SavedQueries, type SavedQuery } from './saved-queries.js';
 import { AccessKeys, type AccessKey } from './access-keys.js';
 import { Datasets, type DatasetView } from './datasets.js';
 import { LogReader } from './log.js';
+import { RetiredFiles } from './storage/retired-files.js';
 import { defaultMemoryBudget, planMemory, type MemoryPlan } from './memory.js';
 import { WritePath } from './write-path.js';
 
@@ -55,6 +56,8 @@ class Engine implements TallyEngine {
   private readonly writes: WritePath;
   private readonly log: LogReader;
   private readonly segmentPool: SegmentPool;
+  /** Segment files replaced by compaction or a delete rewrite, kept until their readers are done. */
+  private readonly retired: RetiredFiles;
   private readonly deletes: DeleteManager;
   private extractions: ExtractionJobs | null = null;
   private saved: SavedQueries | null = null;
@@ -74,6 +77,10 @@ class Engine implements TallyEngine {
     private readonly logger: Logger,
   ) {
     this.segmentPool = new SegmentPool(inlineSegments);
+    this.retired = new RetiredFiles((file) => {
+      fs.rmSync(file, { force: true });
+      fs.rmSync(`${file}.meta`, { force: true });
+    });
     this.offsets = readJsonIfExists<OffsetsFile>(path.join(dataDir, 'kafka-offsets.json')) ?? {};
     this.writes = new WritePath({
       clock, wal, enricher,
@@ -96,6 +103,7 @@ class Engine implements TallyEngine {
       },
       rewrite: (job) => this.segmentPool.run({ op: 'rewrite', ...job }).then(([footer]) => footer),
       forget: (file) => this.log.forget(file),
+      retire: (files) => this.retired.retire(files),
     });
   }
 
@@ -119,6 +127,7 @@ class Engine implements TallyEngine {
     let engine: Engine;
     const queries = new QueryService({
       source: (project: string, collection: string, start: number, end: number) => engine.scanSource(project, collection, start, end),
+      lease: () => engine.retired.lease(),
       clock,
       workers,
       cacheBytes: memory.chunkCacheBytes,
@@ -132,6 +141,7 @@ class Engine implements TallyEngine {
     engine.recover(replay);
     engine.extractions = new ExtractionJobs({
       dataDir, clock, queries, source: (project, collection, start, end) => engine.scanSource(project, collection, start, end),
+      lease: () => engine.retired.lease(),
     });
     engine.accessKeys = new AccessKeys(dataDir, clock);
     engine.datasets = new Datasets({
@@ -332,11 +342,20 @@ class Engine implements TallyEngine {
     return deletes.length === 0 ? source : { ...source, deletes };
   }
 
+  leaseSegments(): () => void {
+    return this.retired.lease();
+  }
+
   *scan(projectId: string, collection: string, startMs: number, endMs: number): Iterable<ColumnChunk> {
-    const source = this.scanSource(projectId, collection, startMs, endMs);
-    const deletes = source.deletes ?? [];
-    for (const segment of source.segments) yield plainChunk(applyDeletes(readSegment(segment.file), deletes));
-    if (source.memory) yield applyDeletes(source.memory, deletes);
+    const release = this.retired.lease();
+    try {
+      const source = this.scanSource(projectId, collection, startMs, endMs);
+      const deletes = source.deletes ?? [];
+      for (const segment of source.segments) yield plainChunk(applyDeletes(readSegment(segment.file), deletes));
+      if (source.memory) yield applyDeletes(source.memory, deletes);
+    } finally {
+      release();
+    }
   }
 
   query(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown> {
@@ -580,11 +599,9 @@ class Engine implements TallyEngine {
       const [footer] = await this.segmentPool.run({ op: 'compact', ...plan });
       const replaced = due.finishCompaction(plan, footer);
       this.commitManifest();
-      for (const file of replaced) {
-        this.log.forget(file);
-        fs.rmSync(file, { force: true });
-        fs.rmSync(`${file}.meta`, { force: true });
-      }
+      for (const file of replaced) this.log.forget(file);
+      // Removed once no query or extraction that listed them is still reading.
+      this.retired.retire(replaced);
       // Writes waiting for a flush (a full buffer) go first.
       if (this.writes.busy || this.flushWanted) return;
     }
@@ -609,6 +626,7 @@ class Engine implements TallyEngine {
     await this.wal.close();
     await this.queries.close();
     await this.segmentPool.close();
+    this.retired.close();
   }
 }
 

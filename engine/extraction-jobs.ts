@@ -42,9 +42,11 @@ export interface ExtractionJobsDeps {
   readonly clock: () => number;
   readonly queries: QueryService;
   source(projectId: string, collection: string, startMs: number, endMs: number): ScanSource;
+  /** Keeps the segment files the job lists on disk until the returned function is called. */
+  lease?(): () => void;
 }
 
-/** Runs of one job before it fails: a segment it listed may be replaced while it runs. */
+/** Runs of one job before it fails (a read that failed on I/O may pass on the next run). */
 const ATTEMPTS_MAX = 3;
 
 const CONTENT_TYPES: Readonly<Record<string, ExtractionJob['content_type']>> = {
@@ -192,10 +194,15 @@ export class ExtractionJobs {
     this.save(job);
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.attempt(job);
+        const lease = this.deps.lease?.();
+        try {
+          await this.attempt(job);
+        } finally {
+          lease?.();
+        }
         break;
       } catch (error) {
-        // A compaction or delete rewrite may remove a segment the job listed: start again.
+        // The lease keeps every segment the job listed; a failed read (an I/O error) is retried.
         if (this.closed || error instanceof ApiError || attempt === ATTEMPTS_MAX) {
           this.fail(job, error);
           break;

@@ -23,12 +23,6 @@ import { touches, underPath, type DeleteEntry } from './predicate.js';
 /** Far past and far future in ms: a delete without a timeframe covers all time (JSON-safe). */
 const ALL_TIME = { startMs: -8.64e15, endMs: 8.64e15 };
 const FILE = 'deletes.json';
-/**
- * How long a rewritten segment's old file stays on disk after the manifest stops naming it: a
- * query that listed it just before the swap may still be about to read it. A crash in between
- * leaves an orphan that open() removes.
- */
-const REPLACED_FILE_GRACE_MS = 10_000;
 
 interface LogFile {
   version: 1;
@@ -58,6 +52,8 @@ export interface DeleteHost {
     schema: Readonly<Record<string, SchemaType>>;
   }): Promise<SegmentFooter>;
   forget(file: string): void;
+  /** Removes replaced files once no reader that listed them is left (storage/retired-files.ts). */
+  retire(files: readonly string[]): void;
 }
 
 export class DeleteManager {
@@ -175,7 +171,8 @@ export class DeleteManager {
     this.save();
     this.host.resetStore(store, store.nextSeq);
     this.host.commitManifest();
-    this.removeFiles(files);
+    for (const file of files) this.host.forget(file);
+    this.host.retire(files);
     this.host.deleted(store.project, store.name);
   }
 
@@ -272,7 +269,8 @@ export class DeleteManager {
     this.host.commitManifest();
     this.save();
     this.host.forget(ref.file);
-    setTimeout(() => this.removeFiles([ref.file]), REPLACED_FILE_GRACE_MS).unref();
+    // Removed once no query that listed it may still read it (storage/retired-files.ts).
+    this.host.retire([ref.file]);
   }
 
   /** Drops the entries every segment is clean of and the buffer has flushed past. */

@@ -49,6 +49,11 @@ export const DEFAULT_QUERY_LIMITS: QueryLimits = Object.freeze({
 export interface QueryServiceOptions {
   /** Segments + buffered rows of a collection overlapping [startMs, endMs); schema {} for an unknown collection. */
   source(projectId: string, collection: string, startMs: number, endMs: number): ScanSource;
+  /**
+   * Keeps the segment files a query lists on disk until the returned function is called (the
+   * engine's RetiredFiles); without it, files are assumed to stay (tests over fixed sources).
+   */
+  lease?: () => () => void;
   clock: () => number;
   /** worker_threads to run scans on; 0 = run in-process (tests). */
   workers: number;
@@ -125,6 +130,7 @@ export class QueryService {
     if (counted && plan.kind === 'extraction') this.rates.take(projectId, 'extraction', limits.extractionsPerMinute);
     else if (counted) this.rates.take(projectId, 'query', limits.queriesPerMinute);
     const release = await this.admission.acquire();
+    const lease = this.opts.lease?.();
     try {
       const task: QueryTask = {
         plan, sources: this.sourcesOf(projectId, plan), limits,
@@ -136,6 +142,7 @@ export class QueryService {
       if (Date.now() > task.deadlineMs) throw queryIncomplete(task.timeoutMs);
       return body;
     } finally {
+      lease?.();
       release();
     }
   }

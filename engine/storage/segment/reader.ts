@@ -31,10 +31,10 @@ import {
 
 /**
  * The chunk stored in `file`. `columns` limits which property paths are materialized; paths it
- * names that the segment lacks are simply absent. Only the buffers of those paths and of the
- * system fields are read (ipc-read.ts); ts, createdAt and seq stay in their stored (delta) form
- * until a reader first asks for them, so a cached segment a query never reads the times of costs
- * 2-4 bytes a row for them, not 24.
+ * names that the segment lacks are simply absent. Only the buffers of those paths are read
+ * (ipc-read.ts); ts, createdAt and seq are read from the file when a reader first asks for them,
+ * so a cached segment a query never reads the times of costs nothing for them. The file stays
+ * on disk while any reader that listed it runs (storage/retired-files.ts).
  */
 export function readSegment(file: string, columns?: readonly string[]): ColumnChunk {
   const ipc = IpcFile.open(file);
@@ -55,7 +55,7 @@ export function readSegment(file: string, columns?: readonly string[]): ColumnCh
       if (path === undefined) {
         if (role !== 'ts' && role !== 'created_at' && role !== 'seq') return; // v1's _raw
         const delta = field.metadata.get(META_ENCODING) === ENCODING_DELTA;
-        system.set(role, { data: ipc.read(index), base: delta ? Number(field.metadata.get(META_BASE)) : null });
+        system.set(role, { index, base: delta ? Number(field.metadata.get(META_BASE)) : null });
       } else if (wanted === null || wanted.has(path)) {
         const type = (field.metadata.get(META_TYPE) ?? null) as SchemaType | null;
         const scale = field.metadata.get(META_SCALE);
@@ -64,22 +64,24 @@ export function readSegment(file: string, columns?: readonly string[]): ColumnCh
         byPath.set(path, group);
       }
     });
+    for (const role of ['ts', 'created_at', 'seq'] as const) assert(system.has(role), 'a segment has its system fields');
     const result = new Map<string, Column>();
     for (const [path, fields] of byPath) result.set(path, decodeColumn(path, fields, ipc.rows));
-    return new SegmentChunk(ipc.rows, system, result);
+    return new SegmentChunk(file, ipc.rows, system, result);
   } finally {
     ipc.close();
   }
 }
 
+/** Where a system field is in its file: the field's index, and its base when stored as deltas. */
 interface SystemField {
-  readonly data: FieldData;
+  readonly index: number;
   readonly base: number | null;
 }
 
 /**
- * A segment's rows as read: property columns decoded, ts/createdAt/seq decoded on first access
- * (each at most once). `withColumns` adds columns without touching the system fields.
+ * A segment's rows as read: property columns decoded, ts/createdAt/seq read from the file and
+ * decoded on first access (each at most once). `withColumns` adds columns and shares the times.
  */
 export class SegmentChunk implements ColumnChunk {
   private tsValues: Float64Array | null = null;
@@ -87,36 +89,48 @@ export class SegmentChunk implements ColumnChunk {
   private seqValues: Float64Array | null = null;
 
   constructor(
+    private readonly file: string,
     readonly rows: number,
     private readonly system: ReadonlyMap<Role, SystemField>,
     readonly columns: ReadonlyMap<string, Column>,
   ) {}
 
   get ts(): Float64Array {
-    return (this.tsValues ??= systemValues(this.system.get('ts'), this.rows));
+    return (this.tsValues ??= this.readSystem('ts'));
   }
   get createdAt(): Float64Array {
-    return (this.createdAtValues ??= systemValues(this.system.get('created_at'), this.rows));
+    return (this.createdAtValues ??= this.readSystem('created_at'));
   }
   get seq(): Float64Array {
-    return (this.seqValues ??= systemValues(this.system.get('seq'), this.rows));
+    return (this.seqValues ??= this.readSystem('seq'));
   }
 
-  /** The same rows with `columns` as their columns (system values shared, decoded or not). */
+  /** The same rows with `columns` as their columns (times shared when decoded). */
   withColumns(columns: ReadonlyMap<string, Column>): SegmentChunk {
-    const chunk = new SegmentChunk(this.rows, this.system, columns);
+    const chunk = new SegmentChunk(this.file, this.rows, this.system, columns);
     chunk.tsValues = this.tsValues;
     chunk.createdAtValues = this.createdAtValues;
     chunk.seqValues = this.seqValues;
     return chunk;
   }
 
-  /** Bytes held: the stored system fields, whichever were decoded, and the columns. */
+  /** Bytes held by the times decoded so far (the columns are counted by chunk-bytes.ts). */
   systemBytes(): number {
     let bytes = 0;
-    for (const field of this.system.values()) bytes += field.data.values.byteLength;
     for (const values of [this.tsValues, this.createdAtValues, this.seqValues]) bytes += values?.byteLength ?? 0;
     return bytes;
+  }
+
+  private readSystem(role: Role): Float64Array {
+    const { index, base } = this.system.get(role)!;
+    const ipc = IpcFile.open(this.file);
+    assert(ipc !== null, `segment ${this.file} reads as it did`);
+    try {
+      assert(ipc.rows === this.rows, `segment ${this.file} has the rows it had`);
+      return systemValues({ data: ipc.read(index), base }, this.rows);
+    } finally {
+      ipc.close();
+    }
   }
 }
 
