@@ -6,6 +6,7 @@
  */
 import { isUniformTags, TAG_NUM, uniformTags, type Column, type ColumnChunk, type Utf8Column } from '../storage/chunk.js';
 import { utf8Keys } from './aggregate/value-key.js';
+import { SegmentColumn } from '../storage/segment/decode-column.js';
 import type { ValueCounts } from '../storage/segment/sketches.js';
 import type { Summary } from './value-counts.js';
 
@@ -37,14 +38,19 @@ export class ColumnViews {
     return keys;
   }
 
-  /** dictKeys of a dictionary as stored (SegmentColumn.utf8): all computed at once from its bytes. */
-  utf8Keys(utf8: Utf8Column): DictKeys {
+  /**
+   * dictKeys of a dictionary as stored (SegmentColumn.utf8): all computed at once from its bytes,
+   * and counted with the column's decoded bytes, so the chunk cache's budget covers them.
+   */
+  utf8Keys(column: Column & { readonly utf8: Utf8Column }): DictKeys {
+    const utf8 = column.utf8;
     let keys = this.keys.get(utf8);
     if (!keys) {
       const size = utf8.offsets.length - 1;
       keys = { hi: new Int32Array(size), lo: new Int32Array(size), done: null };
       utf8Keys(utf8, keys.hi, keys.lo);
       this.keys.set(utf8, keys);
+      if (column instanceof SegmentColumn) column.decodedBytes += 8 * size;
     }
     return keys;
   }

@@ -7,7 +7,7 @@
 import { ApiError } from '../../errors.js';
 import { HyperLogLog } from '../../sketch/hyperloglog.js';
 import {
-  TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Column,
+  TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Column, type Utf8Column,
 } from '../../storage/chunk.js';
 import type { ColumnViews, DictKeys } from '../columns.js';
 import { PartitionedPairSet, TripleSet } from '../hash-table.js';
@@ -70,7 +70,7 @@ export class CountUniqueAggregator implements Aggregator {
     const utf8 = column.utf8 ?? null;
     const dict = utf8 === null ? column.dict! : null;
     const { idx, n, cells, cellCount } = input;
-    const keys = utf8 !== null ? this.views.utf8Keys(utf8) : this.views.dictKeys(dict!);
+    const keys = utf8 !== null ? this.views.utf8Keys(column as Column & { readonly utf8: Utf8Column }) : this.views.dictKeys(dict!);
     const width = utf8 !== null ? utf8.offsets.length - 1 : dict!.length;
     const cellsUsed = cells === null ? 1 : cellCount;
     if (cellsUsed * width <= SEEN_BITMAP_MAX) {

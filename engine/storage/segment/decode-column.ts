@@ -52,7 +52,10 @@ export class SegmentColumn implements Column {
   readonly utf8: Utf8Column | null;
   readonly lists: readonly (readonly Primitive[] | null)[] | null;
   declare readonly dict: readonly string[] | null;
-  /** What the strings cost once made (0 before): the cache counts it (chunk-bytes.ts). */
+  /**
+   * What was made from the stored column since it was read: its strings, the distinct keys of
+   * its dictionary (query/columns.ts). The cache counts it (chunk-bytes.ts).
+   */
   decodedBytes = 0;
   /** The strings once made; stringAt reads them, or decodes one entry while there are none. */
   private strings: readonly string[] | null = null;
@@ -70,7 +73,7 @@ export class SegmentColumn implements Column {
         const { bytes, offsets } = this.utf8;
         const count = offsets.length - 1;
         this.strings = decodeUtf8(bytes, offsets, count);
-        this.decodedBytes = 32 * count + 2 * (offsets[count] - offsets[0]);
+        this.decodedBytes += 32 * count + 2 * (offsets[count] - offsets[0]);
         return this.strings;
       },
     });

@@ -12,7 +12,8 @@ import { QueryService } from '../../query/service.js';
 import { makeChunk, type TestEvent } from '../../query/test-support.js';
 import { hashAscii, hashString } from '../../sketch/hash.js';
 import { chunkBytes } from '../chunk-bytes.js';
-import type { ScanSource } from '../chunk.js';
+import type { ScanSource, Utf8Column } from '../chunk.js';
+import { ColumnViews } from '../../query/columns.js';
 import { SegmentColumn } from './decode-column.js';
 import { readSegment } from './reader.js';
 import { writeSegment } from './writer.js';
@@ -71,6 +72,24 @@ t.test('a stored dictionary is kept as UTF-8, hashed from its bytes and decoded 
   // Deletes and the writer copy columns with spread: the copy must carry the strings.
   const fresh = readSegment(file).columns.get('s')!;
   t.same({ ...fresh, tags: fresh.tags.slice() }.dict, dict, 'a spread copy of an untouched column has its strings');
+});
+
+t.test('the distinct keys a count makes of a stored dictionary are counted with its column, once', async (t) => {
+  const file = path.join(tempDir(), 'keys.arrow');
+  const events: TestEvent[] = Array.from({ length: 300 }, (_, i) => ({ ts: START + i * 1000, props: { s: `v${i % 120}` } }));
+  writeSegment(file, makeChunk(events), {});
+  const chunk = readSegment(file);
+  const column = chunk.columns.get('s') as SegmentColumn & { utf8: Utf8Column };
+  const before = chunkBytes(chunk);
+  const views = new ColumnViews();
+  const keys = views.utf8Keys(column);
+  t.equal(keys.hi.length, 120);
+  t.equal(column.decodedBytes, 8 * 120, 'two Int32 a dictionary entry');
+  t.equal(chunkBytes(chunk), before + 8 * 120, 'the cache sees them');
+  t.equal(views.utf8Keys(column), keys, 'kept, not made again');
+  t.equal(column.decodedBytes, 8 * 120, 'and counted once');
+  column.dict;
+  t.ok(column.decodedBytes > 8 * 120, 'strings made later add to the keys, not replace them');
 });
 
 t.test('a segment rewritten from a read chunk keeps its strings', async (t) => {
