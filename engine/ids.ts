@@ -4,31 +4,7 @@
  * 64-bit permutation (a 4-round Feistel network) of the seq. It is unique within a collection
  * (a permutation of unique offsets), looks random, and costs no bytes on disk: extraction and the
  * outbound stream rebuild it from the seq every row already has.
- *
- * While an event is being prepared its offset is not known yet, so it carries a random stand-in
- * id (IdSource); the write path writes the final id over the stand-in's bytes when it hands out
- * the offset (both are 24 characters).
  */
-import { randomBytes } from 'node:crypto';
-
-const POOL_IDS = 4096;
-const ID_BYTES = 12;
-export const ID_CHARS = 24;
-
-/** Random stand-in ids, drawn from a pooled buffer so the write path pays no call per event. */
-export class IdSource {
-  private pool = randomBytes(POOL_IDS * ID_BYTES);
-  private next = 0;
-
-  take(): string {
-    if (this.next === POOL_IDS) {
-      this.pool = randomBytes(POOL_IDS * ID_BYTES);
-      this.next = 0;
-    }
-    const start = this.next++ * ID_BYTES;
-    return this.pool.toString('hex', start, start + ID_BYTES);
-  }
-}
 
 /** FNV-1a of a string, 32 bits. */
 function fnv1a(text: string, seed: number): number {

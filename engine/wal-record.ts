@@ -1,13 +1,23 @@
 /**
- * The payload of one WAL record: the events of one append call, as UTF-8 text, one event a line:
+ * The payload of one WAL record: the events of one append call as their leaves (schema/leaf-codec.ts)
+ * and per event what the store keeps apart from them. No event is serialized to JSON on the way in:
+ * replay rebuilds the buffers' rows from the same leaves the write path applied.
  *
- *   Payload => Project "\n" Event*
- *   Event   => Collection "\t" Seq "\t" TimestampMs "\t" CreatedAtMs "\t" TokenJson "\t" EventJson "\n"
+ *   Payload    => VERSION:u8 (2) 0:u8 project:Str16 collections:u32 Str16* events:u32 Event*
+ *                 leavesLength:u32 Leaves
+ *   Event      => collection:u32 from:u32 to:u32 seq:f64 timestampMs:f64 createdAtMs:f64
+ *                 tokenLength:i32 (-1: none) token:utf8
+ *   Str16      => length:u16 utf8
  *
- * Collection names hold no control characters and JSON text holds no raw newline or tab, so the
- * separators are unambiguous. Text is ~8x cheaper to build than a msgpack of the same strings, and
- * each event carries its log offset so replay can skip rows a flush already put in segments.
+ * `from`/`to` are the event's leaves in Leaves. Each event carries its log offset so replay can skip
+ * rows a flush already put in segments. Payloads of version 1 (one line of text per event with the
+ * event's JSON, written before 2026-11-25) still replay: their first byte is a project id's.
  */
+import { flattenEvent, type Leaves } from './schema/flatten.js';
+import { decodeLeaves } from './schema/leaf-codec.js';
+
+const VERSION = 2;
+const EVENT_FIXED_BYTES = 12 + 24 + 4;
 
 export interface WalEvent {
   /** Collection. */
@@ -18,10 +28,11 @@ export interface WalEvent {
   readonly t: number;
   /** svc.created_at, ms. */
   readonly a: number;
-  /** The stored JSON. */
-  readonly j: string;
   /** Uniqueness token, or null. */
   readonly k: string | null;
+  /** The event's leaves: [from, to) of the record's leaves. */
+  readonly from: number;
+  readonly to: number;
 }
 
 export interface WalPayload {
@@ -30,50 +41,116 @@ export interface WalPayload {
   readonly e: readonly WalEvent[];
 }
 
-/** An event to encode: its JSON is the UTF-8 in raw[rawStart, rawEnd) of the encoder's `raw`. */
-export interface StagedWalEvent {
-  readonly c: string;
-  s: number;
-  readonly t: number;
-  readonly a: number;
-  readonly k: string | null;
-  readonly rawStart: number;
-  readonly rawEnd: number;
+/**
+ * Encodes the payload into one buffer from `alloc`, after `room` bytes left free (the WAL frame
+ * header goes there). `leaves` is the call's leaves as LeafEncoder wrote them.
+ */
+export function encodeWalPayload(
+  project: string, events: readonly WalEvent[], leaves: Uint8Array, room: number, alloc: (bytes: number) => Buffer,
+): Buffer {
+  const collections = new Map<string, number>();
+  let bytes = room + 2 + 2 + project.length * 3 + 4 + 4 + 4 + leaves.byteLength;
+  for (const e of events) {
+    if (!collections.has(e.c)) {
+      collections.set(e.c, collections.size);
+      bytes += 2 + e.c.length * 3;
+    }
+    bytes += EVENT_FIXED_BYTES + (e.k === null ? 0 : e.k.length * 3);
+  }
+  const out = alloc(bytes);
+  let at = room;
+  out[at++] = VERSION;
+  out[at++] = 0;
+  at = writeStr16(out, at, project);
+  at = out.writeUInt32LE(collections.size, at);
+  for (const name of collections.keys()) at = writeStr16(out, at, name);
+  at = out.writeUInt32LE(events.length, at);
+  for (const e of events) {
+    at = out.writeUInt32LE(collections.get(e.c)!, at);
+    at = out.writeUInt32LE(e.from, at);
+    at = out.writeUInt32LE(e.to, at);
+    at = out.writeDoubleLE(e.s, at);
+    at = out.writeDoubleLE(e.t, at);
+    at = out.writeDoubleLE(e.a, at);
+    if (e.k === null) {
+      at = out.writeInt32LE(-1, at);
+    } else {
+      const length = out.write(e.k, at + 4, 'utf8');
+      out.writeInt32LE(length, at);
+      at += 4 + length;
+    }
+  }
+  at = out.writeUInt32LE(leaves.byteLength, at);
+  out.set(leaves, at);
+  return out.subarray(0, at + leaves.byteLength);
+}
+
+function writeStr16(out: Buffer, at: number, text: string): number {
+  const length = out.write(text, at + 2, 'utf8');
+  if (length > 0xffff) throw new Error('wal record: name too long');
+  out.writeUInt16LE(length, at);
+  return at + 2 + length;
+}
+
+/** Decodes a payload; its events' leaves go to `leaves` (from index 0). Throws on malformed bytes. */
+export function decodeWalPayload(bytes: Uint8Array, leaves: Leaves): WalPayload {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buffer.length === 0) throw new Error('wal record: empty payload');
+  if (buffer[0] !== VERSION) return decodeTextPayload(buffer, leaves);
+  let at = 2;
+  const str16 = (): string => {
+    const length = buffer.readUInt16LE(at);
+    if (at + 2 + length > buffer.length) throw new Error('wal record: truncated name');
+    const text = buffer.toString('utf8', at + 2, at + 2 + length);
+    at += 2 + length;
+    return text;
+  };
+  const project = str16();
+  const collections: string[] = [];
+  const collectionCount = buffer.readUInt32LE(at);
+  at += 4;
+  for (let i = 0; i < collectionCount; i++) collections.push(str16());
+  const count = buffer.readUInt32LE(at);
+  at += 4;
+  const events: WalEvent[] = [];
+  for (let i = 0; i < count; i++) {
+    const c = collections[buffer.readUInt32LE(at)];
+    if (c === undefined) throw new Error('wal record: collection out of range');
+    const from = buffer.readUInt32LE(at + 4);
+    const to = buffer.readUInt32LE(at + 8);
+    const s = buffer.readDoubleLE(at + 12);
+    const t = buffer.readDoubleLE(at + 20);
+    const a = buffer.readDoubleLE(at + 28);
+    const tokenLength = buffer.readInt32LE(at + 36);
+    at += EVENT_FIXED_BYTES;
+    let k: string | null = null;
+    if (tokenLength >= 0) {
+      if (at + tokenLength > buffer.length) throw new Error('wal record: truncated token');
+      k = buffer.toString('utf8', at, at + tokenLength);
+      at += tokenLength;
+    }
+    events.push({ c, s, t, a, k, from, to });
+  }
+  const leavesLength = buffer.readUInt32LE(at);
+  at += 4;
+  if (at + leavesLength !== buffer.length) throw new Error('wal record: leaves length mismatch');
+  decodeLeaves(buffer.subarray(at), leaves);
+  for (const e of events) {
+    if (e.from > e.to || e.to > leaves.count) throw new Error('wal record: leaves out of range');
+  }
+  return { p: project, e: events };
 }
 
 /**
- * Encodes the payload into one buffer from `alloc`, after `room` bytes left free (the WAL frame
- * header goes there). `rawRanges` receives each event's JSON byte range [start, end) in the
- * result, so the write buffer can copy those bytes from it.
+ * Version 1: text, one event a line, `Collection \t Seq \t TimestampMs \t CreatedAtMs \t TokenJson
+ * \t EventJson`, after a first line with the project id. The events are flattened into `leaves`.
  */
-export function encodeWalPayload(
-  project: string, events: readonly StagedWalEvent[], raw: Buffer, rawRanges: Int32Array,
-  room: number, alloc: (bytes: number) => Buffer,
-): Buffer {
-  let bytes = room + project.length * 3 + 1;
-  for (const e of events) {
-    bytes += (e.rawEnd - e.rawStart) + e.c.length * 3 + (e.k === null ? 4 : e.k.length * 6 + 2) + 80;
-  }
-  const out = alloc(bytes);
-  let at = room + out.write(project, room, 'utf8');
-  out[at++] = 0x0a;
-  for (let i = 0; i < events.length; i++) {
-    const e = events[i]!;
-    const token = e.k === null ? 'null' : JSON.stringify(e.k);
-    at += out.write(`${e.c}\t${e.s}\t${e.t}\t${e.a}\t${token}\t`, at, 'utf8');
-    rawRanges[2 * i] = at;
-    at += raw.copy(out, at, e.rawStart, e.rawEnd);
-    rawRanges[2 * i + 1] = at;
-    out[at++] = 0x0a;
-  }
-  return out.subarray(0, at);
-}
-
-export function decodeWalPayload(bytes: Uint8Array): WalPayload {
-  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+function decodeTextPayload(bytes: Buffer, leaves: Leaves): WalPayload {
+  const text = bytes.toString('utf8');
   let lineEnd = text.indexOf('\n');
   const project = text.slice(0, lineEnd);
   const events: WalEvent[] = [];
+  leaves.count = 0;
   while (lineEnd + 1 < text.length) {
     const start = lineEnd + 1;
     lineEnd = text.indexOf('\n', start);
@@ -84,9 +161,10 @@ export function decodeWalPayload(bytes: Uint8Array): WalPayload {
       fields.push(text.slice(at, tab));
       at = tab + 1;
     }
+    flattenEvent(JSON.parse(text.slice(at, lineEnd)), leaves);
     events.push({
       c: fields[0], s: +fields[1], t: +fields[2], a: +fields[3],
-      k: JSON.parse(fields[4]) as string | null, j: text.slice(at, lineEnd),
+      k: JSON.parse(fields[4]) as string | null, from: leaves.start, to: leaves.count,
     });
   }
   return { p: project, e: events };

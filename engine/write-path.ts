@@ -9,16 +9,16 @@ import { BytePool } from './byte-pool.js';
 import type { Enricher } from './enrich/pipeline.js';
 import { ApiError, isApiError } from './errors.js';
 import { EventPreparer, TOO_LARGE_MESSAGE, type PreparedRow } from './event-preparer.js';
-import { eventId } from './ids.js';
-import { RANGE_FIELDS, unpackLeaves, type PackedBatch } from './ingest/batch.js';
+import { RANGE_FIELDS, type PackedBatch } from './ingest/batch.js';
 import { BUFFER_ROWS_MAX, WAL_POOL_BYTES_MAX } from './limits.js';
 import { validateCollectionName } from './schema/collection-name.js';
-import { flattenEvent, newLeaves, type Leaves } from './schema/flatten.js';
+import { newLeaves, type Leaves } from './schema/flatten.js';
+import { LeafEncoder, decodeLeaves } from './schema/leaf-codec.js';
 import { formatTimestamp } from './schema/timestamp.js';
 import type { CollectionStore } from './storage/collection.js';
 import type { Wal } from './wal/wal.js';
 import { RECORD_HEADER_BYTES, frameInPlace } from './wal/record.js';
-import { decodeWalPayload, encodeWalPayload, type StagedWalEvent } from './wal-record.js';
+import { decodeWalPayload, encodeWalPayload, type WalEvent } from './wal-record.js';
 
 /** Per-call state: the receipt time (one per call, formatted once) and the stores seen. */
 interface BatchState {
@@ -28,16 +28,10 @@ interface BatchState {
   readonly leaves: Leaves;
 }
 
-/**
- * An event that passed validation; its leaves are leaves[from, to), its JSON is the call's raw
- * bytes [rawStart, rawEnd) with its stand-in svc.id at idAt; `s` is set on commit.
- */
-interface Validated extends StagedWalEvent {
+/** An event that passed validation; its leaves are leaves[from, to); `s` is set on commit. */
+interface Validated extends WalEvent {
   readonly store: CollectionStore;
   readonly leaves: Leaves;
-  readonly from: number;
-  readonly to: number;
-  readonly idAt: number;
   s: number;
 }
 
@@ -47,6 +41,7 @@ type Staged = Validated;
 /** Leaves objects kept for reuse: about the number of calls in flight at once. */
 const LEAVES_KEPT = 8;
 
+const EMPTY = new Uint8Array(0);
 const DUPLICATE: AppendResult = Object.freeze({ ok: true, offset: -1 });
 const NOT_STORED: AppendResult = Object.freeze({ ok: true, offset: -1 });
 
@@ -70,6 +65,8 @@ export interface ReceiptTime {
 
 export class WritePath {
   private readonly preparer: EventPreparer;
+  /** Encodes the leaves of calls prepared on this thread for their WAL record. */
+  private readonly encoder = new LeafEncoder();
   /** Leaves of finished calls, reused. */
   private readonly freeLeaves: Leaves[] = [];
   /** WAL frames, reused once their events are in the buffers. */
@@ -107,7 +104,6 @@ export class WritePath {
     if (failure !== null) return Promise.reject(failure); // a full disk: refuse before any work
     const batch = this.batchState(this.receiptTime());
     const preparer = this.preparer;
-    preparer.begin();
     const staged: Staged[] = [];
     const results = this.validateAll(events.length, atomic, staged, (i) => {
       batch.leaves.start = batch.leaves.count; // a refusal rolls back to here
@@ -115,9 +111,8 @@ export class WritePath {
       const row = preparer.prepare(events[i].event, ctx, batch.now, batch.nowIso, batch.leaves);
       return this.checked(store, events[i].collection, row, batch);
     }, batch);
-    const done = this.write(project, staged, results, batch, preparer.arena);
-    preparer.end();
-    return done;
+    const encoded = staged.length === 0 ? EMPTY : this.encoder.encode(batch.leaves, batch.leaves.count);
+    return this.write(project, staged, results, batch, encoded);
   }
 
   /**
@@ -128,7 +123,7 @@ export class WritePath {
     const failure = this.deps.wal.failure;
     if (failure !== null) return Promise.reject(failure);
     const batch = this.batchState(time);
-    unpackLeaves(packed, batch.leaves);
+    decodeLeaves(packed.leaves, batch.leaves);
     const collectionOf: string[] = [];
     for (const [collection, count] of packed.collections) for (let i = 0; i < count; i++) collectionOf.push(collection);
     const { ranges } = packed;
@@ -139,13 +134,12 @@ export class WritePath {
       if (refusal !== -1) throw new ApiError(packed.errors[refusal].code, packed.errors[refusal].message);
       const at = RANGE_FIELDS * i;
       const row: PreparedRow = {
-        t: packed.t[i], k: packed.tokens[i], from: ranges[at], to: ranges[at + 1],
-        rawStart: ranges[at + 2], rawEnd: ranges[at + 3], idAt: ranges[at + 4], tooLarge: packed.tooLarge[i] === 1,
+        t: packed.t[i], k: packed.tokens[i], from: ranges[at], to: ranges[at + 1], tooLarge: packed.tooLarge[i] === 1,
       };
       return this.checked(store, collectionOf[i], row, batch);
     }, batch);
-    const raw = Buffer.from(packed.raw.buffer, packed.raw.byteOffset, packed.raw.byteLength);
-    return this.write(project, staged, results, batch, raw);
+    // The record holds the worker's leaves as they are: refused events' leaves stay unreferenced.
+    return this.write(project, staged, results, batch, packed.leaves);
   }
 
   private batchState(time: ReceiptTime): BatchState {
@@ -187,19 +181,17 @@ export class WritePath {
     return results;
   }
 
-  /** Writes the staged events' WAL record (their JSON is in `raw`); resolves once they are applied. */
+  /** Writes the staged events' WAL record (`encoded` holds their leaves); resolves once they are applied. */
   private write(
-    project: string, staged: Staged[], results: AppendResult[], batch: BatchState, raw: Buffer,
+    project: string, staged: Staged[], results: AppendResult[], batch: BatchState, encoded: Uint8Array,
   ): Promise<AppendResult[]> {
     const leaves = batch.leaves;
     if (staged.length === 0) {
       this.releaseLeaves(leaves);
       return Promise.resolve(results);
     }
-    for (const event of staged) raw.write(eventId(event.store.idKey, event.s), event.idAt, 'latin1');
-    const rawRanges = new Int32Array(staged.length * 2);
     let pooled: Buffer | null = null;
-    const frame = frameInPlace(encodeWalPayload(project, staged, raw, rawRanges, RECORD_HEADER_BYTES,
+    const frame = frameInPlace(encodeWalPayload(project, staged, encoded, RECORD_HEADER_BYTES,
       (bytes) => (pooled = this.frames.take(bytes))));
     const release = () => {
       this.frames.give(pooled!);
@@ -260,10 +252,7 @@ export class WritePath {
     leaves.count = row.to;
     store.schema.check(leaves);
     if (row.tooLarge) throw new ApiError('InvalidEventError', TOO_LARGE_MESSAGE);
-    return {
-      store, leaves, from: row.from, to: row.to, idAt: row.idAt,
-      c: collection, s: -1, t: row.t, a: batch.now, k: row.k, rawStart: row.rawStart, rawEnd: row.rawEnd,
-    };
+    return { store, leaves, from: row.from, to: row.to, c: collection, s: -1, t: row.t, a: batch.now, k: row.k };
   }
 
   /**
@@ -310,16 +299,17 @@ export class WritePath {
   replay(payloads: readonly Uint8Array[]): void {
     const leaves = newLeaves();
     for (const bytes of payloads) {
-      leaves.count = 0;
-      const payload = decodeWalPayload(bytes);
+      const payload = decodeWalPayload(bytes, leaves);
+      const end = leaves.count;
       for (const event of payload.e) {
         const store = this.deps.store(payload.p, event.c);
         if (event.s >= store.nextSeq) store.nextSeq = event.s + 1;
         if (event.s < store.flushedSeq) continue;
-        leaves.count = 0;
-        flattenEvent(JSON.parse(event.j), leaves);
+        leaves.start = event.from;
+        leaves.count = event.to;
         store.schema.observe(leaves);
-        store.apply(event.s, event.t, event.a, leaves, leaves.start, leaves.count);
+        leaves.count = end;
+        store.apply(event.s, event.t, event.a, leaves, event.from, event.to);
         if (event.k !== null) store.tokens.add(event.k, event.a, true);
       }
     }

@@ -1,17 +1,14 @@
 /**
  * An add-on result kept once per distinct input and shared by every event that needs it: the value
- * (deeply frozen), its JSON text and its flattened leaves. The write path splices the JSON into the
- * stored event's text and appends the leaves under the output name, so a cache hit costs no object
- * copy, no JSON.stringify and no flattening; a 1.6 KB enriched event made those the write path's
- * hottest code. `cloneJson` gives a mutable copy for events that need the value inside the object.
+ * (deeply frozen) and its flattened leaves. The write path appends the leaves under the output
+ * name, so a cache hit costs no object copy and no flattening; a 1.6 KB enriched event made those
+ * the write path's hottest code. `cloneJson` gives a mutable copy for events that need the value
+ * inside the object.
  */
 import { flattenObject, newLeaves, type Leaves, type PathJoiner } from '../schema/flatten.js';
 
 export interface Fragment {
   readonly value: Readonly<Record<string, unknown>>;
-  readonly json: string;
-  /** `json` as UTF-8. */
-  readonly bytes: Buffer;
   /** Dotted paths relative to the output, in flattenEvent's order. */
   readonly leafPaths: readonly string[];
   readonly leafValues: readonly unknown[];
@@ -23,11 +20,8 @@ export interface Fragment {
 export function makeFragment(value: Record<string, unknown>): Fragment {
   const leaves = newLeaves();
   flattenObject(value, leaves);
-  const json = JSON.stringify(value);
   return {
     value: deepFreeze(value),
-    json,
-    bytes: Buffer.from(json, 'utf8'),
     leafPaths: leaves.paths,
     leafValues: leaves.values,
     under: null,
@@ -37,40 +31,13 @@ export function makeFragment(value: Record<string, unknown>): Fragment {
 
 /** Add-on results that go after the event's own properties, as the last keys of its object. */
 export interface Appended {
-  /** `"name":` as UTF-8, the JSON text that precedes each fragment. */
-  readonly heads: Buffer[];
   readonly names: string[];
   readonly fragments: Fragment[];
   count: number;
 }
 
 export function newAppended(): Appended {
-  return { heads: [], names: [], fragments: [], count: 0 };
-}
-
-/** UTF-8 bytes the appended results add to an event's JSON. */
-export function appendedBytes(appended: Appended): number {
-  let bytes = 0;
-  for (let i = 0; i < appended.count; i++) bytes += 1 + appended.heads[i].length + appended.fragments[i].bytes.length;
-  return bytes;
-}
-
-/**
- * Splices the appended results into an event's JSON written in target[start, end) (an object, so
- * its last byte is `}`), as its last properties. Returns the new end; target must have room for
- * appendedBytes(appended) more.
- */
-export function spliceInto(target: Buffer, start: number, end: number, appended: Appended): number {
-  if (appended.count === 0) return end;
-  let at = end - 1; // over the closing brace
-  const empty = at - start === 1; // `{}`
-  for (let i = 0; i < appended.count; i++) {
-    if (i > 0 || !empty) target[at++] = 0x2c; // ,
-    at += appended.heads[i].copy(target, at);
-    at += appended.fragments[i].bytes.copy(target, at);
-  }
-  target[at++] = 0x7d; // }
-  return at;
+  return { names: [], fragments: [], count: 0 };
 }
 
 /** Appends the results' leaves after an event's own (flattenEvent's order), under their names. */

@@ -70,7 +70,7 @@ export async function createEnricher(opts: EnricherOptions): Promise<Enricher> {
   for (const [name, addon] of addons) {
     cached.set(name, { addon, fragments: new LruCache(FRAGMENT_CACHE_ENTRIES_MAX) });
   }
-  let context: Context | null = { addons: cached, paths: new LruCache(PATH_CACHE_ENTRIES_MAX), heads: new Map() };
+  let context: Context | null = { addons: cached, paths: new LruCache(PATH_CACHE_ENTRIES_MAX) };
   return {
     apply(event, receivedAtMs, appended) {
       if (appended !== undefined) appended.count = 0;
@@ -97,8 +97,6 @@ interface Context {
   readonly addons: ReadonlyMap<string, CachedAddon>;
   /** Paths repeat across events, and splitting them was the hottest code of apply. */
   readonly paths: LruCache<string, readonly string[]>;
-  /** `"name":` as UTF-8 for output names; bounded like `paths`. */
-  readonly heads: Map<string, Buffer>;
 }
 
 function applyAddons(
@@ -164,8 +162,6 @@ function runAddon(
     deletePath(event, ipPath);
   }
   if (appended !== null && output.length === 1 && appendable(event, appended, output[0])) {
-    const head = outputHead(context, output[0]);
-    appended.heads[appended.count] = head;
     appended.names[appended.count] = output[0];
     appended.fragments[appended.count++] = fragment;
     return;
@@ -213,16 +209,6 @@ function listed(appended: Appended, name: string): boolean {
 function moveIntoEvent(event: Record<string, unknown>, appended: Appended): void {
   for (let i = 0; i < appended.count; i++) event[appended.names[i]] = cloneJson(appended.fragments[i].value);
   appended.count = -1;
-}
-
-function outputHead(context: Context, name: string): Buffer {
-  let head = context.heads.get(name);
-  if (head === undefined) {
-    if (context.heads.size >= PATH_CACHE_ENTRIES_MAX) context.heads.clear();
-    head = Buffer.from(`${JSON.stringify(name)}:`, 'utf8');
-    context.heads.set(name, head);
-  }
-  return head;
 }
 
 /** Which entry an error is about: "add-on svc:url_parser (svc.addons[1]): …". */

@@ -1,8 +1,8 @@
 /**
  * A batch body (spec/api.md §4: a JSON object of collection name → array of events) parsed and
  * prepared off the thread that serves writes, and handed back in a form that crosses threads
- * cheaply: typed arrays for numbers and ranges, one table of each distinct path and string, and
- * the stored JSON of every event back to back in one byte array.
+ * cheaply: typed arrays per event and every event's leaves in one byte array (schema/leaf-codec.ts),
+ * which the WAL record then holds as it is.
  */
 import type { EventToWrite, WriteContext } from '../api.js';
 import { ApiError, isApiError, type ErrorCode } from '../errors.js';
@@ -10,6 +10,7 @@ import type { EventPreparer } from '../event-preparer.js';
 import { BATCH_EVENTS_MAX } from '../limits.js';
 import { markOutOfRangeNumbers } from '../schema/exact-numbers.js';
 import { newLeaves, type Leaves } from '../schema/flatten.js';
+import type { LeafEncoder } from '../schema/leaf-codec.js';
 
 export interface ParsedBatch {
   readonly events: EventToWrite[];
@@ -58,16 +59,8 @@ export function parseBatchBody(body: Uint8Array): ParsedBatch {
   return { events, collections };
 }
 
-const KIND_NULL = 0;
-const KIND_NUM = 1;
-const KIND_STR = 2;
-const KIND_TRUE = 3;
-const KIND_FALSE = 4;
-/** A list, or anything else flattening leaves whole: structured-cloned in `others`. */
-const KIND_OTHER = 5;
-
 /** Int32s per event in PackedBatch.ranges. */
-export const RANGE_FIELDS = 5;
+export const RANGE_FIELDS = 2;
 
 /** A prepared batch as it crosses threads (postMessage); see packBatch. */
 export interface PackedBatch {
@@ -78,25 +71,16 @@ export interface PackedBatch {
   /** Per event: svc.timestamp in ms. */
   readonly t: Float64Array;
   readonly tokens: (string | null)[];
-  /** Per event (RANGE_FIELDS): leaves from, leaves to, raw start, raw end, the stand-in svc.id's byte. */
+  /** Per event (RANGE_FIELDS): its leaves' from and to. */
   readonly ranges: Int32Array;
   readonly tooLarge: Uint8Array;
-  /** Every prepared event's stored JSON, back to back. */
-  readonly raw: Uint8Array;
-  readonly leafCount: number;
-  readonly pathTable: string[];
-  readonly pathOf: Int32Array;
-  readonly kinds: Uint8Array;
-  /** Per leaf: its number, or its index in strTable or in `others`. */
-  readonly nums: Float64Array;
-  readonly strTable: string[];
-  readonly others: unknown[];
+  /** The leaves of every prepared event, as LeafEncoder writes them. */
+  readonly leaves: Uint8Array;
 }
 
 /** What the packed batch's typed arrays hold, to move rather than copy them to another thread. */
 export function packedTransferables(packed: PackedBatch): ArrayBuffer[] {
-  return [packed.errorOf, packed.t, packed.ranges, packed.tooLarge, packed.raw, packed.pathOf, packed.kinds, packed.nums]
-    .map((array) => array.buffer as ArrayBuffer);
+  return [packed.errorOf, packed.t, packed.ranges, packed.tooLarge, packed.leaves].map((array) => array.buffer as ArrayBuffer);
 }
 
 /**
@@ -105,7 +89,8 @@ export function packedTransferables(packed: PackedBatch): ArrayBuffer[] {
  * `leaves` is scratch space, reused from one batch to the next.
  */
 export function packBatch(
-  preparer: EventPreparer, batch: ParsedBatch, ctx: WriteContext, now: number, nowIso: string, leaves: Leaves = newLeaves(),
+  preparer: EventPreparer, encoder: LeafEncoder, batch: ParsedBatch, ctx: WriteContext, now: number, nowIso: string,
+  leaves: Leaves = newLeaves(),
 ): PackedBatch {
   const count = batch.events.length;
   const errorOf = new Int32Array(count).fill(-1);
@@ -116,7 +101,6 @@ export function packBatch(
   const tooLarge = new Uint8Array(count);
   leaves.start = 0;
   leaves.count = 0;
-  preparer.begin();
   for (let i = 0; i < count; i++) {
     leaves.start = leaves.count;
     try {
@@ -126,9 +110,6 @@ export function packBatch(
       const at = RANGE_FIELDS * i;
       ranges[at] = row.from;
       ranges[at + 1] = row.to;
-      ranges[at + 2] = row.rawStart;
-      ranges[at + 3] = row.rawEnd;
-      ranges[at + 4] = row.idAt;
       tooLarge[i] = row.tooLarge ? 1 : 0;
     } catch (error) {
       if (!isApiError(error)) throw error;
@@ -137,80 +118,5 @@ export function packBatch(
       errors.push({ code: error.error_code, message: error.message });
     }
   }
-  const raw = new Uint8Array(preparer.arena.subarray(0, preparer.arenaUsed));
-  preparer.end();
-  return { collections: batch.collections, errorOf, errors, t, tokens, ranges, tooLarge, raw, ...packLeaves(leaves) };
-}
-
-function packLeaves(leaves: Leaves): Pick<PackedBatch, 'leafCount' | 'pathTable' | 'pathOf' | 'kinds' | 'nums' | 'strTable' | 'others'> {
-  const n = leaves.count;
-  const pathTable: string[] = [];
-  const pathIndex = new Map<string, number>();
-  const strTable: string[] = [];
-  const strIndex = new Map<string, number>();
-  const others: unknown[] = [];
-  const pathOf = new Int32Array(n);
-  const kinds = new Uint8Array(n);
-  const nums = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    const path = leaves.paths[i];
-    let p = pathIndex.get(path);
-    if (p === undefined) {
-      p = pathTable.length;
-      pathTable.push(path);
-      pathIndex.set(path, p);
-    }
-    pathOf[i] = p;
-    const value = leaves.values[i];
-    switch (typeof value) {
-      case 'number':
-        kinds[i] = KIND_NUM;
-        nums[i] = value;
-        break;
-      case 'string': {
-        let s = strIndex.get(value);
-        if (s === undefined) {
-          s = strTable.length;
-          strTable.push(value);
-          strIndex.set(value, s);
-        }
-        kinds[i] = KIND_STR;
-        nums[i] = s;
-        break;
-      }
-      case 'boolean':
-        kinds[i] = value ? KIND_TRUE : KIND_FALSE;
-        break;
-      default:
-        if (value === null) {
-          kinds[i] = KIND_NULL;
-        } else {
-          kinds[i] = KIND_OTHER;
-          nums[i] = others.length;
-          others.push(value);
-        }
-    }
-  }
-  return { leafCount: n, pathTable, pathOf, kinds, nums, strTable, others };
-}
-
-/** The packed leaves as a Leaves, indices as in the packed batch's ranges. */
-export function unpackLeaves(packed: PackedBatch, out: Leaves): Leaves {
-  const { leafCount, pathTable, pathOf, kinds, nums, strTable, others } = packed;
-  const paths = out.paths;
-  const values = out.values;
-  for (let i = 0; i < leafCount; i++) {
-    paths[i] = pathTable[pathOf[i]];
-    switch (kinds[i]) {
-      case KIND_NUM: values[i] = nums[i]; break;
-      case KIND_STR: values[i] = strTable[nums[i]]; break;
-      case KIND_TRUE: values[i] = true; break;
-      case KIND_FALSE: values[i] = false; break;
-      case KIND_OTHER: values[i] = others[nums[i]]; break;
-      default: values[i] = null;
-    }
-  }
-  out.start = 0;
-  out.count = leafCount;
-  return out;
+  return { collections: batch.collections, errorOf, errors, t, tokens, ranges, tooLarge, leaves: encoder.encode(leaves, leaves.count) };
 }

@@ -1,5 +1,7 @@
 import t from 'tap';
 import { ApiError } from '../errors.js';
+import { newLeaves } from '../schema/flatten.js';
+import { decodeLeaves } from '../schema/leaf-codec.js';
 import { IngestPool } from './pool.js';
 
 const ctx = { ip: '8.8.8.8', userAgent: 'test/1.0' };
@@ -21,7 +23,10 @@ t.test('a worker prepares a body it was handed; refusals come back as the same A
     t.same([...result.errorOf], [-1, 0, -1], 'the second event is refused');
     t.equal(result.errors[0]!.code, 'InvalidEventError');
     t.equal(result.t[0], NOW, 'svc.timestamp defaults to the receipt time');
-    t.ok(result.pathTable.includes('x') && result.pathTable.includes('y'));
+    const leaves = decodeLeaves(result.leaves, newLeaves());
+    t.same(leaves.paths.slice(0, leaves.count), ['x', 'y'], 'the leaves of the two stored events');
+    t.same(leaves.values.slice(0, leaves.count), [1, 'z']);
+    t.same([...result.ranges], [0, 1, 0, 0, 1, 2], 'each event\'s leaves');
   }
   t.equal(bodies[0]!.length, 0, 'a body that owns its memory is moved to the worker');
   t.equal(slab.toString(), owned.toString(), 'a pooled body is copied, the caller\'s bytes stay');

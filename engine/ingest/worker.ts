@@ -1,6 +1,6 @@
 /**
  * An ingest worker: parses a batch body and prepares its events (svc fields, placeholders, add-ons,
- * leaves, stored JSON) with its own enricher, then hands the packed result back (ingest/batch.ts).
+ * leaves) with its own enricher, then hands the packed result back (ingest/batch.ts).
  * Jobs run one at a time, in the order they arrive.
  */
 import { parentPort, workerData } from 'node:worker_threads';
@@ -9,6 +9,7 @@ import { createEnricher, type EnricherOptions } from '../enrich/pipeline.js';
 import { isApiError, type ErrorCode } from '../errors.js';
 import { EventPreparer } from '../event-preparer.js';
 import { newLeaves } from '../schema/flatten.js';
+import { LeafEncoder } from '../schema/leaf-codec.js';
 import { packBatch, packedTransferables, parseBatchBody, type PackedBatch } from './batch.js';
 
 export interface IngestJob {
@@ -27,10 +28,11 @@ export type IngestReply =
 const port = parentPort!;
 const preparer = new EventPreparer(await createEnricher(workerData as EnricherOptions));
 const leaves = newLeaves();
+const encoder = new LeafEncoder();
 
 port.on('message', (job: IngestJob) => {
   try {
-    const packed = packBatch(preparer, parseBatchBody(job.body), job.ctx, job.now, job.nowIso, leaves);
+    const packed = packBatch(preparer, encoder, parseBatchBody(job.body), job.ctx, job.now, job.nowIso, leaves);
     port.postMessage({ id: job.id, packed } satisfies IngestReply, packedTransferables(packed));
   } catch (error) {
     const reply: IngestReply = isApiError(error)

@@ -41,6 +41,13 @@ function awkwardEvents(): Record<string, unknown>[] {
 }
 
 /** What the engine should hand back for `sent` at log offset order: the svc fields it sets. */
+/** `value` with object keys in sorted order at every depth: JSON objects are unordered. */
+function sorted(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sorted);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sorted((value as Record<string, unknown>)[key])]));
+}
+
 function stripServerFields(event: Record<string, unknown>): Record<string, unknown> {
   const { id, created_at: createdAt, ...svc } = event.svc as Record<string, unknown>;
   if (typeof id !== 'string' || !/^[0-9a-f]{24}$/.test(id)) throw new Error(`bad svc.id ${String(id)}`);
@@ -122,4 +129,34 @@ t.test('a batch body prepared on an ingest worker round-trips too, add-on config
     String((a.svc as { timestamp: string }).timestamp).localeCompare(String((b.svc as { timestamp: string }).timestamp));
   t.same(withoutResults.sort(byTime), [...sent].sort(byTime));
   await engine.close();
+});
+
+t.test('events replayed from the WAL after a crash equal what was sent: in-thread and ingest-worker calls', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-event-json-'));
+  const options = { dataDir: dir, queryWorkers: 0, ingestWorkers: 1, flushIntervalMs: 3_600_000 };
+  const crashed = await openEngine(options);
+  const project = crashed.listProjects()[0].id;
+  const sent = awkwardEvents();
+  const results = await crashed.appendEvents(project,
+    sent.map((event) => ({ collection: 'awkward', event: structuredClone(event) })), ctx);
+  t.same(results.filter((result) => !result.ok), [], 'every event is accepted');
+  const batch: Record<string, unknown>[] = [];
+  for (let i = 0; batch.length < 1_000; i++) {
+    const event = sent[i % sent.length];
+    const svc = { ...(event.svc as Record<string, unknown>) };
+    if (svc.uniqueness_token !== undefined) svc.uniqueness_token = `tok-${i}`; // not a duplicate
+    batch.push({ ...event, i, svc });
+  }
+  const body = Buffer.from(JSON.stringify({ batch }));
+  t.ok(body.length > 64 * 1024, 'large enough for an ingest worker');
+  t.same((await crashed.appendBatchBody(project, body, ctx)).results.filter((result) => !result.ok), []);
+  const before = logEvents(crashed, project, 'batch');
+  // No close() and no flush: every row is in the WAL only, as a kill -9 leaves it.
+  const recovered = await openEngine(options);
+  await check(t, recovered, project, 'awkward', sent, 'WAL replay, in-thread call');
+  t.same(logEvents(recovered, project, 'batch'), before, 'the worker-prepared batch replays as it was, svc.id included');
+  const replayed = logEvents(recovered, project, 'batch').map(stripServerFields);
+  const differing = replayed.findIndex((event, i) => JSON.stringify(sorted(event)) !== JSON.stringify(sorted(batch[i])));
+  t.equal(differing, -1, 'every event of the batch equals what was sent', { got: replayed[differing], sent: batch[differing] });
+  await recovered.close();
 });
