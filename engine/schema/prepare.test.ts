@@ -71,8 +71,15 @@ t.test('timestamps with -0800, -08:00 and Z are the same instant', async (t) => 
   t.ok(Number.isNaN(parseTimestamp('2024-02-30T00:00:00Z')));
   t.ok(Number.isNaN(parseTimestamp('2023-02-29T00:00:00Z')));
   t.equal(parseTimestamp('2024-02-29T00:00:00Z'), Date.UTC(2024, 1, 29));
-  const { event } = prepareEvent({ svc: { timestamp: '2024-01-15T10:30:00.123-08:00' } }, NOW, 'x', ctx);
-  t.equal((event.svc as Record<string, unknown>).timestamp, '2024-01-15T18:30:00.123Z');
+  const plain = prepareEvent({ svc: { timestamp: '2024-01-15T10:30:00.123-08:00' } }, NOW, 'x', ctx);
+  t.equal(plain.tsMs, utc, 'the stored instant');
+  // Add-ons read svc.timestamp as text: they get it in UTC. (Without add-ons nothing reads the text.)
+  const addons = [{ name: 'svc:date_time_parser', input: { date_time: 'svc.timestamp' }, output: 'when' }];
+  const enriched = prepareEvent({ svc: { timestamp: '2024-01-15T10:30:00.123-08:00', addons } }, NOW, 'x', ctx);
+  t.equal(enriched.tsMs, utc);
+  t.equal((enriched.event.svc as Record<string, unknown>).timestamp, '2024-01-15T18:30:00.123Z');
+  const defaulted = prepareEvent({ svc: { addons } }, NOW, 'x', ctx);
+  t.equal((defaulted.event.svc as Record<string, unknown>).timestamp, new Date(NOW).toISOString(), 'no timestamp: the receipt time');
 });
 
 t.test('placeholders are replaced at any depth and in lists', async (t) => {

@@ -66,13 +66,13 @@ function prepareSvc(event: JsonObject, svc: JsonObject, nowMs: number, nowIso: s
     }
   }
   let tsMs = nowMs;
-  let stamp = nowIso;
+  let stamp: string | null = nowIso;
   if (svc.timestamp !== undefined && svc.timestamp !== null) {
     if (typeof svc.timestamp !== 'string' || Number.isNaN(tsMs = parseTimestamp(svc.timestamp))) {
       throw new ApiError('InvalidSvcNamespaceProperty',
         '"svc.timestamp" must be an ISO-8601 timestamp such as 2024-05-01T12:00:00.000Z or ...-08:00.');
     }
-    stamp = formatTimestamp(tsMs);
+    stamp = null; // formatted below only if an add-on may read it
   }
   const token = svc.uniqueness_token;
   if (token !== undefined && (typeof token !== 'string' || token.length > UNIQUENESS_TOKEN_CHARS_MAX)) {
@@ -83,10 +83,12 @@ function prepareSvc(event: JsonObject, svc: JsonObject, nowMs: number, nowIso: s
   if (svc.addons !== undefined && !Array.isArray(svc.addons)) {
     throw new ApiError('InvalidSvcNamespaceProperty', '"svc.addons" must be an array of add-on objects.');
   }
+  const hasAddons = Array.isArray(svc.addons) && svc.addons.length > 0;
   svc.id = id;
   svc.created_at = nowIso;
-  svc.timestamp = stamp;
-  const hasAddons = Array.isArray(svc.addons) && svc.addons.length > 0;
+  // Leaves leave svc.timestamp out (the store keeps tsMs), so only add-ons read its text: an
+  // event without them keeps the client's own text, and the write path skips a format per event.
+  if (stamp !== null || hasAddons) svc.timestamp = stamp ?? formatTimestamp(tsMs);
   return { event, tsMs, createdAtMs: nowMs, id, uniquenessToken: (token as string | undefined) ?? null, hasAddons };
 }
 

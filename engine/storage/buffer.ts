@@ -18,6 +18,8 @@ class ColumnBuilder {
   str: Int32Array | null = null;
   readonly dict: string[] = [];
   private readonly dictIndex = new Map<string, number>();
+  /** What `dict` costs, kept as it grows: the budget check asks often, a dict can hold 250,000. */
+  private dictBytes = 0;
   lists: (Primitive[] | null)[] | null = null;
   /** num and str of the rows before the last reset, for the next rows (members stay null until used). */
   private spareNum: Float64Array | null = null;
@@ -30,7 +32,7 @@ class ColumnBuilder {
   /** About how many bytes the column holds. */
   get bytes(): number {
     let bytes = this.tags.length + (this.num?.byteLength ?? 0) + (this.str?.byteLength ?? 0);
-    for (const value of this.dict) bytes += 40 + 2 * value.length;
+    bytes += this.dictBytes;
     if (this.lists) bytes += 8 * this.lists.length + 48 * this.lists.length;
     return bytes;
   }
@@ -40,6 +42,7 @@ class ColumnBuilder {
     this.tags.fill(0, 0, rows);
     this.dict.length = 0;
     this.dictIndex.clear();
+    this.dictBytes = 0;
     this.lists = null;
     this.spareNum = this.num ?? this.spareNum;
     this.spareStr = this.str ?? this.spareStr;
@@ -99,6 +102,7 @@ class ColumnBuilder {
       code = this.dict.length;
       this.dict.push(value);
       this.dictIndex.set(value, code);
+      this.dictBytes += 40 + 2 * value.length;
     }
     return code;
   }
