@@ -26,67 +26,73 @@ const KIND_FALSE = 4;
 /** A list: its JSON text is in the string table. */
 const KIND_LIST = 5;
 
-/** Distinct paths and strings of one encoding, reused from call to call (one encoder per thread). */
+/** Distinct texts in first-seen order, each with its index; cleared for each encoding. */
+class Interned {
+  readonly list: string[] = [];
+  private readonly index = new Map<string, number>();
+  /** UTF-16 length of the texts in `list`. */
+  chars = 0;
+
+  clear(): void {
+    this.index.clear();
+    this.list.length = 0;
+    this.chars = 0;
+  }
+
+  indexOf(text: string): number {
+    let at = this.index.get(text);
+    if (at === undefined) {
+      at = this.list.length;
+      this.list.push(text);
+      this.index.set(text, at);
+      this.chars += text.length;
+    }
+    return at;
+  }
+}
+
+/** Encodes leaves; keeps its tables from call to call (one encoder per thread). */
 export class LeafEncoder {
-  private readonly pathIndex = new Map<string, number>();
-  private readonly strIndex = new Map<string, number>();
-  private readonly pathTable: string[] = [];
-  private readonly strTable: string[] = [];
+  private readonly paths = new Interned();
+  private readonly strings = new Interned();
 
   /** Leaves [0, count) as bytes, in a fresh buffer that starts at offset 0 (8-aligned). */
   encode(leaves: Leaves, count: number): Uint8Array {
-    const { pathIndex, strIndex, pathTable, strTable } = this;
-    pathIndex.clear();
-    strIndex.clear();
-    pathTable.length = 0;
-    strTable.length = 0;
+    const { paths, strings } = this;
+    paths.clear();
+    strings.clear();
     const pathOf = new Uint32Array(count);
     const refs = new Uint32Array(count);
     const kinds = new Uint8Array(count);
     let numCount = 0;
-    let pathChars = 0;
-    let strChars = 0;
     for (let i = 0; i < count; i++) {
-      const path = leaves.paths[i];
-      let p = pathIndex.get(path);
-      if (p === undefined) {
-        p = pathTable.length;
-        pathTable.push(path);
-        pathIndex.set(path, p);
-        pathChars += path.length;
-      }
-      pathOf[i] = p;
+      pathOf[i] = paths.indexOf(leaves.paths[i]);
       const value = leaves.values[i];
-      let text: string;
       switch (typeof value) {
         case 'number':
           kinds[i] = KIND_NUM;
           numCount++;
-          continue;
+          break;
         case 'boolean':
           kinds[i] = value ? KIND_TRUE : KIND_FALSE;
-          continue;
+          break;
         case 'string':
           kinds[i] = KIND_STR;
-          text = value;
+          refs[i] = strings.indexOf(value);
           break;
         default:
           if (value === null) {
             kinds[i] = KIND_NULL;
-            continue;
+          } else {
+            kinds[i] = KIND_LIST;
+            refs[i] = strings.indexOf(JSON.stringify(value));
           }
-          kinds[i] = KIND_LIST;
-          text = JSON.stringify(value);
       }
-      let s = strIndex.get(text);
-      if (s === undefined) {
-        s = strTable.length;
-        strTable.push(text);
-        strIndex.set(text, s);
-        strChars += text.length;
-      }
-      refs[i] = s;
     }
+    const pathTable = paths.list;
+    const strTable = strings.list;
+    const pathChars = paths.chars;
+    const strChars = strings.chars;
     const fixed = HEADER_BYTES + 8 * numCount + 8 * count + 4 * (pathTable.length + strTable.length) + count;
     const out = Buffer.allocUnsafeSlow(fixed + 3 * (pathChars + strChars));
     const words = new Uint32Array(out.buffer, out.byteOffset, HEADER_WORDS);
