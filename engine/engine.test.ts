@@ -302,3 +302,17 @@ t.test('a WAL torn at every byte offset of its last record replays the events be
   t.ok(checked > 50, `every byte offset of the last record replays the events before it (${checked} cuts)`);
   t.same(before.map((record) => JSON.parse(record.json).svc.id), before.map((record) => record.id));
 });
+
+t.test('an event over 900,000 bytes of properties is refused; one under it is stored', async (t) => {
+  const engine = await open(tempDir());
+  const project = engine.listProjects()[0].id;
+  const wide = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, i) => [`p${i}`, 'x'.repeat(9_500)]));
+  const results = await engine.appendEvents(project,
+    [{ collection: 'big', event: wide(80) }, { collection: 'big', event: wide(100) }, { collection: 'big', event: { small: 1 } }], ctx);
+  t.same(results.map((r) => r.ok), [true, false, true]);
+  const refused = results[1] as { ok: false; error: { error_code: string; message: string } };
+  t.equal(refused.error.error_code, 'InvalidEventError');
+  t.match(refused.error.message, /at most 900000 bytes/);
+  t.equal(rowsOf(engine, project, 'big').length, 2);
+  await engine.close();
+});
