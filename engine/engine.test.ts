@@ -316,3 +316,58 @@ t.test('an event over 900,000 bytes of properties is refused; one under it is st
   t.equal(rowsOf(engine, project, 'big').length, 2);
   await engine.close();
 });
+
+t.test('a buffered id column that skips interning answers every analysis exactly, and its segment holds each id once', async (t) => {
+  const dir = tempDir();
+  const engine = await openEngine({ dataDir: dir, queryWorkers: 2, flushIntervalMs: 3_600_000 });
+  const project = engine.listProjects()[0].id;
+  const base = Date.UTC(2024, 0, 1);
+  // 5,000 distinct users, the first 1,000 of them twice: past the buffer's check (4,096 strings
+  // with more than half distinct) the user column appends repeats rather than look them up.
+  const userOf = (i: number) => `u${i < 5_000 ? i : i - 5_000}`;
+  const events = Array.from({ length: 6_000 }, (_, i) => ({
+    collection: 'visits',
+    event: { user: userOf(i), plan: `p${i % 4}`, svc: { timestamp: new Date(base + i * 1000).toISOString() } },
+  }));
+  await engine.appendEvents(project, events, ctx);
+  const timeframe = { start: '2024-01-01T00:00:00Z', end: '2024-01-02T00:00:00Z' };
+  const query = async (analysis: string, extra: Record<string, unknown>) =>
+    (await engine.query(project, analysis, { event_collection: 'visits', timeframe, ...extra }) as { result: unknown }).result;
+  const twice = (user: string) => Number(user.slice(1)) < 1_000;
+  const expectedUsers = Array.from({ length: 5_000 }, (_, i) => `u${i}`).sort();
+  const check = async (when: string) => {
+    t.equal(await query('count_unique', { target_property: 'user' }), 5_000, `${when}: count_unique`);
+    t.same(await query('select_unique', { target_property: 'user' }), expectedUsers, `${when}: select_unique`);
+    t.equal(await query('count', { filters: [{ property_name: 'user', operator: 'eq', property_value: 'u7' }] }), 2,
+      `${when}: eq filter on a repeated id`);
+    t.equal(await query('count', { filters: [{ property_name: 'user', operator: 'in', property_value: ['u7', 'u4999', 'u5000'] }] }), 3,
+      `${when}: in filter`);
+    const groups = await query('count', { group_by: 'user' }) as { user: string; result: number }[];
+    t.equal(groups.length, 5_000, `${when}: one group per user`);
+    t.ok(groups.every((group) => group.result === (twice(group.user) ? 2 : 1)), `${when}: each group counts its rows`);
+    const perPlan = await query('count_unique', { target_property: 'user', group_by: 'plan' }) as { plan: string; result: number }[];
+    const expectedPerPlan = ['p0', 'p1', 'p2', 'p3'].map((plan) =>
+      ({ plan, result: new Set(events.filter((e) => e.event.plan === plan).map((e) => e.event.user)).size }));
+    t.same(perPlan.sort((a, b) => a.plan.localeCompare(b.plan)), expectedPerPlan, `${when}: count_unique by plan`);
+    const extraction = await query('extraction', { filters: [{ property_name: 'user', operator: 'eq', property_value: 'u999' }] }) as
+      { user: string; plan: string }[];
+    t.same(extraction.map((e) => [e.user, e.plan]), [['u999', 'p3'], ['u999', 'p3']], `${when}: extraction`);
+  };
+  await check('in the write buffer');
+  await engine.flush();
+  t.equal(engine.scanSource(project, 'visits', base, base + DAY).memory, null, 'the flush left no buffered rows');
+  await check('from the segment');
+  const files: string[] = [];
+  (function walk(d: string): void {
+    for (const entry of fs.readdirSync(d, { withFileTypes: true })) {
+      const file = path.join(d, entry.name);
+      if (entry.isDirectory()) walk(file);
+      else if (file.endsWith('.arrow') && file.includes(`${path.sep}visits${path.sep}`)) files.push(file);
+    }
+  })(path.join(dir, 'projects', project));
+  t.equal(files.length, 1);
+  const user = readSegment(files[0], ['user']).columns.get('user')!;
+  t.equal(user.dict!.length, 5_000, 'the segment\'s dictionary holds each id once');
+  t.equal(new Set(user.dict).size, 5_000);
+  await engine.close();
+});

@@ -102,3 +102,33 @@ t.test('after a flush a column\'s members are null until a row uses them again (
   add(buffer, 3, { v: 'again' });
   t.same(rows(buffer.snapshot()).map((r) => r.values), [{ v: 7 }, { v: 'again' }], 'the string member comes back');
 });
+
+t.test('a column of near-unique strings stops interning: every value reads back, a repeat gets a code of its own', async (t) => {
+  const buffer = new WriteBuffer();
+  // 5,000 distinct ids, then ids seen before; beside them a column of three values.
+  const idOf = (i: number) => `id-${i < 5_000 ? i : i - 5_000}`;
+  for (let i = 0; i < 6_000; i++) add(buffer, i, { id: idOf(i), kind: `k${i % 3}` });
+  const chunk = buffer.snapshot();
+  const id = chunk.columns.get('id')!;
+  const kind = chunk.columns.get('kind')!;
+  t.equal(id.repeats, true, 'the id column says its dictionary may repeat');
+  t.equal(id.dict!.length, 6_000, 'past the check, every string is appended as it comes');
+  t.equal(new Set(id.dict).size, 5_000);
+  t.equal(kind.repeats, undefined, 'a column of few values stays interned');
+  t.same(kind.dict, ['k0', 'k1', 'k2']);
+  t.same(rows(chunk).map((row) => row.values), Array.from({ length: 6_000 }, (_, i) => ({ id: idOf(i), kind: `k${i % 3}` })));
+
+  // Rows kept by a flush are appended again: the check starts over, so few of them intern.
+  buffer.dropPrefix(5_990);
+  const kept = buffer.snapshot().columns.get('id')!;
+  t.equal(kept.repeats, undefined, '10 kept rows are interned again');
+  t.same(kept.dict, Array.from({ length: 10 }, (_, k) => idOf(5_990 + k)));
+});
+
+t.test('a column whose strings repeat enough keeps interning past the check', async (t) => {
+  const buffer = new WriteBuffer();
+  for (let i = 0; i < 10_000; i++) add(buffer, i, { user: `u${i % 1_500}` });
+  const column = buffer.snapshot().columns.get('user')!;
+  t.equal(column.repeats, undefined);
+  t.equal(column.dict!.length, 1_500, 'each string once');
+});

@@ -35,6 +35,12 @@ export interface Column {
   /** Dictionary codes, in the narrowest width the segment stored them (a view, not a copy). */
   readonly str: Codes | null;
   readonly dict: readonly string[] | null;
+  /**
+   * True when `dict` may hold a string more than once: a write buffer's column of near-unique
+   * strings skips interning (buffer.ts). Readers go by the strings a code stands for, never by the
+   * code alone; a segment write interns such a column (segment-worker.ts), so segments never repeat.
+   */
+  readonly repeats?: boolean;
   readonly lists: readonly (readonly Primitive[] | null)[] | null;
   /**
    * A column read from a segment keeps its dictionary as the stored UTF-8 (dict.length + 1

@@ -30,11 +30,19 @@ export function runSegmentJob(job: SegmentJob): SegmentFooter[] {
   if (job.op === 'write') {
     // Splitting a flush into per-day parts (a copy, dictionaries re-interned) happens here, off
     // the thread that serves writes.
-    return job.parts.map(({ file, indices }) =>
-      writeSegment(file, indices === null ? job.chunk : gatherChunk(job.chunk, indices), job.schema));
+    // A buffer's column with repeated dictionary entries (chunk.ts Column.repeats) is interned
+    // by the same copy, so a segment's dictionaries hold each string once.
+    return job.parts.map(({ file, indices }) => writeSegment(file,
+      indices !== null ? gatherChunk(job.chunk, indices) : hasRepeats(job.chunk) ? concatChunks([job.chunk]) : job.chunk,
+      job.schema));
   }
   if (job.op === 'rewrite') return [rewriteSegment(job.source, job.file, job.deletes, job.schema)];
   return [writeSegment(job.file, mergeBySeq(job.sources.map((file) => readSegment(file))), job.schema)];
+}
+
+function hasRepeats(chunk: ColumnChunk): boolean {
+  for (const column of chunk.columns.values()) if (column.repeats === true) return true;
+  return false;
 }
 
 /** Concatenates chunks and orders rows by seq, so a segment's seq column stays increasing. */
