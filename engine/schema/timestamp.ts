@@ -10,6 +10,53 @@ const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 /** Milliseconds since the epoch, or NaN when `text` is not a valid timestamp. */
 export function parseTimestamp(text: string): number {
+  if (text.length === 24) {
+    const ms = parseCanonical(text);
+    if (ms === ms) return ms;
+  }
+  return parseAny(text);
+}
+
+/**
+ * The form Tally and most clients write, `YYYY-MM-DDTHH:mm:ss.SSSZ`, read digit by digit: the
+ * regex's match array and substrings cost each event ~0.25 µs on the write path. NaN for anything
+ * else, which parseAny then reads (and refuses when it is not a timestamp).
+ */
+function parseCanonical(text: string): number {
+  if (text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 || text.charCodeAt(10) !== 84 ||
+    text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58 || text.charCodeAt(19) !== 46 ||
+    text.charCodeAt(23) !== 90) return NaN;
+  const year = digits(text, 0, 4), month = digits(text, 5, 2), day = digits(text, 8, 2);
+  const hour = digits(text, 11, 2), minute = digits(text, 14, 2), second = digits(text, 17, 2);
+  const millis = digits(text, 20, 3);
+  // A non-digit makes its field negative, so one check covers them all.
+  if ((year | month | day | hour | minute | second | millis) < 0) return NaN;
+  if (month < 1 || month > 12 || day < 1 || day > DAYS_IN_MONTH[month - 1]) return NaN;
+  if (month === 2 && day === 29 && !isLeap(year)) return NaN;
+  if (hour > 23 || minute > 59 || second > 59) return NaN;
+  return utcMs(year, month, day, hour, minute, second, millis);
+}
+
+const MS_PER_400_YEARS = 146_097 * 86_400_000;
+
+/** Date.UTC, except that years 0-99 are those years (Date.UTC reads them as 1900-1999). */
+function utcMs(year: number, month: number, day: number, hour: number, minute: number, second: number, millis: number): number {
+  if (year >= 100) return Date.UTC(year, month - 1, day, hour, minute, second, millis);
+  return Date.UTC(year + 400, month - 1, day, hour, minute, second, millis) - MS_PER_400_YEARS;
+}
+
+/** The decimal number of text[at, at + count), or -1 when one of them is not a digit. */
+function digits(text: string, at: number, count: number): number {
+  let value = 0;
+  for (let i = at; i < at + count; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+function parseAny(text: string): number {
   const m = ISO.exec(text);
   if (m === null) return NaN;
   const year = +m[1], month = +m[2], day = +m[3];
@@ -18,7 +65,7 @@ export function parseTimestamp(text: string): number {
   if (month === 2 && day === 29 && !isLeap(year)) return NaN;
   if (hour > 23 || minute > 59 || second > 59) return NaN;
   const millis = m[7] === undefined ? 0 : Math.floor(+(m[7] + '00').slice(0, 3));
-  const utc = Date.UTC(year, month - 1, day, hour, minute, second, millis);
+  const utc = utcMs(year, month, day, hour, minute, second, millis);
   return utc - zoneOffsetMinutes(m[8]) * 60_000;
 }
 
