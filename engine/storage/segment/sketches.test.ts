@@ -1,6 +1,7 @@
 import t from 'tap';
 import { HyperLogLog } from '../../sketch/hyperloglog.js';
 import { computeDistinct, computeSketches, DISTINCT_VALUES_MAX, hashValue, sketchColumn } from './sketches.js';
+import { TAG_STR } from '../chunk.js';
 import { buildChunk, valueAt, type TestRow } from './test-chunk.js';
 
 const VALUES = [1, '1', true, 1, null, 'a', [1, 2], [1, 2], [2, 1], false, 0, -0, 'é'];
@@ -53,4 +54,23 @@ t.test('computeDistinct lists few distinct scalars per column, none for lists or
   t.equal(distinct.list, undefined);
   t.equal(distinct.many, undefined);
   t.ok(Object.is(distinct.mixed.values[1], 0));
+});
+
+t.test('computeDistinct of strings: 256 distinct are listed, 257 are not, a dictionary that repeats a string counts it once', async (t) => {
+  const strings = (count: number) => Array.from({ length: 2 * count }, (_, i) => ({ ts: i, props: { s: `v${i % count}` } }));
+  const listed = computeDistinct(buildChunk(strings(DISTINCT_VALUES_MAX))).s;
+  t.equal(listed.values.length, DISTINCT_VALUES_MAX);
+  t.ok(listed.rows.every((rows) => rows === 2));
+  t.equal(computeDistinct(buildChunk(strings(DISTINCT_VALUES_MAX + 1))).s, undefined);
+  // 300 codes, each row its own, for 200 distinct strings (a write buffer's column of ids, buffer.ts).
+  const rows = 300;
+  const dict = Array.from({ length: rows }, (_, i) => `id${i % 200}`);
+  const column = {
+    path: 'id', tags: new Uint8Array(rows).fill(TAG_STR), num: null, str: Int32Array.from({ length: rows }, (_, i) => i),
+    dict, lists: null, repeats: true,
+  };
+  const chunk = { rows, ts: new Float64Array(rows), createdAt: new Float64Array(rows), seq: new Float64Array(rows), columns: new Map([['id', column]]) };
+  const counts = computeDistinct(chunk).id;
+  t.equal(counts.values.length, 200);
+  t.same(counts.rows, Array.from({ length: 200 }, (_, i) => (i < 100 ? 2 : 1)));
 });

@@ -72,7 +72,10 @@ function valueCounts(column: Column, rows: number): ValueCounts | null {
   }
   const strings = new Map<string, number>();
   for (let code = 0; perCode !== null && code < perCode.length; code++) {
-    if (perCode[code] > 0) strings.set(dict![code], (strings.get(dict![code]) ?? 0) + perCode[code]);
+    if (perCode[code] === 0) continue;
+    strings.set(dict![code], (strings.get(dict![code]) ?? 0) + perCode[code]);
+    // A column of ids stops here, not after a Map of every one of its strings.
+    if (strings.size + numbers.size > DISTINCT_VALUES_MAX) return null;
   }
   if (strings.size + numbers.size > DISTINCT_VALUES_MAX) return null;
   const values: Primitive[] = [...strings.keys(), ...numbers.keys()];
