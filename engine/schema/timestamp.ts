@@ -46,7 +46,7 @@ function utcMs(year: number, month: number, day: number, hour: number, minute: n
 }
 
 /** The decimal number of text[at, at + count), or -1 when one of them is not a digit. */
-function digits(text: string, at: number, count: number): number {
+export function digits(text: string, at: number, count: number): number {
   let value = 0;
   for (let i = at; i < at + count; i++) {
     const digit = text.charCodeAt(i) - 48;

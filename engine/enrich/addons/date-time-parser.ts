@@ -14,6 +14,7 @@
  * grammar, or names an impossible date or time, gives every field null.
  */
 import type { Addon } from './addon.js';
+import { digits } from '../../schema/timestamp.js';
 
 const ISO = new RegExp(
   '^(\\d{4})-(\\d{2})-(\\d{2})[T ](\\d{2}):(\\d{2})(?::(\\d{2})(?:[.,](\\d{1,9}))?)?' +
@@ -55,17 +56,6 @@ function parseCanonical(text: string): Record<string, unknown> {
   return millisecond < 0
     ? emptyDateTime()
     : toFields(year, month, day, hour, minute, second, millisecond, 0);
-}
-
-/** The decimal number of `count` digits at `start`, or -1 if one is not a digit. */
-function digits(text: string, start: number, count: number): number {
-  let value = 0;
-  for (let index = start; index < start + count; index++) {
-    const digit = text.charCodeAt(index) - 48;
-    if (digit < 0 || digit > 9) return -1;
-    value = value * 10 + digit;
-  }
-  return value;
 }
 
 function parseGeneral(text: string): Record<string, unknown> {
