@@ -15,8 +15,9 @@ const INITIAL_ROWS = 1024;
  * A column whose first UNIQUE_CHECK_ROWS strings hold more than UNIQUE_SHARE distinct values (an
  * id per user, session or request) stops interning: its next strings are appended to the
  * dictionary as they come, repeats and all. A lookup in a Map of 250,000 fresh strings is most of
- * what a row of such a column costs the write thread (bench/append: 1.05 -> 0.36 µs a row with
- * two such columns), and the flush interns them anyway, off that thread (segment-worker.ts).
+ * what a row of such a column costs the write thread (250,000 rows of bench/scale's events, two
+ * such columns: 1.05 -> 0.36 µs a row), and the flush interns them anyway, off that thread
+ * (segment-worker.ts).
  */
 const UNIQUE_CHECK_ROWS = 4096;
 const UNIQUE_SHARE = 0.5;
