@@ -2,17 +2,15 @@
  * How fast does Tally ingest over HTTP with fsync on? Starts the real server on a temporary data dir,
  * then runs (1) batched ingest: 5,000-event batches over a few keep-alive connections and (2) single
  * event POSTs at concurrency 64, each bounded in time and count, and prints events/s and p50/p99
- * latency beside the goals of issue 2. The client is a minimal raw HTTP/1.1 client over net.Socket
- * so that it, not the server, is never the bottleneck on a 2-core machine.
+ * latency beside the goals of issue 2. The client is bench/raw-http.ts's minimal HTTP/1.1 client.
  *
  * `--only NAME[,NAME]` runs just those phases: batched, enriched, http, single, heavy.
  *
  *   node dist/bench/ingest.js [--seconds 10] [--batch-connections 4] [--concurrency 64] [--only enriched]
  */
-import { readFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { startServer } from '../test/helpers/server.js';
 import { enrichedEvent, plainEvent as event } from './events.js';
+import { processCpuSeconds, rawRequest as request, sendAll, type Sent } from './raw-http.js';
 
 const GOAL_BATCH_EVENTS_PER_S = 200_000;
 const GOAL_SINGLE_REQUESTS_PER_S = 30_000;
@@ -29,89 +27,27 @@ function flag(name: string, fallback: number): number {
 const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1]!.split(',') : null;
 const runs = (phase: string) => ONLY === null || ONLY.includes(phase);
 
-function request(host: string, path: string, key: string, body: string): Buffer {
-  const bytes = Buffer.from(body);
-  const head = `POST ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${key}\r\n` +
-    `Content-Type: application/json\r\nContent-Length: ${bytes.length}\r\n\r\n`;
-  return Buffer.concat([Buffer.from(head), bytes]);
-}
-
-interface PhaseResult {
-  readonly requests: number;
-  readonly failures: number;
-  readonly seconds: number;
-  readonly latenciesMs: Float64Array;
+interface PhaseResult extends Sent {
   /** CPU seconds of this process (the load generator) and of the server during the phase. */
   readonly clientCpuS: number;
   readonly serverCpuS: number;
 }
 
-/** The server's user+system CPU seconds so far, from /proc (Linux); NaN elsewhere. */
-function serverCpuSeconds(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
-  } catch {
-    return NaN;
-  }
-}
-
 let serverPid: number | undefined;
 
-/**
- * Runs `connections` sockets, each with one request in flight, until `seconds` pass. Responses are
- * parsed just enough to find their end (status line, Content-Length) and check the status.
- */
+/** Runs `connections` sockets, each with one request in flight, until `seconds` pass. */
 async function runPhase(
   port: number, connections: number, seconds: number, requests: readonly Buffer[], okStatus: number,
 ): Promise<PhaseResult> {
-  const latencies: number[] = [];
-  let failures = 0;
   let sent = 0;
   const deadline = performance.now() + seconds * 1000;
   const okPrefix = `HTTP/1.1 ${okStatus}`;
-  const runConnection = (socket: Socket) => new Promise<void>((resolve, reject) => {
-    let pending: Buffer = Buffer.alloc(0);
-    let startedMs = 0;
-    const sendNext = () => {
-      if (performance.now() >= deadline || sent >= PHASE_REQUESTS_MAX) {
-        socket.end();
-        resolve();
-        return;
-      }
-      startedMs = performance.now();
-      socket.write(requests[sent++ % requests.length]!);
-    };
-    socket.on('data', (chunk: Buffer) => {
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      const headEnd = pending.indexOf('\r\n\r\n');
-      if (headEnd === -1) return;
-      const head = pending.subarray(0, headEnd).toString('latin1');
-      const length = Number(/content-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-      if (pending.length < headEnd + 4 + length) return;
-      pending = pending.subarray(headEnd + 4 + length);
-      latencies.push(performance.now() - startedMs);
-      if (!head.startsWith(okPrefix)) failures++;
-      sendNext();
-    });
-    socket.on('error', reject);
-    sendNext();
-  });
-  const sockets = await Promise.all(Array.from({ length: connections }, () => new Promise<Socket>((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => resolve(socket));
-    socket.setNoDelay(true);
-    socket.once('error', reject);
-  })));
-  const startedMs = performance.now();
+  const next = () => performance.now() >= deadline || sent >= PHASE_REQUESTS_MAX ? null : requests[sent++ % requests.length]!;
   const clientBefore = process.cpuUsage();
-  const serverBefore = serverCpuSeconds(serverPid);
-  await Promise.all(sockets.map(runConnection));
-  const elapsedS = (performance.now() - startedMs) / 1000;
+  const serverBefore = processCpuSeconds(serverPid);
+  const result = await sendAll(port, connections, next, (head) => head.startsWith(okPrefix));
   const client = process.cpuUsage(clientBefore);
-  return {
-    requests: latencies.length, failures, seconds: elapsedS, latenciesMs: Float64Array.from(latencies).sort(),
-    clientCpuS: (client.user + client.system) / 1e6, serverCpuS: serverCpuSeconds(serverPid) - serverBefore,
-  };
+  return { ...result, clientCpuS: (client.user + client.system) / 1e6, serverCpuS: processCpuSeconds(serverPid) - serverBefore };
 }
 
 function percentile(sorted: Float64Array, p: number): number {
