@@ -299,6 +299,8 @@ class Engine implements TallyEngine {
     // the spare time then, since a worker's batch costs it about half of what it costs the worker.
     if (this.ingest === null || body.length < INGEST_WORKER_BODY_BYTES_MIN || !this.ingest.idle) {
       try {
+        const fast = this.writes.appendBody(projectId, body, ctx);
+        if (fast !== null) return fast.done.then((results) => ({ collections: fast.collections, results }));
         const { events, collections } = parseBatchBody(body);
         return this.writes.append(projectId, events, ctx).then((results) => ({ collections, results }));
       } catch (error) {

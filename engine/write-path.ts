@@ -9,7 +9,8 @@ import { BytePool } from './byte-pool.js';
 import type { Enricher } from './enrich/pipeline.js';
 import { ApiError, isApiError } from './errors.js';
 import { EventPreparer, TOO_LARGE_MESSAGE, type PreparedRow } from './event-preparer.js';
-import { RANGE_FIELDS, type PackedBatch } from './ingest/batch.js';
+import { RANGE_FIELDS, preparedOf, type PackedBatch, type PreparedBatch } from './ingest/batch.js';
+import { FastBatchReader } from './ingest/fast-batch.js';
 import { BUFFER_ROWS_MAX, WAL_POOL_BYTES_MAX } from './limits.js';
 import { validateCollectionName } from './schema/collection-name.js';
 import { newLeaves, type Leaves } from './schema/flatten.js';
@@ -67,6 +68,8 @@ export class WritePath {
   private readonly preparer: EventPreparer;
   /** Encodes the leaves of calls prepared on this thread for their WAL record. */
   private readonly encoder = new LeafEncoder();
+  /** Reads batch bodies of plain events into leaves, for appendBody. */
+  private readonly reader = new FastBatchReader();
   /** Leaves of finished calls, reused. */
   private readonly freeLeaves: Leaves[] = [];
   /** WAL frames, reused once their events are in the buffers. */
@@ -124,6 +127,32 @@ export class WritePath {
     if (failure !== null) return Promise.reject(failure);
     const batch = this.batchState(time);
     decodeLeaves(packed.leaves, batch.leaves);
+    return this.appendRows(project, packed, batch, () => packed.leaves);
+  }
+
+  /**
+   * Appends a batch body on this thread when the fast reader takes it (ingest/fast-batch.ts): its
+   * events become leaves with no event objects. Null when it does not: the caller parses it.
+   */
+  appendBody(project: string, body: Uint8Array, ctx: WriteContext): { collections: [string, number][]; done: Promise<AppendResult[]> } | null {
+    const failure = this.deps.wal.failure;
+    if (failure !== null) return { collections: [], done: Promise.reject(failure) };
+    const batch = this.batchState(this.receiptTime());
+    const fast = this.reader.read(body, ctx, batch.now, batch.leaves);
+    if (fast === null) {
+      this.releaseLeaves(batch.leaves);
+      return null;
+    }
+    const count = batch.leaves.count;
+    const done = this.appendRows(project, preparedOf(fast), batch, () => this.encoder.encode(batch.leaves, count));
+    return { collections: fast.collections, done };
+  }
+
+  /**
+   * The store-side checks of prepared events and everything after them; `encoded` gives their
+   * leaves as the WAL record holds them (refused events' leaves stay in it, unreferenced).
+   */
+  private appendRows(project: string, packed: PreparedBatch, batch: BatchState, encoded: () => Uint8Array): Promise<AppendResult[]> {
     const collectionOf: string[] = [];
     for (const [collection, count] of packed.collections) for (let i = 0; i < count; i++) collectionOf.push(collection);
     const { ranges } = packed;
@@ -138,8 +167,7 @@ export class WritePath {
       };
       return this.checked(store, collectionOf[i], row, batch);
     }, batch);
-    // The record holds the worker's leaves as they are: refused events' leaves stay unreferenced.
-    return this.write(project, staged, results, batch, packed.leaves);
+    return this.write(project, staged, results, batch, staged.length === 0 ? EMPTY : encoded());
   }
 
   private batchState(time: ReceiptTime): BatchState {

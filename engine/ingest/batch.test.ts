@@ -11,6 +11,8 @@ import {
   TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NUM, TAG_STR, openEngine, type AppendResult, type BatchAppendResult, type TallyEngine,
 } from '../index.js';
 import { INGEST_WORKER_BODY_BYTES_MIN } from '../limits.js';
+import { newLeaves } from '../schema/flatten.js';
+import { FastBatchReader } from './fast-batch.js';
 
 const ctx = { ip: '8.8.8.8', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0' };
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');
@@ -142,5 +144,42 @@ t.test('a large body that is not a batch is refused with the in-thread path\'s e
     const expected = await refusal(inThread);
     t.match(expected, /^Invalid(Json|Batch)Error: /);
     t.equal(await refusal(onWorker), expected, expected!.slice(0, 60));
+  }
+});
+
+t.test('a body of plain events, read by the fast path on either thread, is stored as the general path stores it', async (t) => {
+  const general = await open(0);
+  const inThread = await open(0);
+  const onWorker = await open(1);
+  t.teardown(() => Promise.all([general.close(), inThread.close(), onWorker.close()]));
+  const project = (engine: TallyEngine) => engine.listProjects()[0]!.id;
+  const random = mulberry32(5);
+  // As text, so that it holds what JSON.stringify cannot write (-0); the general path gets JSON.parse of it.
+  const event = (i: number): string => `{"user_id":"u${Math.floor(random() * 1e6)}","price":${Math.round(random() * 1e4) / 100},` +
+    `"n":${i % 3 === 0 ? '-0' : i % 3 === 1 ? '-0.0' : i},"page":{"path":"/p/${i % 40}","empty":{},"name with space":"é😀\\n\\""},` +
+    `"tags":${i % 2 ? '["a",null,"${svc.ip}"]' : '[]'},"member":${random() < 0.5},"none":null` +
+    (i % 4 === 0 ? '}' : `,"svc":{"timestamp":"${i % 4 === 1 ? '2026-11-20T01:02:03.456Z' : '2026-11-20T01:02:03+05:30'}"}}`);
+  const text = `{"views":[${Array.from({ length: 3_000 }, (_, i) => event(i)).join(',')}],` +
+    `"clicks":[${Array.from({ length: 600 }, (_, i) => event(i)).join(',')}]}`;
+  const { views, clicks } = JSON.parse(text) as { views: object[]; clicks: object[] };
+  const body = Buffer.from(text);
+  t.ok(body.length >= INGEST_WORKER_BODY_BYTES_MIN, 'the body is large enough to go to a worker');
+  t.not(new FastBatchReader().read(body, ctx, NOW, newLeaves()), null, 'the fast path takes this body');
+  const expected = await general.appendEvents(project(general), [
+    ...views.map((event) => ({ collection: 'views', event })),
+    ...clicks.map((event) => ({ collection: 'clicks', event })),
+  ], ctx);
+  const exactValues = (engine: TallyEngine, collection: string) => Object.fromEntries(Object.entries(columnValues(engine, project(engine), collection))
+    .map(([path, values]) => [path, values.map((value) => (Object.is(value, -0) ? '-0' : value))]));
+  for (const engine of [inThread, onWorker]) {
+    const got = await engine.appendBatchBody(project(engine), Buffer.from(body), ctx);
+    t.same(summary(got), summary({ collections: [['views', 3_000], ['clicks', 600]], results: expected }), 'the same results');
+    for (const collection of ['views', 'clicks']) {
+      t.strictSame(storedRows(engine, project(engine), collection), storedRows(general, project(general), collection),
+        `${collection}: the same stored rows`);
+      t.strictSame(exactValues(engine, collection), exactValues(general, collection), `${collection}: the same column values`);
+      t.same(engine.getCollection(project(engine), collection), general.getCollection(project(general), collection),
+        `${collection}: the same schema`);
+    }
   }
 });

@@ -11,6 +11,7 @@ import { BATCH_EVENTS_MAX } from '../limits.js';
 import { markOutOfRangeNumbers } from '../schema/exact-numbers.js';
 import { newLeaves, type Leaves } from '../schema/flatten.js';
 import type { LeafEncoder } from '../schema/leaf-codec.js';
+import type { FastBatch } from './fast-batch.js';
 
 export interface ParsedBatch {
   readonly events: EventToWrite[];
@@ -62,6 +63,9 @@ export function parseBatchBody(body: Uint8Array): ParsedBatch {
 /** Int32s per event in PackedBatch.ranges. */
 export const RANGE_FIELDS = 2;
 
+/** A prepared batch's events, whose leaves are elsewhere (PackedBatch, or the reader's Leaves). */
+export type PreparedBatch = Omit<PackedBatch, 'leaves'>;
+
 /** A prepared batch as it crosses threads (postMessage); see packBatch. */
 export interface PackedBatch {
   readonly collections: [string, number][];
@@ -81,6 +85,18 @@ export interface PackedBatch {
 /** What the packed batch's typed arrays hold, to move rather than copy them to another thread. */
 export function packedTransferables(packed: PackedBatch): ArrayBuffer[] {
   return [packed.errorOf, packed.t, packed.ranges, packed.tooLarge, packed.leaves].map((array) => array.buffer as ArrayBuffer);
+}
+
+/**
+ * A batch the fast reader took (fast-batch.ts) in PreparedBatch's shape: none of its events is
+ * refused there, and none carries a uniqueness token. Its arrays are fresh, to move across threads.
+ */
+export function preparedOf(fast: FastBatch): PreparedBatch {
+  const count = fast.events;
+  return {
+    collections: fast.collections, errorOf: new Int32Array(count).fill(-1), errors: [], t: fast.t.slice(),
+    tokens: new Array<string | null>(count).fill(null), ranges: fast.ranges.slice(), tooLarge: fast.tooLarge.slice(),
+  };
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * An ingest worker: parses a batch body and prepares its events (svc fields, placeholders, add-ons,
- * leaves) with its own enricher, then hands the packed result back (ingest/batch.ts).
+ * leaves) with its own enricher, then hands the packed result back (ingest/batch.ts). A body of
+ * plain events is read straight into leaves (fast-batch.ts).
  * Jobs run one at a time, in the order they arrive.
  */
 import { parentPort, workerData } from 'node:worker_threads';
@@ -10,7 +11,8 @@ import { isApiError, type ErrorCode } from '../errors.js';
 import { EventPreparer } from '../event-preparer.js';
 import { newLeaves } from '../schema/flatten.js';
 import { LeafEncoder } from '../schema/leaf-codec.js';
-import { packBatch, packedTransferables, parseBatchBody, type PackedBatch } from './batch.js';
+import { packBatch, packedTransferables, parseBatchBody, preparedOf, type PackedBatch } from './batch.js';
+import { FastBatchReader } from './fast-batch.js';
 
 export interface IngestJob {
   readonly id: number;
@@ -29,10 +31,14 @@ const port = parentPort!;
 const preparer = new EventPreparer(await createEnricher(workerData as EnricherOptions));
 const leaves = newLeaves();
 const encoder = new LeafEncoder();
+const reader = new FastBatchReader();
 
 port.on('message', (job: IngestJob) => {
   try {
-    const packed = packBatch(preparer, encoder, parseBatchBody(job.body), job.ctx, job.now, job.nowIso, leaves);
+    const fast = reader.read(job.body, job.ctx, job.now, leaves);
+    const packed: PackedBatch = fast !== null
+      ? { ...preparedOf(fast), leaves: encoder.encode(leaves, leaves.count) }
+      : packBatch(preparer, encoder, parseBatchBody(job.body), job.ctx, job.now, job.nowIso, leaves);
     port.postMessage({ id: job.id, packed } satisfies IngestReply, packedTransferables(packed));
   } catch (error) {
     const reply: IngestReply = isApiError(error)
