@@ -9,6 +9,7 @@ import {
   Data,
   Dictionary,
   Field,
+  FixedSizeBinary,
   Float64,
   Int8,
   Int16,
@@ -138,33 +139,97 @@ export function utf8Data(bytes: Uint8Array, offsets: Int32Array, validity?: Vali
   });
 }
 
+/** Dictionaries of at least this many entries are stored sorted, and padded where that is smaller. */
+export const SORTED_DICTIONARY_ENTRIES_MIN = 256;
+/** A padded dictionary's width at most: wider values stay Utf8 (a few long ones would pad all). */
+const PADDED_WIDTH_MAX = 64;
+/** Padded bytes at most this many times Utf8's values plus offsets (zeros compress to little). */
+const PADDED_GROWTH_MAX = 1.5;
+
 /**
  * Dictionary<Int8|Int16|Int32, Utf8> of `codes` into `dict` on the selected rows; others hold code
  * 0. The codes take the narrowest signed width the dictionary's size allows (a 5-value property
- * costs a byte a row before compression, not four).
+ * costs a byte a row before compression, not four). A dictionary of SORTED_DICTIONARY_ENTRIES_MIN
+ * entries or more is stored in sorted order (neighbours share prefixes, which ZSTD finds), and as
+ * FixedSizeBinary values padded with zero bytes when that is smaller than Utf8's bytes and int32
+ * offsets (layout.ts: ENCODING_PADDED): on ids of 7-8 characters the offsets cost more after
+ * compression than the strings.
  */
 export function dictionaryData(
   codes: Codes | null,
   dict: readonly string[],
   validity: Validity,
   id: number,
-): Data<Dictionary<Utf8, Int8 | Int16 | Int32>> {
+): Data<Dictionary<Utf8 | FixedSizeBinary, Int8 | Int16 | Int32>> {
   const data = dict.length <= 0x80 ? new Int8Array(validity.rows)
     : dict.length <= 0x8000 ? new Int16Array(validity.rows) : new Int32Array(validity.rows);
   const indexType = data instanceof Int8Array ? new Int8() : data instanceof Int16Array ? new Int16() : new Int32();
+  const sorted = dict.length >= SORTED_DICTIONARY_ENTRIES_MIN ? sortedDictionary(dict) : null;
+  const remap = sorted?.remap ?? null;
   const bitmap = validity.bitmap;
   for (let row = 0; codes !== null && row < validity.rows; row++) {
-    if ((bitmap[row >>> 3] >>> (row & 7)) & 1) data[row] = codes[row];
+    if ((bitmap[row >>> 3] >>> (row & 7)) & 1) data[row] = remap === null ? codes[row] : remap[codes[row]];
   }
-  const { bytes, offsets } = encodeUtf8(dict);
+  const { bytes, offsets } = encodeUtf8(sorted?.entries ?? dict);
+  const values = (sorted === null ? null : paddedData(bytes, offsets)) ?? utf8Data(bytes, offsets);
   return makeData({
-    type: new Dictionary(new Utf8(), indexType, id),
+    type: new Dictionary(values.type, indexType, id),
     length: validity.rows,
     nullCount: validity.nullCount,
     nullBitmap: nullBitmapOf(validity),
     data,
-    dictionary: makeVector(utf8Data(bytes, offsets)),
+    dictionary: makeVector(values as Data<Utf8 | FixedSizeBinary>),
   });
+}
+
+/** `dict` in sorted order, and for each old code its new one. */
+function sortedDictionary(dict: readonly string[]): { entries: string[]; remap: Int32Array } {
+  const order = new Int32Array(dict.length);
+  for (let code = 0; code < order.length; code++) order[code] = code;
+  order.sort((a, b) => (dict[a] < dict[b] ? -1 : dict[a] > dict[b] ? 1 : 0));
+  const entries = new Array<string>(dict.length);
+  const remap = new Int32Array(dict.length);
+  for (let index = 0; index < order.length; index++) {
+    entries[index] = dict[order[index]];
+    remap[order[index]] = index;
+  }
+  return { entries, remap };
+}
+
+/**
+ * The Utf8 values `bytes`/`offsets` as FixedSizeBinary of the longest one's width, each padded
+ * with zero bytes; null when a value holds a zero byte (its padding would be ambiguous) or when
+ * padding would not pay.
+ */
+function paddedData(bytes: Uint8Array, offsets: Int32Array): Data<FixedSizeBinary> | null {
+  const count = offsets.length - 1;
+  let width = 0;
+  for (let index = 0; index < count; index++) width = Math.max(width, offsets[index + 1] - offsets[index]);
+  if (width === 0 || width > PADDED_WIDTH_MAX) return null;
+  if (width * count > PADDED_GROWTH_MAX * (bytes.length + 4 * count)) return null;
+  if (bytes.indexOf(0) >= 0) return null;
+  const padded = new Uint8Array(width * count);
+  for (let index = 0; index < count; index++) padded.set(bytes.subarray(offsets[index], offsets[index + 1]), index * width);
+  return makeData({ type: new FixedSizeBinary(width), length: count, nullCount: 0, data: padded });
+}
+
+/**
+ * Utf8 bytes and offsets of padded values (FixedSizeBinary of `width`, each value's zero bytes at
+ * its end dropped): how readers take a dictionary dictionaryData padded.
+ */
+export function unpadded(padded: Uint8Array, width: number, count: number): { bytes: Uint8Array; offsets: Int32Array } {
+  const offsets = new Int32Array(count + 1);
+  const bytes = new Uint8Array(width * count);
+  let at = 0;
+  for (let index = 0; index < count; index++) {
+    const start = index * width;
+    let end = start + width;
+    while (end > start && padded[end - 1] === 0) end--;
+    bytes.set(padded.subarray(start, end), at);
+    at += end - start;
+    offsets[index + 1] = at;
+  }
+  return { bytes: bytes.slice(0, at), offsets };
 }
 
 /** List<child> from per-row offsets into an already built child. */

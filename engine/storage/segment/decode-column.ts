@@ -19,6 +19,7 @@ import {
   type Utf8Column,
   uniformTags,
 } from '../chunk.js';
+import { unpadded } from './arrow-data.js';
 import { decodeStrings, decodeUtf8, isValid, readTimestamps } from './arrow-values.js';
 import { mainKindOf, type Role } from './layout.js';
 
@@ -158,6 +159,13 @@ function decodeField(members: Members, field: StoredField, rows: number, mark: b
  */
 function ownUtf8(data: Data): Utf8Column {
   const count = data.length;
+  if (data.valueOffsets === undefined) {
+    // FixedSizeBinary values padded with zero bytes (arrow-data.ts dictionaryData); apache-arrow's
+    // Data carries the width in its type, ipc-read.ts's in byteWidth.
+    const width = data.byteWidth ?? (data as { type?: { byteWidth?: number } }).type?.byteWidth;
+    assert(width !== undefined && width > 0, 'a dictionary without offsets is FixedSizeBinary');
+    return unpadded(data.values as Uint8Array, width, count);
+  }
   const offsets = own((data.valueOffsets as Int32Array).subarray(0, count + 1));
   return { bytes: own((data.values as Uint8Array).subarray(0, offsets[count])), offsets };
 }

@@ -3,7 +3,7 @@
  * that can hold it, then build each field's Data. Routing is a byte per row, so each field is
  * built in one tight pass over the typed arrays. Lists are the exception: a list row is a JS array.
  */
-import { Data, Field, Null, makeData } from 'apache-arrow';
+import { Data, DataType, Field, Null, makeData } from 'apache-arrow';
 import { assert } from '../../assert.js';
 import {
   numbersOf,
@@ -30,6 +30,8 @@ import {
   type Validity,
 } from './arrow-data.js';
 import {
+  ENCODING_PADDED,
+  META_ENCODING,
   META_PATH,
   META_ROLE,
   META_SCALE,
@@ -217,6 +219,7 @@ function fieldOf(name: string, path: string, role: Role, data: Data): Field {
   ]);
   const scale = scales.get(data);
   if (scale !== undefined) metadata.set(META_SCALE, String(scale));
+  if (DataType.isDictionary(data.type) && DataType.isFixedSizeBinary(data.type.dictionary)) metadata.set(META_ENCODING, ENCODING_PADDED);
   return new Field(name, data.type, true, metadata);
 }
 

@@ -6,14 +6,15 @@
  * time per segment (about 1 ms a segment before one value was read).
  *
  * It knows the types the segment layout uses (Int, FloatingPoint, Timestamp, Bool, Utf8, Binary,
- * List, Null, dictionary-encoded fields) and LZ4_FRAME or uncompressed bodies; for anything else
- * it returns null and the caller falls back to apache-arrow.
+ * FixedSizeBinary, List, Null, dictionary-encoded fields) and ZSTD, LZ4_FRAME or uncompressed
+ * bodies; for anything else it returns null and the caller falls back to apache-arrow.
  *
  *   File    => "ARROW1" pad:2 Message* Footer footerLength:i32 "ARROW1"
  *   Message => 0xFFFFFFFF metadataLength:i32 flatbuffer(Message) pad body
  *   Buffer  => (compressed body) uncompressedLength:i64 (-1: stored as is) bytes
  */
 import fs from 'node:fs';
+import { zstdDecompress } from './arrow.js';
 import { decompressFrame } from './lz4-frame.js';
 
 const MAGIC = 'ARROW1';
@@ -25,9 +26,13 @@ const TYPE_UTF8 = 5;
 const TYPE_BOOL = 6;
 const TYPE_TIMESTAMP = 10;
 const TYPE_LIST = 12;
+const TYPE_FIXED_SIZE_BINARY = 15;
 const HEADER_RECORD_BATCH = 3;
 const HEADER_DICTIONARY_BATCH = 2;
 const CODEC_LZ4_FRAME = 0;
+const CODEC_ZSTD = 1;
+/** Body compression of a batch: none, or the codec of its buffers. */
+type Codec = 'none' | 'lz4' | 'zstd';
 
 /** Read access to a flatbuffer (little-endian); positions are absolute byte offsets in `bytes`. */
 class Flat {
@@ -81,13 +86,15 @@ export interface FieldData {
   readonly valueOffsets: Int32Array | undefined;
   readonly children: FieldData[];
   readonly dictionary?: { readonly data: readonly FieldData[] } | undefined;
+  /** FixedSizeBinary: bytes a value (`values` holds length × byteWidth bytes). */
+  readonly byteWidth?: number;
 }
 
 interface TypeInfo {
   readonly kind: number;
   readonly bitWidth: number;
   readonly signed: boolean;
-  /** FloatingPoint precision: 0 half, 1 single, 2 double. */
+  /** FloatingPoint precision: 0 half, 1 single, 2 double; FixedSizeBinary: its byte width. */
   readonly precision: number;
 }
 
@@ -106,7 +113,7 @@ interface BatchHeader {
   readonly length: number;
   readonly nodes: readonly { readonly length: number; readonly nullCount: number }[];
   readonly buffers: readonly { readonly offset: number; readonly length: number }[];
-  readonly compressed: boolean;
+  readonly codec: Codec;
   readonly bodyOffset: number;
 }
 
@@ -217,6 +224,11 @@ export class IpcFile {
       const child = this.readField(batch, field.children[0], cursor, null);
       return fieldData(node.length, node.nullCount, bitmap, new Uint8Array(0), offsets, [child]);
     }
+    if (type.kind === TYPE_FIXED_SIZE_BINARY) {
+      const values = take();
+      if (values.byteLength < node.length * type.precision) throw new Error('Arrow file: values buffer too short');
+      return { ...fieldData(node.length, node.nullCount, bitmap, values, undefined, []), byteWidth: type.precision };
+    }
     return fieldData(node.length, node.nullCount, bitmap, typedValues(type, take(), node.length), undefined, []);
   }
 
@@ -225,12 +237,14 @@ export class IpcFile {
     const { offset, length } = batch.buffers[index];
     if (length === 0) return new Uint8Array(0);
     const raw = readAt(this.fd, batch.bodyOffset + offset, length);
-    if (!batch.compressed) return raw;
+    if (batch.codec === 'none') return raw;
     const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
     const uncompressed = view.getUint32(0, true) + view.getInt32(4, true) * 4294967296;
+    // Only -1 is read: apache-arrow 21's writer puts the compressed length where the format has the
+    // uncompressed one, and both frame formats carry their own.
     if (uncompressed === -1) return raw.subarray(8);
     const frame = Buffer.from(raw.buffer, raw.byteOffset + 8, raw.byteLength - 8);
-    const out = decompressFrame(frame);
+    const out = batch.codec === 'zstd' ? zstdDecompress(frame) : decompressFrame(frame);
     return out.byteOffset % 8 === 0 ? out : new Uint8Array(out);
   }
 }
@@ -281,13 +295,13 @@ function typedValues(type: TypeInfo, bytes: Uint8Array, length: number): ArrayBu
   }
 }
 
-const KNOWN = new Set([TYPE_NULL, TYPE_INT, TYPE_FLOAT, TYPE_BINARY, TYPE_UTF8, TYPE_BOOL, TYPE_TIMESTAMP, TYPE_LIST]);
+const KNOWN = new Set([TYPE_NULL, TYPE_INT, TYPE_FLOAT, TYPE_BINARY, TYPE_UTF8, TYPE_BOOL, TYPE_TIMESTAMP, TYPE_LIST, TYPE_FIXED_SIZE_BINARY]);
 
 function nodeCount(field: FieldInfo): number {
   return 1 + field.children.reduce((total, child) => total + nodeCount(child), 0);
 }
 
-/** IPC buffers of a field (Null has none; its dictionary's are in the dictionary batch). */
+/** IPC buffers of a field (Null has none; a dictionary-encoded field's values are in the dictionary batch). */
 function bufferCount(field: FieldInfo): number {
   const kind = field.dictionary !== null ? TYPE_INT : field.type.kind;
   if (kind === TYPE_NULL) return 0;
@@ -308,6 +322,7 @@ function parseMetadata(flat: Flat, vector: number): Map<string, string> {
 function parseType(flat: Flat, kind: number, table: number): TypeInfo {
   if (kind === TYPE_INT) return { kind, bitWidth: flat.scalar(table, 0, 'i32'), signed: flat.scalar(table, 1, 'u8') !== 0, precision: 0 };
   if (kind === TYPE_FLOAT) return { kind, bitWidth: 0, signed: true, precision: flat.scalar(table, 0, 'u16') };
+  if (kind === TYPE_FIXED_SIZE_BINARY) return { kind, bitWidth: 0, signed: false, precision: flat.scalar(table, 0, 'i32') };
   return { kind, bitWidth: 0, signed: false, precision: 0 };
 }
 
@@ -329,7 +344,7 @@ function parseField(flat: Flat, table: number): FieldInfo | null {
     const indexTable = flat.ref(encoding, 1);
     const index = indexTable === 0 ? { kind: TYPE_INT, bitWidth: 32, signed: true, precision: 0 } : parseType(flat, TYPE_INT, indexTable);
     dictionary = { id: flat.scalar(encoding, 0, 'i64'), index };
-    if (kind !== TYPE_UTF8 && kind !== TYPE_BINARY) return null;
+    if (kind !== TYPE_UTF8 && kind !== TYPE_BINARY && kind !== TYPE_FIXED_SIZE_BINARY) return null;
   }
   return { name: flat.string(flat.ref(table, 0)), metadata: parseMetadata(flat, flat.ref(table, 6)), type, children, dictionary };
 }
@@ -363,7 +378,9 @@ function readBatchHeader(fd: number, block: Block, kind: number): { header: Batc
     batch = flat.ref(batch, 1);
   }
   const compression = flat.ref(batch, 3);
-  if (compression !== 0 && flat.scalar(compression, 0, 'u8') !== CODEC_LZ4_FRAME) return null;
+  const codecId = compression === 0 ? -1 : flat.scalar(compression, 0, 'u8');
+  if (codecId !== -1 && codecId !== CODEC_LZ4_FRAME && codecId !== CODEC_ZSTD) return null;
+  const codec: Codec = codecId === -1 ? 'none' : codecId === CODEC_ZSTD ? 'zstd' : 'lz4';
   const nodesVector = flat.ref(batch, 1);
   const buffersVector = flat.ref(batch, 2);
   const nodes = Array.from({ length: flat.length(nodesVector) }, (_, i) => {
@@ -374,6 +391,6 @@ function readBatchHeader(fd: number, block: Block, kind: number): { header: Batc
     const at = buffersVector + 4 + 16 * i;
     return { offset: flat.i64(at), length: flat.i64(at + 8) };
   });
-  const header = { length: flat.scalar(batch, 0, 'i64'), nodes, buffers, compressed: compression !== 0, bodyOffset: block.offset + block.metaLength };
+  const header = { length: flat.scalar(batch, 0, 'i64'), nodes, buffers, codec, bodyOffset: block.offset + block.metaLength };
   return { header, id };
 }

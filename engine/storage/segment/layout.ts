@@ -1,6 +1,7 @@
 /**
  * The column layout of a segment's Arrow file, shared by writer.ts and reader.ts. The file is a
- * standard Arrow IPC file (one record batch, LZ4_FRAME body compression); what this module adds
+ * standard Arrow IPC file (one record batch, ZSTD body compression; LZ4_FRAME before 2026-11-25,
+ * still read); what this module adds
  * is the meaning of its fields, which every field states in its own metadata, so names never need
  * parsing (a property path may itself contain ':').
  *
@@ -19,6 +20,10 @@
  *
  * Compact encodings, each stated in the field's metadata so a plain Arrow reader can undo it:
  * - dictionary codes take the narrowest width the dictionary allows (Int8, Int16, Int32);
+ * - a dictionary of 256 entries or more is stored sorted, and when that is smaller its values are
+ *   FixedSizeBinary of the longest value's width, each value's UTF-8 padded with zero bytes
+ *   (tally.encoding = padded on the field; values never hold a zero byte then, so a reader drops
+ *   the zeros at each value's end);
  * - a number field whose values are all exact multiples of 10^-s in a narrow integer range is
  *   stored as Int8/Int16/Int32 of value × 10^s, with tally.scale = s;
  * - svc.timestamp, svc.created_at and _seq are stored as Int8/Int16/Int32 (the narrowest that fits) differences from the previous row
@@ -39,6 +44,7 @@ export const META_SCALE = 'tally.scale';
 export const META_ENCODING = 'tally.encoding';
 export const META_BASE = 'tally.base';
 export const ENCODING_DELTA = 'delta';
+export const ENCODING_PADDED = 'padded';
 
 /** The sidecar of segment `file` is `file + SIDECAR_SUFFIX` (footer.ts has its format). */
 export const SIDECAR_SUFFIX = '.meta';

@@ -6,8 +6,8 @@ import { tableFromIPC } from 'apache-arrow';
 import { AssertionError } from '../../assert.js';
 import { HyperLogLog } from '../../sketch/hyperloglog.js';
 import type { SchemaType } from '../chunk.js';
-import { readFooter } from './reader.js';
-import { buildChunk, type TestRow } from './test-chunk.js';
+import { readFooter, readSegment, readSegmentArrow } from './reader.js';
+import { buildChunk, valueAt, type TestRow } from './test-chunk.js';
 import { writeSegment } from './writer.js';
 
 const T0 = Date.UTC(2024, 2, 5, 14, 30);
@@ -103,4 +103,50 @@ t.test('stores a path the schema lacks by its first present type', async (t) => 
   writeSegment(file, buildChunk([{ ts: T0, props: {} }, { ts: T0, props: { x: 'a' } }]), {});
   const table = tableFromIPC(fs.readFileSync(file));
   t.equal(String(table.schema.fields.find((field) => field.name === 'x')!.type), 'Dictionary<Int8, Utf8>');
+});
+
+t.test('a large dictionary is stored sorted, padded to a fixed width when that is smaller, and reads back the same', async (t) => {
+  // ids of 2-5 characters (padded), paths of 10-200 (kept Utf8: padding to 200 would not pay),
+  // strings with a zero byte (kept Utf8), and a small dictionary (kept in first-seen order).
+  const many: TestRow[] = Array.from({ length: 3_000 }, (_, i) => ({
+    ts: T0 + i,
+    props: {
+      id: `u${(i * 7_919) % 2_000}`,
+      url: `/p/${'x'.repeat(((i * 31) % 190))}${i % 700}`,
+      nul: i % 3 === 0 ? `a\u0000${i % 400}` : `é${i % 400}`,
+      small: ['zeta', 'alpha', 'mid'][i % 3],
+      ...(i % 5 === 0 ? {} : { maybe: `m${i % 900}😀` }),
+    },
+  }));
+  const wide: Record<string, SchemaType> = { id: 'string', url: 'string', nul: 'string', small: 'string', maybe: 'string' };
+  const file = tempFile();
+  const chunk = buildChunk(many);
+  writeSegment(file, chunk, wide);
+  const table = tableFromIPC(fs.readFileSync(file));
+  const field = (name: string) => table.schema.fields.find((f) => f.name === name)!;
+  const dictionary = (name: string) => (field(name).type as unknown as { dictionary: { toString(): string } }).dictionary.toString();
+  t.equal(dictionary('id'), 'FixedSizeBinary[5]', 'short ids are padded');
+  t.equal(field('id').metadata.get('tally.encoding'), 'padded');
+  t.equal(dictionary('url'), 'Utf8', 'values of very different lengths are not');
+  t.equal(dictionary('nul'), 'Utf8', 'values with a zero byte are not');
+  t.equal(dictionary('small'), 'Utf8');
+  t.equal(field('url').metadata.get('tally.encoding'), undefined);
+  // A plain Arrow reader gets each id as its bytes followed by zeros; dropping them gives the id.
+  const ids = table.getChild('id')!;
+  const unpad = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8').replace(/\0+$/, '');
+  t.same(Array.from({ length: 5 }, (_, i) => unpad(ids.get(i) as Uint8Array)), many.slice(0, 5).map((row) => row.props.id));
+  // The stored dictionaries are sorted: neighbours share prefixes.
+  const urlDictionary = (table.getChild('url')!.data[0].dictionary!.toArray() as string[]);
+  t.same(urlDictionary, [...urlDictionary].sort(), 'the url dictionary is sorted');
+  t.same(table.getChild('small')!.data[0].dictionary!.toArray(), ['zeta', 'alpha', 'mid'], 'a small one keeps its order');
+  // Tally's own reader and apache-arrow's give back every row's value.
+  for (const read of [readSegment, readSegmentArrow]) {
+    const back = read(file);
+    for (const path of Object.keys(wide)) {
+      const column = back.columns.get(path)!;
+      const original = chunk.columns.get(path)!;
+      t.same(Array.from({ length: many.length }, (_, row) => valueAt(column, row)),
+        Array.from({ length: many.length }, (_, row) => valueAt(original, row)), `${read.name}: ${path}`);
+    }
+  }
 });
