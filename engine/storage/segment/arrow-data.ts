@@ -209,7 +209,11 @@ function paddedData(bytes: Uint8Array, offsets: Int32Array): Data<FixedSizeBinar
   if (width * count > PADDED_GROWTH_MAX * (bytes.length + 4 * count)) return null;
   if (bytes.indexOf(0) >= 0) return null;
   const padded = new Uint8Array(width * count);
-  for (let index = 0; index < count; index++) padded.set(bytes.subarray(offsets[index], offsets[index + 1]), index * width);
+  // Byte by byte: values are short, and a subarray per value would cost more than its copy.
+  for (let index = 0; index < count; index++) {
+    let to = index * width;
+    for (let from = offsets[index]; from < offsets[index + 1]; from++) padded[to++] = bytes[from];
+  }
   return makeData({ type: new FixedSizeBinary(width), length: count, nullCount: 0, data: padded });
 }
 
@@ -225,11 +229,10 @@ export function unpadded(padded: Uint8Array, width: number, count: number): { by
     const start = index * width;
     let end = start + width;
     while (end > start && padded[end - 1] === 0) end--;
-    bytes.set(padded.subarray(start, end), at);
-    at += end - start;
+    for (let from = start; from < end; from++) bytes[at++] = padded[from];
     offsets[index + 1] = at;
   }
-  return { bytes: bytes.slice(0, at), offsets };
+  return { bytes: at === bytes.length ? bytes : bytes.slice(0, at), offsets };
 }
 
 /** List<child> from per-row offsets into an already built child. */
