@@ -33,10 +33,26 @@ async function count(server: TestServer): Promise<number> {
   return response.body.result;
 }
 
+/**
+ * Text that compresses little: segments are ZSTD-compressed, and a padded note would shrink to
+ * almost nothing in a segment, so a flush would fit in the room the full WAL leaves.
+ */
+function noise(seed: number, length: number): string {
+  let state = (seed * 2654435761) >>> 0 || 1;
+  let text = '';
+  for (let i = 0; i < length; i++) {
+    state ^= state << 13; state >>>= 0;
+    state ^= state >>> 17;
+    state ^= state << 5; state >>>= 0;
+    text += String.fromCharCode(33 + (state % 94));
+  }
+  return text;
+}
+
 function batch(from: number): { fill: Record<string, unknown>[] } {
   return {
     fill: Array.from({ length: BATCH }, (_, i) => ({
-      n: from + i, note: `event ${from + i} `.padEnd(600, 'x'), nested: { a: from + i, b: [1, 2, 3] },
+      n: from + i, note: `event ${from + i} ${noise(from + i + 1, 600)}`, nested: { a: from + i, b: [1, 2, 3] },
     })),
   };
 }
