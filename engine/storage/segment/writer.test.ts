@@ -9,6 +9,7 @@ import type { SchemaType } from '../chunk.js';
 import { readFooter, readSegment, readSegmentArrow } from './reader.js';
 import { buildChunk, valueAt, type TestRow } from './test-chunk.js';
 import { writeSegment } from './writer.js';
+import { SORT_PREFIX_BYTES, encodeUtf8, prefixOrder } from './arrow-data.js';
 
 const T0 = Date.UTC(2024, 2, 5, 14, 30);
 
@@ -135,9 +136,13 @@ t.test('a large dictionary is stored sorted, padded to a fixed width when that i
   const ids = table.getChild('id')!;
   const unpad = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8').replace(/\0+$/, '');
   t.same(Array.from({ length: 5 }, (_, i) => unpad(ids.get(i) as Uint8Array)), many.slice(0, 5).map((row) => row.props.id));
-  // The stored dictionaries are sorted: neighbours share prefixes.
+  // The stored dictionaries are sorted by their first 16 bytes (ties keep their order): neighbours share prefixes.
   const urlDictionary = (table.getChild('url')!.data[0].dictionary!.toArray() as string[]);
-  t.same(urlDictionary, [...urlDictionary].sort(), 'the url dictionary is sorted');
+  const prefixes = urlDictionary.map((url) => url.slice(0, 16));
+  t.same(prefixes, [...prefixes].sort(), 'the url dictionary is sorted by its first 16 bytes');
+  t.ok(new Set(prefixes).size > 1 && new Set(urlDictionary).size === urlDictionary.length, 'with many prefixes and each url once');
+  const idDictionary = Array.from(table.getChild('id')!.data[0].dictionary!, (bytes) => unpad(bytes as Uint8Array));
+  t.same(idDictionary, [...idDictionary].sort(), 'the id dictionary is sorted');
   t.same(table.getChild('small')!.data[0].dictionary!.toArray(), ['zeta', 'alpha', 'mid'], 'a small one keeps its order');
   // Tally's own reader and apache-arrow's give back every row's value.
   for (const read of [readSegment, readSegmentArrow]) {
@@ -149,4 +154,18 @@ t.test('a large dictionary is stored sorted, padded to a fixed width when that i
         Array.from({ length: many.length }, (_, row) => valueAt(original, row)), `${read.name}: ${path}`);
     }
   }
+});
+
+t.test('prefixOrder orders values by their first 16 UTF-8 bytes, shorter first, ties in their given order', async (t) => {
+  let state = 7;
+  const random = (n: number) => ((state = (state * 1_103_515_245 + 12_345) >>> 0) % n);
+  const alphabet = ['a', 'b', 'z', 'é', '😀', '0', '~'];
+  const values = Array.from({ length: 2_000 }, (_, i) => i % 50 === 0 ? ''
+    : i % 7 === 0 ? `${'same-prefix-0123'}${i}` // 16 equal bytes, then different: ties
+    : Array.from({ length: 1 + random(20) }, () => alphabet[random(alphabet.length)]).join(''));
+  const { bytes, offsets } = encodeUtf8(values);
+  const got = Array.from(prefixOrder(bytes, offsets));
+  const prefix = (i: number) => Buffer.from(values[i], 'utf8').subarray(0, SORT_PREFIX_BYTES);
+  const want = values.map((_, i) => i).sort((a, b) => Buffer.compare(prefix(a), prefix(b)) || a - b);
+  t.same(got, want);
 });
