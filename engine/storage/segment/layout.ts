@@ -20,7 +20,8 @@
  *
  * Compact encodings, each stated in the field's metadata so a plain Arrow reader can undo it:
  * - dictionary codes take the narrowest width the dictionary allows (Int8, Int16, Int32);
- * - a dictionary of 256 entries or more is stored sorted, and when that is smaller its values are
+ * - a dictionary of 256 entries or more is stored sorted (by its values' first 16 UTF-8 bytes, ties
+ *   in first-seen order), and when that is smaller its values are
  *   FixedSizeBinary of the longest value's width, each value's UTF-8 padded with zero bytes
  *   (tally.encoding = padded on the field; values never hold a zero byte then, so a reader drops
  *   the zeros at each value's end);
