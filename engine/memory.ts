@@ -12,6 +12,8 @@
  * next flush, then only on disk and, while a query or a consumer reads them, in these caches.
  */
 import os from 'node:os';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 
 const MIB = 1024 * 1024;
 /** The smallest budget that still lets a flush and one decoded segment fit. */
@@ -62,4 +64,32 @@ export function parseBytes(text: string): number {
   if (match === null) return NaN;
   const power = ' kmgt'.indexOf(match[2].toLowerCase() || ' ');
   return Math.floor(Number(match[1]) * 1024 ** power);
+}
+
+let fullCollection: (() => void) | null | undefined;
+
+/**
+ * A full garbage collection of this thread's heap, now: for the moments the engine knows a large
+ * amount of memory just became garbage and nothing will soon allocate enough to make V8 collect
+ * it (engine.ts, when writes stop). Node gives no such call without --expose-gc, so the flag is
+ * set at first use and the collector taken from a new context (V8 installs `gc` in contexts
+ * created after the flag). Does nothing when that is not possible.
+ */
+export function collectGarbage(): void {
+  if (fullCollection === undefined) {
+    fullCollection = null;
+    const existing = (globalThis as { gc?: () => void }).gc;
+    if (typeof existing === 'function') {
+      fullCollection = existing;
+    } else {
+      try {
+        v8.setFlagsFromString('--expose-gc');
+        const collector: unknown = vm.runInNewContext('gc');
+        if (typeof collector === 'function') fullCollection = collector as () => void;
+      } catch {
+        // No collector: V8 collects in its own time.
+      }
+    }
+  }
+  fullCollection?.();
 }

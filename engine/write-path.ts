@@ -243,6 +243,7 @@ export class WritePath {
 
   /** Counts `work` as in flight until it settles: settled() waits for it. */
   track(work: Promise<unknown>): void {
+    this.lastWriteMs = performance.now();
     this.inFlight.add(work);
     const forget = () => this.inFlight.delete(work);
     work.then(forget, forget);
@@ -256,6 +257,9 @@ export class WritePath {
   get busy(): boolean {
     return this.inFlight.size > 0;
   }
+
+  /** When the last append was started (performance.now()); -Infinity before the first. */
+  lastWriteMs = -Infinity;
 
   /** Resolves once every append started before this call has been applied or has failed. */
   async settled(): Promise<void> {

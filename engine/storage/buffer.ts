@@ -250,11 +250,15 @@ export class WriteBuffer {
     return this;
   }
 
-  /** Lets an empty buffer's memory go: a collection that went quiet keeps no busy hour's arrays. */
-  trim(): void {
-    if (this.count === 0 && this.capacity > INITIAL_ROWS) {
-      this.reset(true);
-    }
+  /**
+   * Lets an empty buffer's memory go: a collection that went quiet keeps no busy hour's arrays.
+   * Returns the rows of capacity it let go (0 when there were none to let go).
+   */
+  trim(): number {
+    if (this.count !== 0 || this.capacity <= INITIAL_ROWS) return 0;
+    const rows = this.capacity;
+    this.reset(true);
+    return rows;
   }
 
   /** Empties the buffer; its memory is kept for the next rows unless `release`. */
