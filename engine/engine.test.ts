@@ -178,6 +178,31 @@ t.test('compaction merges a partition\'s small segments and keeps every row and 
   await reopened.close();
 });
 
+t.test('once writes stop, a load\'s worth of buffered rows is flushed without waiting for the flush timer', async (t) => {
+  const dir = tempDir();
+  const engine = await open(dir); // flush timer: an hour
+  const project = engine.listProjects()[0].id;
+  const total = 70_000;
+  for (let from = 0; from < total; from += 5_000) {
+    const events = Array.from({ length: 5_000 }, (_, i) => ({ collection: 'load', event: { n: from + i, id: `u${(from + i) % 977}` } }));
+    await engine.appendEvents(project, events, ctx);
+  }
+  t.ok(engine.stats().bufferRows > 0, 'the rows are buffered at first');
+  const deadline = Date.now() + 30_000;
+  while (engine.stats().bufferRows > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  t.equal(engine.stats().bufferRows, 0, 'the buffers were flushed once writes stopped');
+  t.ok(engine.scanSource(project, 'load', 0, 8.64e15).segments.length > 0, 'into segments');
+  const small = await engine.appendEvents(project, [{ collection: 'load', event: { n: total } }], ctx);
+  t.ok(small[0].ok);
+  await new Promise((resolve) => setTimeout(resolve, 2_500));
+  t.equal(engine.stats().bufferRows, 1, 'a trickle of events waits for the flush timer');
+  const ns = rowsOf(engine, project, 'load').map((r) => JSON.parse(r).n as number).sort((a, b) => a - b);
+  t.equal(ns.length, total + 1);
+  t.equal(ns[total], total);
+  t.ok(ns.every((n, i) => n === i), 'every row once');
+  await engine.close();
+});
+
 t.test('a segment a reader listed stays on disk through compaction until the reader is done', async (t) => {
   const dir = tempDir();
   const engine = await open(dir);
