@@ -90,6 +90,11 @@ export interface EngineOptions {
   /** How often buffered rows are flushed to segments; default FLUSH_INTERVAL_MS. */
   readonly flushIntervalMs?: number;
   /**
+   * Buffered rows (all collections) past which writes wait for a flush; default twice the rows at
+   * which a flush is asked for (250,000), so only a flush held up behind a merge makes writes wait.
+   */
+  readonly writeBacklogRows?: number;
+  /**
    * Worker threads that parse and prepare large batch bodies; default: one per core but one. 0 prepares
    * every batch on the thread that serves writes.
    */
@@ -97,8 +102,8 @@ export interface EngineOptions {
   /** Worker threads for queries; default: one per core. 0 runs queries in-process. */
   readonly queryWorkers?: number;
   /**
-   * Bytes for caches and write buffers (engine/memory.ts splits them); default: a sixteenth of the
-   * machine's memory, between 256 MiB and 4 GiB.
+   * Bytes for caches and write buffers (engine/memory.ts splits them); default: a thirty-second of
+   * the machine's memory, between 256 MiB and 2 GiB.
    */
   readonly memoryBudgetBytes?: number;
   /** Whether to fsync the WAL before acknowledging (default true). Only benchmarks turn it off. */
@@ -120,6 +125,8 @@ export interface EngineStats {
   readonly walRecoveries: number;
   /** Flushes or compactions that failed (retried on the next flush). */
   readonly flushFailures: number;
+  /** Writes that waited for a flush because the write buffers were full (a flush behind a merge). */
+  readonly writesHeldBack: number;
   /** Queries executing and waiting for a slot (K running, Q waiting). */
   readonly queriesRunning: number;
   readonly queriesWaiting: number;

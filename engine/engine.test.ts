@@ -203,6 +203,31 @@ t.test('once writes stop, a load\'s worth of buffered rows is flushed without wa
   await engine.close();
 });
 
+t.test('writes wait for a flush while the buffers hold the backlog limit; every row lands once', async (t) => {
+  const dir = tempDir();
+  const engine = await openEngine({ dataDir: dir, queryWorkers: 0, flushIntervalMs: 3_600_000, writeBacklogRows: 1_000 });
+  const project = engine.listProjects()[0].id;
+  const batch = 2_500;
+  const batches = 12;
+  const pending: Promise<unknown>[] = [];
+  let bufferedMax = 0;
+  for (let b = 0; b < batches; b++) {
+    const events = Array.from({ length: batch }, (_, i) => ({ collection: 'fast', event: { n: b * batch + i, s: `s${i % 101}` } }));
+    pending.push(engine.appendEvents(project, events, ctx));
+    await new Promise((resolve) => setTimeout(resolve, 5)); // acknowledged rows reach the buffers
+    bufferedMax = Math.max(bufferedMax, engine.stats().bufferRows);
+  }
+  const results = await Promise.all(pending) as { ok: boolean }[][];
+  t.ok(results.every((rows) => rows.every((row) => row.ok)), 'every event acknowledged');
+  t.ok(engine.stats().writesHeldBack > 0, `writes were held back (${engine.stats().writesHeldBack})`);
+  // Without the limit all 30,000 rows would wait in the buffers for the hourly flush.
+  t.ok(bufferedMax < (batch * batches) / 2, `the buffers stayed near the limit (at most ${bufferedMax} rows seen)`);
+  const ns = rowsOf(engine, project, 'fast').map((r) => JSON.parse(r).n as number).sort((a, b) => a - b);
+  t.equal(ns.length, batch * batches);
+  t.ok(ns.every((n, i) => n === i), 'every row once');
+  await engine.close();
+});
+
 t.test('a segment a reader listed stays on disk through compaction until the reader is done', async (t) => {
   const dir = tempDir();
   const engine = await open(dir);

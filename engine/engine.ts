@@ -19,7 +19,7 @@ import { collectionIdKey } from './ids.js';
 import { parseBatchBody } from './ingest/batch.js';
 import { IngestPool } from './ingest/pool.js';
 import {
-  COLLECTIONS_LISTED_MAX, COMPACTION_QUERY_IDLE_MS, FLUSH_INTERVAL_MS, INGEST_WORKER_BODY_BYTES_MIN,
+  BUFFER_ROWS_MAX, COLLECTIONS_LISTED_MAX, COMPACTION_QUERY_IDLE_MS, FLUSH_INTERVAL_MS, INGEST_WORKER_BODY_BYTES_MIN,
 } from './limits.js';
 import { ProjectStore } from './projects.js';
 import { QueryService } from './query/service.js';
@@ -139,6 +139,7 @@ class Engine implements TallyEngine {
     const ingest = ingestWorkers > 0 ? new IngestPool(ingestWorkers, { geoipDbPath: options.geoipDbPath, databaseFiles: sharedDatabaseFiles() }) : null;
     engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0, ingest, memory, logger);
     engine.createdFresh = projects.created;
+    engine.writeBacklogRows = options.writeBacklogRows ?? WRITE_BACKLOG_ROWS;
     engine.recover(replay);
     engine.extractions = new ExtractionJobs({
       dataDir, clock, queries, source: (project, collection, start, end) => engine.scanSource(project, collection, start, end),
@@ -239,8 +240,13 @@ class Engine implements TallyEngine {
   private flushErrorLoggedAt = -Infinity;
   flushFailures = 0;
 
+  /** The last flush failed (reportFlushError); the next one that writes its segments clears it. */
+  private flushFailing = false;
+
   private readonly reportFlushError = (error: unknown): void => {
     this.flushFailures++;
+    this.flushFailing = true;
+    this.wakeWriters();
     const now = Date.now();
     if (now - this.flushErrorLoggedAt < 60_000) return;
     this.flushErrorLoggedAt = now;
@@ -290,7 +296,36 @@ class Engine implements TallyEngine {
     if (!this.projects.get(projectId)) {
       return Promise.reject(new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`));
     }
+    const room = this.roomForWrites();
+    if (room !== null) return room.then(() => this.appendEvents(projectId, events, ctx, options));
     return this.writes.append(projectId, events, ctx, options?.atomic ?? false);
+  }
+
+  private writesHeldBack = 0;
+  private writeBacklogRows = WRITE_BACKLOG_ROWS;
+  /** Writes waiting for room in the write buffers (roomForWrites), woken after each flush. */
+  private readonly roomWaiters: (() => void)[] = [];
+
+  /**
+   * Null when the write buffers have room; otherwise a flush is asked for and the promise resolves
+   * after it, and the caller tries again. The buffers fill past BUFFER_ROWS_MAX only while a flush
+   * waits behind a merge on the segment worker; without this a load kept writing into them and the
+   * write thread's memory grew by the merge's duration times the ingest rate (bench/scale, 50M
+   * events: its heap and arrays reached 1.1 GB). Writes are not held back while flushes fail (a
+   * full disk): they would only retry a failing flush.
+   */
+  private roomForWrites(): Promise<void> | null {
+    if (this.flushFailing || this.closed) return null;
+    let rows = 0;
+    for (const store of this.stores.values()) rows += store.buffer.rows;
+    if (rows < this.writeBacklogRows) return null;
+    this.writesHeldBack++;
+    void this.flush().catch(this.reportFlushError);
+    return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  private wakeWriters(): void {
+    for (const wake of this.roomWaiters.splice(0)) wake();
   }
 
   appendBatchBody(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult> {
@@ -298,6 +333,8 @@ class Engine implements TallyEngine {
     if (!this.projects.get(projectId)) {
       return Promise.reject(new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`));
     }
+    const room = this.roomForWrites();
+    if (room !== null) return room.then(() => this.appendBatchBody(projectId, body, ctx));
     // With every worker busy, this thread prepares the batch itself rather than queue it: it has
     // the spare time then, since a worker's batch costs it about half of what it costs the worker.
     if (this.ingest === null || body.length < INGEST_WORKER_BODY_BYTES_MIN || !this.ingest.idle) {
@@ -528,6 +565,7 @@ class Engine implements TallyEngine {
     return {
       eventsAccepted: this.writes.accepted, eventsRefused: this.writes.refused, eventsFailed: this.writes.failed,
       walFailures: this.wal.stats.failures, walRecoveries: this.wal.stats.recoveries, flushFailures: this.flushFailures,
+      writesHeldBack: this.writesHeldBack,
       queriesRunning: queries.running, queriesWaiting: queries.waiting,
       bufferRows, segments, segmentRows, segmentBytes, compactionBacklog,
       memoryBudgetBytes: this.memory.budgetBytes,
@@ -555,6 +593,7 @@ class Engine implements TallyEngine {
       } while (this.flushWanted);
     })().finally(() => {
       this.flushing = null;
+      this.wakeWriters();
     });
     return this.flushing;
   }
@@ -565,6 +604,15 @@ class Engine implements TallyEngine {
    * manifest, and only then deletes the closed WAL files. Then one compaction step, if any is due.
    */
   private async flushNow(): Promise<void> {
+    await this.flushBuffers();
+    // After flushBuffers has returned, so that nothing of its frame (the flushed chunks'
+    // dictionaries) is still reachable when the collection runs.
+    this.releaseQuietBuffers();
+    await this.compactStep();
+    if (!this.closed) await this.deletes.rewriteStep();
+  }
+
+  private async flushBuffers(): Promise<void> {
     const busy = this.writes.busy || [...this.stores.values()].some((store) => store.buffer.rows > 0);
     if (busy) {
       const closedIndex = await this.wal.rotate();
@@ -577,11 +625,10 @@ class Engine implements TallyEngine {
         this.segmentPool.run({ op: 'write', chunk: plan.chunk, parts: plan.parts, schema: plan.schema })));
       plans.forEach(({ store, plan }, i) => store.finishFlush(plan, footers[i]));
       this.commitManifest();
+      this.flushFailing = false;
+      this.wakeWriters();
       await this.wal.removeUpTo(closedIndex);
     }
-    this.releaseQuietBuffers();
-    await this.compactStep();
-    if (!this.closed) await this.deletes.rewriteStep();
   }
 
   /**
@@ -668,6 +715,11 @@ class Engine implements TallyEngine {
  * collection when writes stop: ~20 MB of arrays and strings; a trickle of events costs none.
  */
 const QUIET_COLLECT_ROWS = 65_536;
+/**
+ * Buffered rows (all collections) past which writes wait for a flush: twice the rows at which a
+ * flush is asked for (BUFFER_ROWS_MAX), so only a flush held up behind a merge makes writes wait.
+ */
+const WRITE_BACKLOG_ROWS = 2 * BUFFER_ROWS_MAX;
 /** Writes have stopped when none started for this long (and none is in flight). */
 const WRITE_QUIET_MS = 1_000;
 

@@ -98,8 +98,9 @@ t.test('budget sizes: flag syntax, the default and the split', async (t) => {
   t.equal(parseBytes('1.5GiB'), 1.5 * 1024 ** 3);
   t.equal(parseBytes('4096'), 4096);
   t.ok(Number.isNaN(parseBytes('lots')));
-  t.equal(defaultMemoryBudget(24 * 1024 ** 3), 1.5 * 1024 ** 3);
+  t.equal(defaultMemoryBudget(24 * 1024 ** 3), 768 * 1024 ** 2);
   t.equal(defaultMemoryBudget(1024 ** 3), 256 * 1024 ** 2);
+  t.equal(defaultMemoryBudget(256 * 1024 ** 3), 2 * 1024 ** 3);
   const plan = planMemory(1024 ** 3, 2);
   t.ok(2 * (plan.chunkCacheBytes + plan.footerCacheBytes) + plan.bufferBytes + plan.logCacheBytes <= 1024 ** 3);
 });

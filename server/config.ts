@@ -63,7 +63,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'geoip-db', arg: 'FILE', help: 'MaxMind-format City database for svc:ip_to_geo' },
   { name: 'query-workers', arg: 'N', help: 'query worker threads (default one per core; 0 = inline)' },
   { name: 'ingest-workers', arg: 'N', help: 'threads that parse large batch bodies (default one per core but one; 0 = inline)' },
-  { name: 'memory-budget', arg: 'BYTES', help: 'bytes for caches and write buffers, e.g. 1g (default: 1/16 of RAM, 256m-4g)' },
+  { name: 'memory-budget', arg: 'BYTES', help: 'bytes for caches and write buffers, e.g. 1g (default: 1/32 of RAM, 256m-2g)' },
   { name: 'log-level', arg: 'LEVEL', help: 'debug (adds a line per request), info (default), warn or error' },
   { name: 'no-fsync', help: 'acknowledge writes before fsync (benchmarks only; unsafe)' },
   { name: 'help', help: 'print this help and exit' },
