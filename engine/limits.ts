@@ -70,9 +70,10 @@ export const COMPACTION_QUERY_IDLE_MS = 2_000;
  * Rows of a compacted segment; bounds the memory and the duration of one compaction. A merge runs
  * on the segment worker, where the next flush waits for it while the write buffers fill: at 2M
  * rows, a 50M-event load merged 555,000-row days for seconds at a time, and the write thread's
- * buffers and heap grew to 1.1 GB meanwhile (bench/scale; 10M events fit a day in one merge either way).
+ * buffers and heap grew to 1.1 GB meanwhile (bench/scale; 10M events, 111,000 a day, fit a day
+ * in one merge either way). The segment worker's own peak grows with it too (~140 MB at 500,000).
  */
-export const SEGMENT_ROWS_MAX = 500_000;
+export const SEGMENT_ROWS_MAX = 250_000;
 /** HyperLogLog precision: 2^14 registers, ~0.8% standard error, 16 KiB per column per segment. */
 export const HLL_PRECISION = 14;
 
