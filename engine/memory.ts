@@ -79,7 +79,8 @@ let fullCollection: (() => void) | null | undefined;
  * amount of memory just became garbage and nothing will soon allocate enough to make V8 collect
  * it (engine.ts, when writes stop). Node gives no such call without --expose-gc, so the flag is
  * set at first use and the collector taken from a new context (V8 installs `gc` in contexts
- * created after the flag). Does nothing when that is not possible.
+ * created after the flag; an embedding process's later vm contexts see a `gc` global too). Does
+ * nothing when that is not possible.
  */
 export function collectGarbage(): void {
   if (fullCollection === undefined) {
