@@ -12,3 +12,19 @@ export function mulberry32(seed: number): () => number {
     return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/**
+ * Deterministic bytes for compression codec tests (xorshift32): `text` compresses somewhat (a
+ * four-letter alphabet), `noise` not at all, `run` is one repeated byte (RLE blocks).
+ */
+export function codecBytes(length: number, kind: 'text' | 'noise' | 'run'): Buffer {
+  const out = Buffer.alloc(length);
+  let state = 2463534242;
+  for (let index = 0; index < length; index++) {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    out[index] = kind === 'run' ? 7 : kind === 'text' ? 97 + ((state >>> 0) % 4) : state & 0xff;
+  }
+  return out;
+}

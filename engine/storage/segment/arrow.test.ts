@@ -1,19 +1,7 @@
 import t from 'tap';
 import { compress as wasmCompress } from '@bokuweb/zstd-wasm';
+import { codecBytes as bytes } from '../../../test/helpers/random.js';
 import { frameContentBound, zstdCompress, zstdDecompress } from './arrow.js';
-
-/** Deterministic bytes that compress somewhat (a small alphabet), not at all (xorshift) or to RLE blocks. */
-function bytes(length: number, kind: 'text' | 'noise' | 'run'): Buffer {
-  const out = Buffer.alloc(length);
-  let state = 2463534242;
-  for (let index = 0; index < length; index++) {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    out[index] = kind === 'run' ? 7 : kind === 'text' ? 97 + ((state >>> 0) % 4) : state & 0xff;
-  }
-  return out;
-}
 
 t.test('decodes what the segment writer encodes: empty, small, multi-block, incompressible, runs', async (t) => {
   for (const length of [0, 1, 100, 131_072, 131_073, 1_000_000, 4 * 1024 * 1024 + 17]) {
@@ -62,4 +50,25 @@ t.test('a compressed block lies about its content: an error, never bytes past th
       t.ok(error instanceof Error, `offset ${offset}: refused`);
     }
   }
+});
+
+t.test('a header that claims more than the WebAssembly decoder should take goes to the native decoder', async (t) => {
+  // A frame of empty compressed blocks: each would count 128 KB towards the bound.
+  const header = Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58]); // magic, descriptor, window 64 MB
+  const empty = Buffer.from([(2 << 1) | 0, 0, 0]);
+  const last = Buffer.from([(2 << 1) | 1, 0, 0]);
+  const frame = Buffer.concat([header, ...Array.from({ length: 3_000 }, () => empty), last]);
+  t.equal(frameContentBound(frame), -1, 'empty compressed blocks are not read as 128 KB each');
+  t.equal(zstdDecompress(frame).byteLength, 0, 'the native decoder reads them as the empty blocks they are');
+  // Blocks that are valid but claim a huge bound: RLE blocks of 128 KB - 1 each, 2,100 of them (~275 MB).
+  const rle = (lastBlock: boolean) => {
+    const size = 128 * 1024 - 1;
+    const word = (size << 3) | (1 << 1) | (lastBlock ? 1 : 0);
+    return Buffer.from([word & 0xff, (word >> 8) & 0xff, (word >> 16) & 0xff, 0x61]);
+  };
+  const big = Buffer.concat([header, ...Array.from({ length: 2_099 }, () => rle(false)), rle(true)]);
+  t.ok(frameContentBound(big) > 256 * 1024 * 1024, 'the bound is past the WebAssembly limit');
+  const output = zstdDecompress(big);
+  t.equal(output.byteLength, 2_100 * (128 * 1024 - 1), 'decoded by the native binding');
+  t.equal(output[output.byteLength - 1], 0x61);
 });

@@ -38,11 +38,12 @@ await initWasmZstd();
  * works in its own memory, reused from frame to frame, and returns one copy: 330-350 MB/s
  * against the binding's 480-610 on those frames, with RSS flat. It needs room for the content
  * up front, and the binding's frames do not state their content size: frameContentBound reads it
- * off the block headers. A frame it cannot read that way goes to the binding.
+ * off the block headers. A frame it cannot read that way, or whose bound is past
+ * WASM_CONTENT_MAX, goes to the binding.
  */
 export function zstdDecompress(frame: Uint8Array): Uint8Array {
   const bound = frameContentBound(frame);
-  if (bound >= 0) return wasmDecompress(frame, { defaultHeapSize: Math.max(1, bound) });
+  if (bound >= 0 && bound <= WASM_CONTENT_MAX) return wasmDecompress(frame, { defaultHeapSize: Math.max(1, bound) });
   const native = decoder.decodeSync(asBuffer(frame));
   const out = new Uint8Array(native.byteLength);
   out.set(native);
@@ -51,6 +52,12 @@ export function zstdDecompress(frame: Uint8Array): Uint8Array {
 
 const ZSTD_MAGIC = 0xfd2fb528;
 const BLOCK_CONTENT_MAX = 128 * 1024;
+/**
+ * Bounds past this go to the native decoder: the WebAssembly build's malloc returns 0 when its
+ * memory cannot grow, and decoding there would write over its own heap. A segment's largest
+ * buffer is a few MB (250,000 rows of 8 bytes); a damaged or foreign header can claim far more.
+ */
+const WASM_CONTENT_MAX = 256 * 1024 * 1024;
 const FCS_BYTES = [0, 2, 4, 8];
 const DICTIONARY_ID_BYTES = [0, 1, 2, 4];
 
@@ -78,6 +85,7 @@ export function frameContentBound(frame: Uint8Array): number {
     const type = (header >> 1) & 3;
     const size = header >>> 3;
     if (type === 3) return -1; // reserved
+    if (type === 2 && size < 2) return -1; // a compressed block holds at least its literals header
     bound += type === 2 ? BLOCK_CONTENT_MAX : size;
     at += type === 1 ? 1 : size;
     if ((header & 1) !== 0) break;

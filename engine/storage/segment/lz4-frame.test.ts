@@ -1,18 +1,10 @@
 import t from 'tap';
 import { compressFrameSync } from 'lz4-napi';
+import { codecBytes } from '../../../test/helpers/random.js';
 import { decompressFrame } from './lz4-frame.js';
 
-/** Deterministic bytes that compress somewhat (a small alphabet) or not at all (xorshift). */
 function bytes(length: number, compressible: boolean): Buffer {
-  const out = Buffer.alloc(length);
-  let state = 2463534242;
-  for (let index = 0; index < length; index++) {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    out[index] = compressible ? 97 + ((state >>> 0) % 4) : state & 0xff;
-  }
-  return out;
+  return codecBytes(length, compressible ? 'text' : 'noise');
 }
 
 t.test('decodes what lz4-napi encodes: small, multi-block and incompressible', async (t) => {
