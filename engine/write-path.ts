@@ -14,8 +14,9 @@ import { FastBatchReader } from './ingest/fast-batch.js';
 import { BUFFER_ROWS_MAX, WAL_POOL_BYTES_MAX } from './limits.js';
 import { validateCollectionName } from './schema/collection-name.js';
 import { newLeaves, type Leaves } from './schema/flatten.js';
-import { LeafEncoder, decodeLeaves } from './schema/leaf-codec.js';
+import { LeafEncoder, leavesOfView, viewLeaves, type LeafView } from './schema/leaf-codec.js';
 import { formatTimestamp } from './schema/timestamp.js';
+import { newViewCache, type ViewCache } from './storage/buffer.js';
 import type { CollectionStore } from './storage/collection.js';
 import type { Wal } from './wal/wal.js';
 import { RECORD_HEADER_BYTES, frameInPlace } from './wal/record.js';
@@ -27,6 +28,15 @@ interface BatchState {
   readonly nowIso: string;
   readonly stores: Map<string, CollectionStore>;
   readonly leaves: Leaves;
+  /**
+   * A prepared batch's leaves read in place: its events are checked against each store's schema
+   * once for the batch (SchemaDictionary.fits) and applied with no JS value per leaf. `leaves`
+   * holds them too only once a store's schema needs the per-event checks (materialized).
+   */
+  view: LeafView | null;
+  materialized: boolean;
+  /** Per store: whether the view's paths fit its schema all at once. */
+  readonly fits: Map<CollectionStore, boolean>;
 }
 
 /** An event that passed validation; its leaves are leaves[from, to); `s` is set on commit. */
@@ -68,8 +78,8 @@ export class WritePath {
   private readonly preparer: EventPreparer;
   /** Encodes the leaves of calls prepared on this thread for their WAL record. */
   private readonly encoder = new LeafEncoder();
-  /** Reads batch bodies of plain events into leaves, for appendBody. */
-  private readonly reader = new FastBatchReader();
+  /** Reads batch bodies into leaves without event objects, for appendBody. */
+  private readonly reader: FastBatchReader;
   /** Leaves of finished calls, reused. */
   private readonly freeLeaves: Leaves[] = [];
   /** WAL frames, reused once their events are in the buffers. */
@@ -86,6 +96,7 @@ export class WritePath {
 
   constructor(private readonly deps: WritePathDeps) {
     this.preparer = new EventPreparer(deps.enricher);
+    this.reader = new FastBatchReader(deps.enricher);
   }
 
   /** The receipt time of a call starting now. */
@@ -126,7 +137,7 @@ export class WritePath {
     const failure = this.deps.wal.failure;
     if (failure !== null) return Promise.reject(failure);
     const batch = this.batchState(time);
-    decodeLeaves(packed.leaves, batch.leaves);
+    batch.view = viewLeaves(packed.leaves);
     return this.appendRows(project, packed, batch, () => packed.leaves);
   }
 
@@ -143,8 +154,10 @@ export class WritePath {
       this.releaseLeaves(batch.leaves);
       return null;
     }
-    const count = batch.leaves.count;
-    const done = this.appendRows(project, preparedOf(fast), batch, () => this.encoder.encode(batch.leaves, count));
+    const encoded = this.encoder.encode(batch.leaves, batch.leaves.count);
+    batch.view = viewLeaves(encoded);
+    batch.materialized = true;
+    const done = this.appendRows(project, preparedOf(fast), batch, () => encoded);
     return { collections: fast.collections, done };
   }
 
@@ -167,14 +180,45 @@ export class WritePath {
       };
       return this.checked(store, collectionOf[i], row, batch);
     }, batch);
+    if (batch.view !== null) this.observeView(batch.view, staged, batch);
     return this.write(project, staged, results, batch, staged.length === 0 ? EMPTY : encoded());
+  }
+
+  /** The schema observations checked() left for the batch: of the staged events, store by store. */
+  private observeView(view: LeafView, staged: readonly Staged[], batch: BatchState): void {
+    for (const [store, fits] of batch.fits) {
+      if (!fits) continue;
+      const from: number[] = [];
+      const to: number[] = [];
+      for (const event of staged) {
+        if (event.store !== store) continue;
+        from.push(event.from);
+        to.push(event.to);
+      }
+      store.schema.observeView(view, from, to, from.length);
+    }
+  }
+
+  /** Whether the batch's events are checked against `store`'s schema once for all (see BatchState.view). */
+  private fitsAtOnce(store: CollectionStore, batch: BatchState): boolean {
+    if (batch.view === null) return false;
+    let fits = batch.fits.get(store);
+    if (fits === undefined) {
+      fits = store.schema.fits(batch.view.paths);
+      batch.fits.set(store, fits);
+      if (!fits && !batch.materialized) {
+        leavesOfView(batch.view, batch.leaves);
+        batch.materialized = true;
+      }
+    }
+    return fits;
   }
 
   private batchState(time: ReceiptTime): BatchState {
     const leaves = this.freeLeaves.pop() ?? newLeaves();
     leaves.start = 0;
     leaves.count = 0;
-    return { now: time.now, nowIso: time.nowIso, stores: new Map(), leaves };
+    return { now: time.now, nowIso: time.nowIso, stores: new Map(), leaves, view: null, materialized: false, fits: new Map() };
   }
 
   /**
@@ -197,13 +241,13 @@ export class WritePath {
         refused = true;
         validated[i] = null;
       }
-      if (!atomic && validated[i]) results[i] = this.commit(validated[i]!, staged, batch.now);
+      if (!atomic && validated[i]) results[i] = this.commit(validated[i]!, staged, batch);
     }
     if (refused && atomic) this.refused += count;
     else for (let i = 0; i < count; i++) validated[i] ? this.accepted++ : this.refused++;
     if (atomic) {
       for (let i = 0; i < count; i++) {
-        if (validated[i]) results[i] = refused ? NOT_STORED : this.commit(validated[i]!, staged, batch.now);
+        if (validated[i]) results[i] = refused ? NOT_STORED : this.commit(validated[i]!, staged, batch);
       }
     }
     return results;
@@ -226,7 +270,7 @@ export class WritePath {
       this.releaseLeaves(leaves);
     };
     const done = this.deps.wal.appendFrame(frame).then(() => {
-      this.applyAll(project, staged, leaves);
+      this.applyAll(project, staged, batch);
       release();
       return results;
     }, (error: unknown) => {
@@ -280,9 +324,11 @@ export class WritePath {
   /** The store-side checks of a prepared event: its leaves against the schema, then its size. */
   private checked(store: CollectionStore, collection: string, row: PreparedRow, batch: BatchState): Validated {
     const leaves = batch.leaves;
-    leaves.start = row.from;
-    leaves.count = row.to;
-    store.schema.check(leaves);
+    if (!this.fitsAtOnce(store, batch)) {
+      leaves.start = row.from;
+      leaves.count = row.to;
+      store.schema.check(leaves);
+    }
     if (row.tooLarge) throw new ApiError('InvalidEventError', TOO_LARGE_MESSAGE);
     return { store, leaves, from: row.from, to: row.to, c: collection, s: -1, t: row.t, a: batch.now, k: row.k };
   }
@@ -291,30 +337,40 @@ export class WritePath {
    * Makes a validated event part of its collection: schema, token, log offset. A token seen
    * within the window drops the event silently (the result looks stored, with the offset -1).
    */
-  private commit(event: Validated, staged: Staged[], now: number): AppendResult {
+  private commit(event: Validated, staged: Staged[], batch: BatchState): AppendResult {
     const store = event.store;
+    const now = batch.now;
     if (event.k !== null) {
       if (store.tokens.has(event.k, now)) return DUPLICATE;
       store.tokens.add(event.k, now, false);
     }
-    const leaves = event.leaves;
-    leaves.start = event.from;
-    const end = leaves.count;
-    leaves.count = event.to;
-    store.schema.observe(leaves);
-    leaves.count = end;
+    if (!this.fitsAtOnce(store, batch)) { // else observeView, after the batch
+      const leaves = event.leaves;
+      leaves.start = event.from;
+      const end = leaves.count;
+      leaves.count = event.to;
+      store.schema.observe(leaves);
+      leaves.count = end;
+    }
     event.s = store.nextSeq++;
     staged.push(event);
     return { ok: true, offset: event.s };
   }
 
   /** Adds durable events to their buffers: their leaves become columns. */
-  private applyAll(project: string, staged: readonly Staged[], leaves: Leaves): void {
+  private applyAll(project: string, staged: readonly Staged[], batch: BatchState): void {
+    const { leaves, view } = batch;
     const touched = new Set<CollectionStore>();
+    let caches: Map<CollectionStore, ViewCache> | null = null;
     for (let i = 0; i < staged.length; i++) {
       const event = staged[i];
       const store = event.store;
-      store.apply(event.s, event.t, event.a, leaves, event.from, event.to);
+      if (view !== null) {
+        caches ??= new Map();
+        let cache = caches.get(store);
+        if (cache === undefined) caches.set(store, cache = newViewCache(view));
+        store.applyView(event.s, event.t, event.a, view, event.from, event.to, cache);
+      } else store.apply(event.s, event.t, event.a, leaves, event.from, event.to);
       if (event.k !== null) store.tokens.add(event.k, event.a, true);
       touched.add(store);
     }

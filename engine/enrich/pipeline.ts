@@ -44,6 +44,14 @@ export interface Enricher {
    * may list results there instead (cleared first): they belong after the event's last property.
    */
   apply(event: Record<string, unknown>, receivedAtMs: number, appended?: Appended): void;
+  /** The input keys of the add-on called `name`, in the order its values are given; undefined: no such add-on. */
+  inputKeys(name: string): readonly string[] | undefined;
+  /**
+   * The result of add-on `name` (inputKeys gives a name) for input values read from an event: the
+   * fragment apply would use, from the cache when it is there. For readers that find the inputs
+   * without an event object (ingest/fast-batch.ts).
+   */
+  result(name: string, values: readonly unknown[]): Fragment;
   /** Drops the databases and caches; apply must not be called afterwards. */
   close(): void;
 }
@@ -80,10 +88,23 @@ export async function createEnricher(opts: EnricherOptions): Promise<Enricher> {
       applyAddons(context, event, svc.addons, receivedAtMs, appended ?? null);
       if (appended !== undefined && appended.count < 0) appended.count = 0;
     },
+    inputKeys(name) {
+      return cached.get(name)?.addon.inputKeys;
+    },
+    result(name, values) {
+      const addon = cached.get(name);
+      assert(addon !== undefined && context !== null, 'Enricher.result takes a known add-on, before close()');
+      return result(addon, values);
+    },
     close() {
       context = null;
     },
   };
+}
+
+/** Whether `name` can be a new last property of an event that does not have it (not an array index). */
+export function appendableName(name: string): boolean {
+  return !INDEX_LIKE.test(name);
 }
 
 /** An add-on and its results by input. */

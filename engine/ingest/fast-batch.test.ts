@@ -17,7 +17,10 @@ const ctx = { ip: '203.0.113.9', userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Tal
 const NOW = Date.parse('2026-11-25T10:00:00.000Z');
 const NOW_ISO = new Date(NOW).toISOString();
 /** The fast path never takes add-ons, so the general path needs none to be compared with it. */
-const preparer = new EventPreparer({ apply: () => undefined, close: () => undefined });
+const preparer = new EventPreparer({
+  apply: () => undefined, close: () => undefined, inputKeys: () => undefined,
+  result: () => { throw new Error('no add-ons here'); },
+});
 const encoder = new LeafEncoder();
 
 interface Outcome {

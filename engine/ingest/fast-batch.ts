@@ -12,12 +12,15 @@
  */
 import { leavesBytes } from '../event-preparer.js';
 import type { WriteContext } from '../api.js';
+import { appendLeaves, newAppended } from '../enrich/fragment.js';
+import type { Enricher } from '../enrich/pipeline.js';
 import {
   BATCH_EVENTS_MAX, EVENT_BYTES_MAX, EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX, NUMBER_MIN,
   PROPERTY_NAME_CHARS_MAX, STRING_VALUE_CHARS_MAX,
 } from '../limits.js';
-import type { Leaves } from '../schema/flatten.js';
-import { parseCanonicalBytes, parseTimestamp } from '../schema/timestamp.js';
+import { PathJoiner, type Leaves } from '../schema/flatten.js';
+import { formatTimestamp, parseCanonicalBytes, parseTimestamp } from '../schema/timestamp.js';
+import { TIMESTAMP_INPUT, planAddons, type AddonPlan } from './addon-plan.js';
 
 /** A batch read by prepareBatchFast: its events' leaves are in the Leaves it was given. */
 export interface FastBatch {
@@ -74,6 +77,10 @@ interface PathSlot {
 const PATH_SLOTS = 4_096;
 
 const TIMESTAMP = 'timestamp';
+const ADDONS = 'addons';
+const ADDONS_LEAF = 'svc.addons.'; // structural (flatten.ts): the list's JSON text
+/** Add-on lists kept planned (addon-plan.ts), newest first: a body's events repeat one or two. */
+const PLANS_KEPT = 4;
 const NO_BYTES = new Uint8Array(0);
 const NO_TEXT = Buffer.alloc(0);
 
@@ -90,6 +97,22 @@ export class FastBatchReader {
   private readonly keys: string[] = [];
   /** A placeholder was replaced in the event being read: its size no longer follows from its span. */
   private replaced = false;
+  /** The add-on plan of the event being read, or null. */
+  private plan: AddonPlan | null = null;
+  /** Lists planned lately, as sent, with their plans (null: the general path reads it). */
+  private readonly plans: { bytes: Buffer; plan: AddonPlan | null }[] = [];
+  private readonly appended = newAppended();
+  private readonly joiner = new PathJoiner();
+  private readonly inputs: unknown[] = [];
+  /** The last svc.timestamp formatted for an add-on input, and its ms. */
+  private stampMs = NaN;
+  private stamp = '';
+
+  /**
+   * With an enricher, events whose `svc.addons` list has a plan are read too: add-ons run on the
+   * values read and their cached results' leaves are appended, as the general path appends them.
+   */
+  constructor(private readonly enricher: Pick<Enricher, 'inputKeys' | 'result'> | null = null) {}
 
   /** The body's events as leaves appended to `leaves` (from 0), or null: take the general path. */
   read(body: Uint8Array, ctx: WriteContext, now: number, leaves: Leaves): FastBatch | null {
@@ -142,10 +165,11 @@ export class FastBatchReader {
             const start = this.at;
             const from = this.leaves.count;
             this.replaced = false;
+            this.plan = null;
             t[events] = this.event(now);
             ranges[2 * events] = from;
             ranges[2 * events + 1] = this.leaves.count;
-            if ((this.replaced || this.at - start > SMALL_EVENT_BYTES) &&
+            if ((this.replaced || this.plan !== null || this.at - start > SMALL_EVENT_BYTES) &&
               leavesBytes(this.leaves, from, this.leaves.count) > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES) tooLarge[events] = 1;
             events++;
             count++;
@@ -201,21 +225,131 @@ export class FastBatchReader {
         break;
       }
     }
+    if (this.plan !== null && this.plan.steps.length > 0) this.enrich(this.plan, keysFrom, t);
     this.keys.length = keysFrom;
     return t;
   }
 
-  /** `svc` as the fast path takes it: {} or {"timestamp": text or null}. */
+  /**
+   * `svc` as the fast path takes it: {}, or a `timestamp` (text or null) and, with an enricher, an
+   * `addons` list that has a plan, each at most once and in either order.
+   */
   private svc(now: number): number {
     this.expect(OPEN_OBJECT);
+    let t = now;
+    let timestamp = false;
     if (this.peek() === CLOSE_OBJECT) {
       this.at++;
-      return now;
+      return t;
     }
-    const keyStart = this.nameStart();
-    const keyEnd = this.nameEnd(keyStart);
-    if (!sameAscii(TIMESTAMP, this.bytes, keyStart, keyEnd)) throw BAIL;
-    this.expect(COLON);
+    for (;;) {
+      const keyStart = this.nameStart();
+      const keyEnd = this.nameEnd(keyStart);
+      this.expect(COLON);
+      if (!timestamp && sameAscii(TIMESTAMP, this.bytes, keyStart, keyEnd)) {
+        timestamp = true;
+        t = this.timestamp(now);
+      } else if (this.plan === null && this.enricher !== null && sameAscii(ADDONS, this.bytes, keyStart, keyEnd)) {
+        this.plan = this.addons();
+        const leaves = this.leaves;
+        leaves.paths[leaves.count] = ADDONS_LEAF;
+        leaves.values[leaves.count] = this.plan.text;
+        leaves.count++;
+      } else throw BAIL;
+      if (this.peek() === COMMA) this.at++;
+      else {
+        this.expect(CLOSE_OBJECT);
+        return t;
+      }
+    }
+  }
+
+  /** The add-on list at `at`, planned, from the plans kept when it is there. */
+  private addons(): AddonPlan {
+    if (this.peek() !== OPEN_LIST) throw BAIL;
+    const start = this.at;
+    const text = this.text;
+    for (const kept of this.plans) {
+      const end = start + kept.bytes.length;
+      if (end <= text.length && kept.bytes.compare(text, start, end) === 0) {
+        if (kept.plan === null) throw BAIL;
+        this.at = end;
+        return kept.plan;
+      }
+    }
+    this.skipValue();
+    const plan = planAddons(text.toString('utf8', start, this.at), this.enricher!);
+    if (this.plans.length === PLANS_KEPT) this.plans.pop();
+    this.plans.unshift({ bytes: Buffer.from(text.subarray(start, this.at)), plan });
+    if (plan === null) throw BAIL;
+    return plan;
+  }
+
+  /**
+   * Runs the plan's add-ons on the event just read (its top-level names are keys[keysFrom..]) and
+   * appends their results' leaves, as EventPreparer does with the general path's Appended.
+   */
+  private enrich(plan: AddonPlan, keysFrom: number, t: number): void {
+    const leaves = this.leaves;
+    const from = leaves.start;
+    const own = leaves.count;
+    const appended = this.appended;
+    const inputs = this.inputs;
+    appended.count = 0;
+    for (const step of plan.steps) {
+      for (let i = keysFrom; i < this.keys.length; i++) if (this.keys[i] === step.output) throw BAIL;
+      inputs.length = step.inputs.length;
+      for (let k = 0; k < step.inputs.length; k++) {
+        const path = step.inputs[k];
+        if (path === TIMESTAMP_INPUT) {
+          inputs[k] = this.timestampText(t);
+          continue;
+        }
+        let at = from;
+        while (at < own && leaves.paths[at] !== path) at++;
+        if (at === own || Array.isArray(leaves.values[at])) throw BAIL;
+        inputs[k] = leaves.values[at];
+      }
+      appended.names[appended.count] = step.output;
+      appended.fragments[appended.count++] = this.enricher!.result(step.name, inputs);
+    }
+    appendLeaves(appended, leaves, this.joiner);
+    leaves.start = from;
+  }
+
+  /** svc.timestamp's text as prepare.ts gives it to add-ons. */
+  private timestampText(t: number): string {
+    if (t !== this.stampMs) {
+      this.stampMs = t;
+      this.stamp = formatTimestamp(t);
+    }
+    return this.stamp;
+  }
+
+  /** A JSON value from `at` (its first byte), skipped; whether it is valid JSON is for its reader. */
+  private skipValue(): void {
+    const bytes = this.bytes;
+    let at = this.at;
+    let depth = 0;
+    for (;;) {
+      const byte = bytes[at];
+      if (byte === undefined) throw BAIL;
+      if (byte === QUOTE) {
+        at++;
+        while (bytes[at] !== QUOTE) {
+          if (bytes[at] === undefined) throw BAIL;
+          at += bytes[at] === BACKSLASH ? 2 : 1;
+        }
+      } else if (byte === OPEN_LIST || byte === OPEN_OBJECT) depth++;
+      else if (byte === CLOSE_LIST || byte === CLOSE_OBJECT) depth--;
+      at++;
+      if (depth <= 0) break;
+    }
+    this.at = at;
+  }
+
+  /** svc.timestamp's value: text or null. */
+  private timestamp(now: number): number {
     let t = now;
     const first = this.peek();
     if (first === QUOTE) {
@@ -227,7 +361,6 @@ export class FastBatchReader {
       if (Number.isNaN(t)) throw BAIL;
     } else if (first === 0x6e) this.literal('null');
     else throw BAIL;
-    this.expect(CLOSE_OBJECT);
     return t;
   }
 

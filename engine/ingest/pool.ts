@@ -22,7 +22,7 @@ export class IngestPool {
 
   /** True when some worker has no job: a batch sent now starts at once. */
   get idle(): boolean {
-    return this.workers.some((worker) => worker.pending === 0);
+    return this.workers.some((worker) => worker.pending < 2);
   }
 
   /** Parses and prepares a batch body on a worker. The body's memory is moved there when it can be. */

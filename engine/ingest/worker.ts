@@ -28,10 +28,11 @@ export type IngestReply =
   | { readonly id: number; readonly failure: string };
 
 const port = parentPort!;
-const preparer = new EventPreparer(await createEnricher(workerData as EnricherOptions));
+const enricher = await createEnricher(workerData as EnricherOptions);
+const preparer = new EventPreparer(enricher);
 const leaves = newLeaves();
 const encoder = new LeafEncoder();
-const reader = new FastBatchReader();
+const reader = new FastBatchReader(enricher);
 
 port.on('message', (job: IngestJob) => {
   try {

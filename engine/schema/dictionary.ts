@@ -7,6 +7,7 @@ import { ApiError } from '../errors.js';
 import { COLLECTION_PROPERTIES_MAX } from '../limits.js';
 import type { SchemaType } from '../storage/chunk.js';
 import { isStructuralPath, type Leaves } from './flatten.js';
+import { KIND_FALSE, KIND_LIST, KIND_NULL, KIND_NUM, KIND_STR, KIND_TRUE, type LeafView } from './leaf-codec.js';
 
 const GEO_PATH = 'svc.location.coordinates';
 /** Paths every stored event has; listed in the schema, not counted against the limit. */
@@ -23,6 +24,19 @@ export function leafType(path: string, value: unknown): SchemaType {
     case 'number': return 'num';
     case 'boolean': return 'bool';
     default: return 'string';
+  }
+}
+
+/** leafType of a leaf with this kind (leaf-codec.ts). */
+function kindType(path: string, kind: number): SchemaType {
+  switch (kind) {
+    case KIND_NUM: return 'num';
+    case KIND_TRUE:
+    case KIND_FALSE: return 'bool';
+    case KIND_STR: return 'string';
+    case KIND_LIST: return path === GEO_PATH ? 'geo' : 'list';
+    case KIND_NULL:
+    default: return 'null';
   }
 }
 
@@ -52,6 +66,42 @@ export class SchemaDictionary {
       throw new ApiError('TooManyPropertiesError',
         `A collection may have at most ${COLLECTION_PROPERTIES_MAX} properties; this event would bring it to ` +
         `${this.types.size + added}. Dynamically named properties are the usual cause.`);
+    }
+  }
+
+  /**
+   * Whether events whose paths are all among `paths` pass check() in any number and order: the
+   * new ones among them fit all at once.
+   */
+  fits(paths: readonly string[]): boolean {
+    let added = 0;
+    for (const path of paths) if (!this.types.has(path) && !isStructuralPath(path)) added++;
+    return added === 0 || this.types.size + added <= COLLECTION_PROPERTIES_MAX;
+  }
+
+  /**
+   * observe() of the view's leaves [from[e], to[e]) for each event e in order, with no per-leaf
+   * work when every path of the view already has a type.
+   */
+  observeView(view: LeafView, from: ArrayLike<number>, to: ArrayLike<number>, events: number): void {
+    const paths = view.paths;
+    let open: Uint8Array | null = null;
+    for (let p = 0; p < paths.length; p++) {
+      const known = this.types.get(paths[p]);
+      if ((known !== undefined && known !== 'null') || isStructuralPath(paths[p])) continue;
+      (open ??= new Uint8Array(paths.length))[p] = 1;
+    }
+    if (open === null) return;
+    const { pathOf, kinds } = view;
+    for (let e = 0; e < events; e++) {
+      for (let i = from[e]; i < to[e]; i++) {
+        const p = pathOf[i];
+        if (open[p] === 0) continue;
+        const path = paths[p];
+        const type = kindType(path, kinds[i]);
+        if (type !== 'null') open[p] = 0;
+        if (type !== 'null' || !this.types.has(path)) this.types.set(path, type);
+      }
     }
   }
 

@@ -5,6 +5,7 @@
  */
 import { assert } from '../assert.js';
 import type { Leaves } from '../schema/flatten.js';
+import { KIND_FALSE, KIND_LIST, KIND_NUM, KIND_STR, KIND_TRUE, type LeafView } from '../schema/leaf-codec.js';
 import {
   TAG_BOOL, TAG_LIST, TAG_NULL, TAG_NUM, TAG_STR,
   type Column, type ColumnChunk, type Primitive, type Tag,
@@ -112,6 +113,35 @@ class ColumnBuilder {
     }
   }
 
+  /** Sets a row from leaf `i` of a view; a string's code comes from `codes` when this column set it. */
+  setLeaf(row: number, view: LeafView, i: number, column: number, codes: ViewCodes): void {
+    const kind = view.kinds[i];
+    if (kind === KIND_STR) {
+      const ref = view.refs[i];
+      let code: number;
+      if (codes.column[ref] === column && this.strings + 1 !== UNIQUE_CHECK_ROWS) {
+        code = codes.code[ref];
+        this.strings++; // as code() counts it; the uniqueness check itself stays with code()
+      } else {
+        code = this.code(view.strings[ref]);
+        codes.column[ref] = column;
+        codes.code[ref] = code;
+      }
+      (this.str ??= this.newStr())[row] = code;
+      this.tags[row] = TAG_STR;
+    } else if (kind === KIND_NUM) {
+      (this.num ??= this.newNum())[row] = view.nums[view.refs[i]];
+      this.tags[row] = TAG_NUM;
+    } else if (kind === KIND_TRUE || kind === KIND_FALSE) {
+      (this.num ??= this.newNum())[row] = kind === KIND_TRUE ? 1 : 0;
+      this.tags[row] = TAG_BOOL;
+    } else if (kind === KIND_LIST) {
+      this.set(row, JSON.parse(view.strings[view.refs[i]]));
+    } else {
+      this.tags[row] = TAG_NULL;
+    }
+  }
+
   private code(value: string): number {
     if (this.repeats) {
       this.dict.push(value);
@@ -132,6 +162,23 @@ class ColumnBuilder {
     return code;
   }
 
+  /** Takes rows [0, rows) of a snapshot of this column as its own, on an empty column. */
+  take(column: Column, rows: number): void {
+    this.tags.set(column.tags.subarray(0, rows));
+    if (column.num !== null) (this.num ??= this.newNum()).set(column.num.subarray(0, rows));
+    if (column.str !== null && column.dict !== null) {
+      const str = (this.str ??= this.newStr());
+      const codes = new Int32Array(column.dict.length).fill(-1);
+      for (let row = 0; row < rows; row++) {
+        if (column.tags[row] !== TAG_STR) continue;
+        const code = column.str[row];
+        if (codes[code] === -1) codes[code] = this.code(column.dict[code]);
+        str[row] = codes[code];
+      }
+    }
+    if (column.lists !== null) this.lists = column.lists.slice(0, rows) as (Primitive[] | null)[];
+  }
+
   /** A copy of rows [from, to). */
   snapshot(from: number, to: number): Column {
     let lists: (Primitive[] | null)[] | null = null;
@@ -149,6 +196,25 @@ class ColumnBuilder {
       ...(this.repeats && { repeats: true }),
     };
   }
+}
+
+/** Per string of a view: the column (path index) that last coded it, and that code. */
+interface ViewCodes {
+  readonly column: Int32Array;
+  readonly code: Int32Array;
+}
+
+/** What appendView finds once per batch, for one buffer and one view. */
+export interface ViewCache {
+  readonly columns: (ColumnBuilder | undefined)[];
+  readonly codes: ViewCodes;
+}
+
+export function newViewCache(view: LeafView): ViewCache {
+  return {
+    columns: new Array<ColumnBuilder | undefined>(view.paths.length),
+    codes: { column: new Int32Array(view.strings.length).fill(-1), code: new Int32Array(view.strings.length) },
+  };
 }
 
 /** Snapshot versions are unique across buffers, so a worker never confuses two collections' rows. */
@@ -205,6 +271,30 @@ export class WriteBuffer {
     this.cached = null;
   }
 
+  /**
+   * Appends one row whose leaves are the view's [from, to). `cache` is this buffer's for this view:
+   * the columns of the view's paths and its strings' codes, found once for the whole batch.
+   */
+  appendView(tsMs: number, createdAtMs: number, seq: number, view: LeafView, from: number, to: number, cache: ViewCache): void {
+    assert(this.count === 0 || seq > this.seq[this.count - 1], 'buffer rows arrive in log order');
+    if (this.count === this.capacity) this.grow(this.capacity * 2);
+    const row = this.count;
+    this.ts[row] = tsMs;
+    this.createdAt[row] = createdAtMs;
+    this.seq[row] = seq;
+    const { pathOf } = view;
+    const columns = cache.columns;
+    for (let i = from; i < to; i++) {
+      const p = pathOf[i];
+      const column = columns[p] ?? (columns[p] = this.columns.get(view.paths[p]) ?? this.addColumn(view.paths[p]));
+      column.setLeaf(row, view, i, p, cache.codes);
+    }
+    this.count++;
+    if (tsMs < this.tsMin) this.tsMin = tsMs;
+    if (tsMs > this.tsMax) this.tsMax = tsMs;
+    this.cached = null;
+  }
+
   private addColumn(path: string): ColumnBuilder {
     let column = this.spare.get(path);
     if (column === undefined) {
@@ -235,18 +325,21 @@ export class WriteBuffer {
     const chunk = count >= this.count ? null : this.copyRows(count);
     this.reset(false);
     if (chunk === null) return this;
-    const leaves: Leaves = { paths: [], values: [], start: 0, count: 0 };
-    const columns = [...chunk.columns.values()];
-    for (let row = 0; row < chunk.rows; row++) {
-      leaves.count = 0;
-      for (const column of columns) {
-        const tag = column.tags[row];
-        if (tag === 0) continue;
-        leaves.paths[leaves.count] = column.path;
-        leaves.values[leaves.count++] = valueAt(column, row);
-      }
-      this.append(chunk.ts[row], chunk.createdAt[row], chunk.seq[row], leaves, 0, leaves.count);
+    const rows = chunk.rows;
+    let capacity = this.capacity;
+    while (capacity < rows) capacity *= 2;
+    if (capacity !== this.capacity) this.grow(capacity);
+    this.ts.set(chunk.ts);
+    this.createdAt.set(chunk.createdAt);
+    this.seq.set(chunk.seq);
+    for (let row = 0; row < rows; row++) {
+      if (chunk.ts[row] < this.tsMin) this.tsMin = chunk.ts[row];
+      if (chunk.ts[row] > this.tsMax) this.tsMax = chunk.ts[row];
     }
+    for (const column of chunk.columns.values()) {
+      if (column.tags.some((tag) => tag !== 0)) this.addColumn(column.path).take(column, rows);
+    }
+    this.count = rows;
     return this;
   }
 
@@ -316,16 +409,6 @@ export class WriteBuffer {
       seq: this.seq.slice(from, to),
       columns,
     };
-  }
-}
-
-function valueAt(column: Column, row: number): unknown {
-  switch (column.tags[row]) {
-    case TAG_NUM: return column.num![row];
-    case TAG_BOOL: return column.num![row] === 1;
-    case TAG_STR: return column.dict![column.str![row]];
-    case TAG_LIST: return column.lists![row];
-    default: return null;
   }
 }
 

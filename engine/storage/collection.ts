@@ -10,7 +10,8 @@ import { collectionIdKey } from '../ids.js';
 import { PARTITION_QUIET_MS, PARTITION_SEGMENTS_MAX, SEGMENT_ROWS_MAX } from '../limits.js';
 import { SchemaDictionary } from '../schema/dictionary.js';
 import type { Leaves } from '../schema/flatten.js';
-import { WriteBuffer } from './buffer.js';
+import type { LeafView } from '../schema/leaf-codec.js';
+import { WriteBuffer, type ViewCache } from './buffer.js';
 import type { ColumnChunk, SchemaType, ScanSource, SegmentFooter, SegmentRef } from './chunk.js';
 import type { ManifestCollection, ManifestSegment } from './manifest.js';
 import { partitionIndex, partitionKey } from './partition.js';
@@ -79,6 +80,12 @@ export class CollectionStore {
   apply(seq: number, tsMs: number, createdAtMs: number, leaves: Leaves, from: number, to: number): void {
     assert(seq >= this.flushedSeq, 'only unflushed rows enter the buffer');
     this.buffer.append(tsMs, createdAtMs, seq, leaves, from, to);
+  }
+
+  /** apply() for a row whose leaves are a view's [from, to); `cache` is the buffer's for the view (buffer.ts). */
+  applyView(seq: number, tsMs: number, createdAtMs: number, view: LeafView, from: number, to: number, cache: ViewCache): void {
+    assert(seq >= this.flushedSeq, 'only unflushed rows enter the buffer');
+    this.buffer.appendView(tsMs, createdAtMs, seq, view, from, to, cache);
   }
 
   scanSource(startMs: number, endMs: number): ScanSource {

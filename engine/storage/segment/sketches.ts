@@ -105,12 +105,26 @@ export function sketchColumn(column: Column, rows: number): HyperLogLog {
   for (let code = 0; dictHashes !== null && code < dict!.length; code++) {
     dictHashes[code] = hashString(dict![code], SEED_STR);
   }
+  // Adding a hash again changes nothing, so a run of one value (a batch's add-on results, a
+  // sorted column) costs a comparison a row, not a hash and an add.
+  let lastTag = -1;
+  let lastNum = NaN;
+  let lastCode = -1;
   for (let row = 0; row < rows; row++) {
     const tag = tags[row];
-    if (tag === TAG_NUM) sketch.add(hashNumber(num![row], SEED_NUM));
-    else if (tag === TAG_STR) sketch.add(dictHashes![str![row]]);
-    else if (tag === TAG_BOOL) sketch.add(hashNumber(num![row] !== 0 ? 1 : 0, SEED_BOOL));
-    else if (tag === TAG_LIST) sketch.add(hashString(JSON.stringify(lists![row]), SEED_LIST));
+    if (tag === TAG_NUM || tag === TAG_BOOL) {
+      const value = num![row];
+      if (tag === lastTag && value === lastNum) continue;
+      lastTag = tag;
+      lastNum = value;
+      sketch.add(tag === TAG_NUM ? hashNumber(value, SEED_NUM) : hashNumber(value !== 0 ? 1 : 0, SEED_BOOL));
+    } else if (tag === TAG_STR) {
+      const code = str![row];
+      if (tag === lastTag && code === lastCode) continue;
+      lastTag = tag;
+      lastCode = code;
+      sketch.add(dictHashes![code]);
+    } else if (tag === TAG_LIST) sketch.add(hashString(JSON.stringify(lists![row]), SEED_LIST));
   }
   return sketch;
 }
