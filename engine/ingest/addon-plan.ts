@@ -24,6 +24,9 @@ export interface AddonStep {
   readonly inputs: readonly string[];
   /** A top-level name. */
   readonly output: string;
+  /** The reader's scratch: the input values of the event at hand, and where each input was last found. */
+  readonly values: unknown[];
+  readonly offsets: Int32Array;
 }
 
 export interface AddonPlan {
@@ -64,7 +67,7 @@ export function planAddons(text: string, enricher: Pick<Enricher, 'inputKeys'>):
     // An input that reads an earlier output goes the general way: the event's own leaves lack it.
     if (inputs.some((input) => outputs.has(input.split('.')[0]))) return null;
     outputs.add(name);
-    steps.push({ name: entry.name, inputs, output: name });
+    steps.push({ name: entry.name, inputs, output: name, values: new Array<unknown>(inputs.length), offsets: new Int32Array(inputs.length) });
   }
   return { text, steps };
 }

@@ -2,13 +2,15 @@
  * The fast batch reader against the general path (parseBatchBody → EventPreparer → flatten): on
  * every body it takes, the same collections, timestamps, sizes and leaves; every body the general
  * path refuses or reads in its own way, it leaves alone; and no mutation of a body makes it take
- * text that is not JSON.
+ * text that is not JSON. Events with `svc.addons` are compared with the real enricher (bundled data).
  */
 import t, { type Test } from 'tap';
 import { mulberry32 } from '../../test/helpers/random.js';
-import { EventPreparer } from '../event-preparer.js';
+import { createEnricher } from '../enrich/pipeline.js';
+import { EventPreparer, leavesBytes } from '../event-preparer.js';
 import { isApiError } from '../errors.js';
-import { newLeaves, type Leaves } from '../schema/flatten.js';
+import { ADDONS_PER_EVENT_MAX, EVENT_BYTES_MAX } from '../limits.js';
+import { flattenEvent, newLeaves, type Leaves } from '../schema/flatten.js';
 import { LeafEncoder } from '../schema/leaf-codec.js';
 import { packBatch, parseBatchBody } from './batch.js';
 import { FastBatchReader, type FastBatch } from './fast-batch.js';
@@ -16,7 +18,7 @@ import { FastBatchReader, type FastBatch } from './fast-batch.js';
 const ctx = { ip: '203.0.113.9', userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Tally-test' };
 const NOW = Date.parse('2026-11-25T10:00:00.000Z');
 const NOW_ISO = new Date(NOW).toISOString();
-/** The fast path never takes add-ons, so the general path needs none to be compared with it. */
+/** A reader without an enricher never takes add-ons, so its general path needs none to be compared with it. */
 const preparer = new EventPreparer({
   apply: () => undefined, close: () => undefined, inputKeys: () => undefined,
   result: () => { throw new Error('no add-ons here'); },
@@ -32,8 +34,14 @@ interface Outcome {
   values: unknown[];
 }
 
+/** The two ways under test: the general path's preparer and the fast reader. */
+interface Pair {
+  readonly preparer: EventPreparer;
+  readonly reader: FastBatchReader;
+}
+
 /** What the general path makes of `body`, or the error it refuses the body or an event with. */
-function general(body: Uint8Array): Outcome | string {
+function general(body: Uint8Array, pair: Pair = plainPair): Outcome | string {
   let batch;
   try {
     batch = parseBatchBody(body);
@@ -42,7 +50,7 @@ function general(body: Uint8Array): Outcome | string {
     throw error;
   }
   const leaves = newLeaves();
-  const packed = packBatch(preparer, encoder, batch, ctx, NOW, NOW_ISO, leaves);
+  const packed = packBatch(pair.preparer, encoder, batch, ctx, NOW, NOW_ISO, leaves);
   const refused = packed.errorOf.findIndex((index) => index !== -1);
   if (refused !== -1) return `event ${refused}: ${packed.errors[packed.errorOf[refused]].message}`;
   if (packed.tokens.some((token) => token !== null)) return 'a token';
@@ -64,18 +72,19 @@ function exact(value: unknown): unknown {
 }
 
 const reader = new FastBatchReader();
+const plainPair: Pair = { preparer, reader };
 const fastLeaves = newLeaves();
 
-function fast(body: Uint8Array): Outcome | null {
-  const read: FastBatch | null = reader.read(body, ctx, NOW, fastLeaves);
+function fast(body: Uint8Array, pair: Pair = plainPair): Outcome | null {
+  const read: FastBatch | null = pair.reader.read(body, ctx, NOW, fastLeaves);
   return read === null ? null : outcome(read.collections, read.t, read.ranges, read.tooLarge, fastLeaves);
 }
 
 /** Checks the fast path on `body`: same outcome, or none. Returns whether it took the body. */
-function agree(t: Test, body: Uint8Array, what: string): boolean {
-  const got = fast(body);
+function agree(t: Test, body: Uint8Array, what: string, pair: Pair = plainPair): boolean {
+  const got = fast(body, pair);
   if (got === null) return false;
-  const expected = general(body);
+  const expected = general(body, pair);
   if (typeof expected === 'string') {
     t.fail(`${what}: the fast path took a body the general path refuses (${expected.slice(0, 120)})`);
     return true;
@@ -243,4 +252,471 @@ t.test('no mutation of a body makes the fast path take what the general path doe
     }
   }
   t.ok(taken > 100 && taken < mutations, `${taken} of ${mutations} mutated bodies were still plain batches and agreed`);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Add-ons, with the real enricher (bundled data). `shared` gives both ways one enricher, as the
+// write path and an ingest worker do; `apart` gives each its own, so that a result the fast path
+// put in the cache can never stand in for one the general path would compute.
+
+const sharedEnricher = await createEnricher({});
+const shared: Pair = { preparer: new EventPreparer(sharedEnricher), reader: new FastBatchReader(sharedEnricher) };
+const apartGeneral = await createEnricher({});
+const apartFast = await createEnricher({});
+const apart: Pair = { preparer: new EventPreparer(apartGeneral), reader: new FastBatchReader(apartFast) };
+t.teardown(() => {
+  for (const enricher of [sharedEnricher, apartGeneral, apartFast]) enricher.close();
+});
+
+interface AddonEntry {
+  name: string;
+  input: Record<string, unknown>;
+  output: string;
+  [extra: string]: unknown;
+}
+
+const addon = (name: string, input: Record<string, unknown>, output: string): AddonEntry => ({ name, input, output });
+const geoOf = (ip: string, output = 'geo') => addon('svc:ip_to_geo', { ip }, output);
+const agentOf = (ua: string, output = 'agent') => addon('svc:ua_parser', { ua_string: ua }, output);
+const partsOf = (url: string, output = 'page_parts') => addon('svc:url_parser', { url }, output);
+const refOf = (referrer: string, page: string, output = 'ref') =>
+  addon('svc:referrer_parser', { referrer_url: referrer, page_url: page }, output);
+const whenOf = (dateTime: string, output = 'when') => addon('svc:date_time_parser', { date_time: dateTime }, output);
+
+/** All five add-ons, as bench/events.ts enrichedEvent sends them. */
+const ALL_FIVE = [geoOf('ip'), agentOf('ua'), partsOf('page_url'), refOf('referrer', 'page_url'), whenOf('svc.timestamp')];
+
+/** Lists the fast path plans: more of them than the reader keeps planned, so plans come and go. */
+const ADDON_LISTS: AddonEntry[][] = [
+  ALL_FIVE,
+  [geoOf('client.ip'), agentOf('client.ua'), partsOf('ctx.page.url'), refOf('ctx.page.referrer', 'ctx.page.url'),
+    whenOf('ctx.local_time')],
+  [whenOf('svc.timestamp'), partsOf('page_url', 'page parts'), geoOf('ip', 'géo')],
+  // One add-on twice on the same input: one cached result under two names.
+  [geoOf('ip'), geoOf('ip', 'geo_again'), whenOf('local_time', 'local'), whenOf('svc.timestamp')],
+  [],
+  [{ name: 'svc:url_parser', input: { url: 'page_url', unused: 'nowhere' }, output: 'page_parts', note: 'kept as sent' }],
+  [refOf('referrer', 'page_url')],
+  [agentOf('ua'), partsOf('referrer', 'referrer_parts'), whenOf('client.ip', 'not_a_time')],
+];
+
+const USER_AGENTS = [
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
+  'Mozilla/5.0 (iPhone; CPU iPhone OS 17_3 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.3 Mobile/15E148 Safari/604.1',
+  'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36',
+  'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Safari/605.1.15',
+  'Googlebot/2.1 (+http://www.google.com/bot.html)', 'curl/8.4.0', '', '${svc.user_agent}',
+];
+const IPS = ['8.8.8.8', '81.2.69.160', '2001:4860:4860::8888', '1.1.1.1', '10.0.0.1', '127.0.0.1', '192.168.1.20',
+  '999.1.1.1', 'not an ip', '', '${svc.ip}',
+  ...Array.from({ length: 24 }, (_, i) => `${8 + i * 5}.${(i * 7) % 250}.${(i * 13) % 250}.${1 + i}`)];
+const URLS = ['https://shop.example.com/products/7?utm_source=news&utm_medium=email#top', 'http://example.com',
+  'https://example.com:8443/a/b/c?x=1&x=2&flag', 'https://例え.jp/パス?q=値', 'mailto:someone@example.com',
+  'not a url', '', '/relative/path?q=1', 'https://shop.example.com/cart'];
+const REFERRERS = ['https://www.google.com/search?q=widgets', 'https://www.bing.com/search?q=tally',
+  'https://mail.google.com/mail/u/0/', 'https://t.co/abc', 'https://www.facebook.com/', 'https://shop.example.com/cart',
+  '', 'garbage'];
+const DATES = ['2026-11-24T10:00:00-08:00', '2026-11-24T18:00:00.000Z', '2024-02-29T23:59:59.999+05:30',
+  '2026-01-01T00:00', '2026-02-30T00:00:00Z', 'yesterday', ''];
+/** Input values that are not strings, as JSON text: add-ons get them as they are, uncached. */
+const ODD_VALUES = ['0', '-0', '12.5', 'true', 'false', 'null'];
+const SVC_TIMESTAMPS = [null, 'null', '"2026-07-03T12:34:56.789Z"', '"2026-11-24T10:00:00-08:00"',
+  '"2024-02-29T23:59:59.999+05:30"', '"2026-01-01T00:00"', '"2026-11-24T10:00:00.000Z"'];
+
+/**
+ * An event that has every property some list of ADDON_LISTS reads, at the top and nested, a few
+ * plain properties, and `svc` with `list` and maybe a timestamp, before or after it.
+ */
+function enrichedEventText(random: () => number, list: readonly AddonEntry[]): string {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const input = (items: readonly string[]) => random() < 0.1 ? pick(ODD_VALUES) : JSON.stringify(pick(items));
+  const members = [
+    `"ip":${input(IPS)}`, `"ua":${input(USER_AGENTS)}`, `"page_url":${input(URLS)}`, `"referrer":${input(REFERRERS)}`,
+    `"local_time":${input(DATES)}`, `"client":{"ip":${input(IPS)},"ua":${input(USER_AGENTS)}}`,
+    `"ctx":{"page":{"url":${input(URLS)},"referrer":${input(REFERRERS)}},"local_time":${input(DATES)}}`,
+  ];
+  for (const key of ['user_id', 'price', 'tags', 'device']) if (random() < 0.5) members.push(`"${key}":${valueText(random, 1)}`);
+  for (let i = members.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [members[i], members[j]] = [members[j]!, members[i]!];
+  }
+  const svc = [`"addons":${JSON.stringify(list)}`];
+  const timestamp = pick(SVC_TIMESTAMPS);
+  if (timestamp !== null) svc.splice(random() < 0.5 ? 0 : 1, 0, `"timestamp"${pick(['', ' '])}:${pick(['', ' '])}${timestamp}`);
+  members.splice(Math.floor(random() * (members.length + 1)), 0, `"svc":{${svc.join(pick([',', ', ', ',\n']))}}`);
+  return `{${members.join(pick([',', ', ', ',\n']))}}`;
+}
+
+function enrichedBodyText(random: () => number, events: number, list: () => readonly AddonEntry[]): string {
+  const first = Array.from({ length: events }, () => enrichedEventText(random, list())).join(',');
+  const second = Array.from({ length: Math.floor(events / 3) }, () => enrichedEventText(random, list())).join(',');
+  return random() < 0.5 ? `{"views":[${first}]}` : ` {\n "views" : [ ${first} ] ,\n "clicks": [${second}] }\n`;
+}
+
+/** The value at `path` of event `index` of an outcome (undefined when it has no such leaf). */
+function leafOf(outcome: Outcome, index: number, path: string): unknown {
+  const from = outcome.ranges[2 * index];
+  const to = outcome.ranges[2 * index + 1];
+  for (let i = from; i < to; i++) if (outcome.paths[i] === path) return outcome.values[i];
+  return undefined;
+}
+
+const bodyOf = (...events: unknown[]): Buffer => Buffer.from(JSON.stringify({ c: events }));
+
+t.test('with the real enricher, bodies of events with all five add-ons are taken and agree', async (t) => {
+  const random = mulberry32(23);
+  let events = 0;
+  for (let i = 0; i < 40; i++) {
+    const body = Buffer.from(enrichedBodyText(random, 1 + Math.floor(random() * 60), () => ALL_FIVE));
+    t.ok(agree(t, body, `body ${i}`, shared), `body ${i} is taken`);
+    events += fast(body, shared)!.t.length;
+  }
+  t.ok(events > 1_000, `${events} events were read`);
+  // The same bodies again: now every result is in the caches, on both sides.
+  const again = mulberry32(23);
+  for (let i = 0; i < 40; i++) {
+    const body = Buffer.from(enrichedBodyText(again, 1 + Math.floor(again() * 60), () => ALL_FIVE));
+    t.ok(agree(t, body, `body ${i} again`, shared), `body ${i} is taken again`);
+  }
+});
+
+t.test('the add-ons\' results are in the leaves, after the event\'s own, on both ways', async (t) => {
+  const event = {
+    user_id: 'u1', ip: '8.8.8.8', ua: USER_AGENTS[0], page_url: 'https://shop.example.com/products/7?utm_source=news#top',
+    referrer: 'https://www.google.com/search?q=widgets', svc: { timestamp: '2026-11-24T10:00:00-08:00', addons: ALL_FIVE },
+  };
+  const body = bodyOf(event, { ...event, ip: '81.2.69.160' });
+  for (const [name, pair] of [['shared', shared], ['apart', apart]] as const) {
+    const got = fast(body, pair);
+    t.ok(got, `${name}: taken`);
+    t.ok(agree(t, body, name, pair), `${name}: agrees`);
+    const expected = general(body, pair) as Outcome;
+    t.same(expected.paths.slice(0, 7), ['user_id', 'ip', 'ua', 'page_url', 'referrer', 'svc.addons.', 'geo.city'],
+      `${name}: own leaves, the list, then the results`);
+    t.equal(leafOf(got!, 0, 'svc.addons.'), JSON.stringify(ALL_FIVE), `${name}: the list is kept as sent`);
+    t.equal(leafOf(got!, 0, 'geo.country_code'), 'US');
+    t.equal(leafOf(got!, 1, 'geo.country_code'), 'GB');
+    t.equal(leafOf(got!, 0, 'agent.browser.family'), 'Chrome');
+    t.equal(leafOf(got!, 0, 'page_parts.domain'), 'shop.example.com');
+    t.equal(leafOf(got!, 0, 'page_parts.query_string.utm_source'), 'news');
+    t.equal(leafOf(got!, 0, 'ref.medium'), 'SEARCH');
+    t.equal(leafOf(got!, 0, 'ref.source'), 'Google');
+    t.equal(leafOf(got!, 0, 'when.hour'), 18);
+    t.same(got!.t, [Date.parse('2026-11-24T18:00:00.000Z'), Date.parse('2026-11-24T18:00:00.000Z')]);
+  }
+});
+
+/** The date_time_parser fields of an ISO timestamp in UTC, as both ways must give them for svc.timestamp. */
+function utcFields(ms: number): Record<string, number> {
+  const date = new Date(ms);
+  return {
+    'when.year': date.getUTCFullYear(), 'when.month': date.getUTCMonth() + 1, 'when.day_of_month': date.getUTCDate(),
+    'when.hour': date.getUTCHours(), 'when.minute': date.getUTCMinutes(), 'when.second': date.getUTCSeconds(),
+    'when.millisecond': date.getUTCMilliseconds(), 'when.timezone_offset': 0,
+  };
+}
+
+t.test('svc.timestamp before or after addons, with an offset, null or absent: add-ons read the same text', async (t) => {
+  const list = JSON.stringify([whenOf('svc.timestamp'), whenOf('local_time', 'local')]);
+  const pacific = Date.parse('2026-11-24T18:00:00.000Z');
+  const india = Date.parse('2024-02-29T18:29:59.999Z');
+  const cases: [string, string, number][] = [
+    ['an offset, before addons', `{"timestamp":"2026-11-24T10:00:00-08:00","addons":${list}}`, pacific],
+    ['an offset, after addons', `{"addons":${list},"timestamp":"2026-11-24T10:00:00-08:00"}`, pacific],
+    ['a half-hour offset, after addons', `{"addons":${list}, "timestamp" : "2024-02-29T23:59:59.999+05:30"}`, india],
+    ['the canonical form, before addons', `{"timestamp":"2026-11-24T18:00:00.000Z","addons":${list}}`, pacific],
+    ['the canonical form, after addons', `{ "addons" : ${list} , "timestamp" : "2026-11-24T18:00:00.000Z" }`, pacific],
+    ['no seconds, no zone', `{"addons":${list},"timestamp":"2026-11-24T18:00"}`, pacific],
+    ['null, before addons', `{"timestamp":null,"addons":${list}}`, NOW],
+    ['null, after addons', `{"addons":${list},"timestamp":null}`, NOW],
+    ['absent', `{"addons":${list}}`, NOW],
+  ];
+  for (const [what, svc, ms] of cases) {
+    const body = Buffer.from(`{"c":[{"local_time":"2026-11-24T10:00:00-08:00","svc":${svc}},` +
+      `{"svc":${svc},"local_time":"2026-11-24T10:00:00+01:00"}]}`);
+    const got = fast(body, shared);
+    t.ok(got, `${what}: taken`);
+    t.ok(agree(t, body, what, shared), `${what}: agrees`);
+    t.same(got!.t, [ms, ms], `${what}: the event's time`);
+    const fields = Object.fromEntries(Object.keys(utcFields(ms)).map((path) => [path, leafOf(got!, 0, path)]));
+    t.same(fields, utcFields(ms), `${what}: date_time_parser read svc.timestamp as UTC text`);
+    // A property with an offset is read as it is: the offset shows (unlike svc.timestamp's).
+    t.same([leafOf(got!, 0, 'local.timezone_offset'), leafOf(got!, 1, 'local.timezone_offset')], [-480, 60],
+      `${what}: a property keeps its offset`);
+  }
+});
+
+t.test('an empty add-on list is kept as a leaf and adds nothing', async (t) => {
+  const body = Buffer.from('{"c":[{"a":1,"svc":{"addons":[]}},{"svc":{"timestamp":"2026-11-24T10:00:00-08:00","addons":[]}},' +
+    '{"svc":{"addons":[],"timestamp":null},"b":"x"}]}');
+  const got = fast(body, shared);
+  t.ok(got, 'taken');
+  t.ok(agree(t, body, 'empty lists', shared));
+  t.same(got!.paths, ['a', 'svc.addons.', 'svc.addons.', 'svc.addons.', 'b']);
+  t.same(got!.values, [1, '[]', '[]', '[]', 'x']);
+  t.same(got!.t, [NOW, Date.parse('2026-11-24T18:00:00.000Z'), NOW]);
+  t.equal(fast(body), null, 'a reader without an enricher leaves it');
+});
+
+t.test('inputs at nested paths, and inputs that are numbers, booleans or null', async (t) => {
+  const nested = {
+    client: { ip: '8.8.8.8', meta: { ua: USER_AGENTS[1] } }, ctx: { page: { url: URLS[0], referrer: REFERRERS[1] } },
+    svc: { addons: [geoOf('client.ip'), agentOf('client.meta.ua'), refOf('ctx.page.referrer', 'ctx.page.url')] },
+  };
+  const body = bodyOf(nested, nested);
+  const got = fast(body, shared);
+  t.ok(got, 'nested inputs are taken');
+  t.ok(agree(t, body, 'nested inputs', shared));
+  t.equal(leafOf(got!, 1, 'geo.country_code'), 'US');
+  t.equal(leafOf(got!, 1, 'agent.os.family'), 'iOS');
+  t.equal(leafOf(got!, 1, 'ref.source'), 'Bing');
+
+  const list = [geoOf('ip'), agentOf('ua'), partsOf('page_url'), refOf('referrer', 'page_url'), whenOf('local_time')];
+  const odd = [
+    { ip: 12345, ua: true, page_url: null, referrer: -0, local_time: 1.5 },
+    { ip: null, ua: false, page_url: 0, referrer: null, local_time: true },
+    { ip: -1e-7, ua: null, page_url: true, referrer: 'https://t.co/x', local_time: null },
+  ];
+  for (const [i, values] of odd.entries()) {
+    const oddBody = bodyOf({ ...values, svc: { addons: list } }, { ...values, svc: { addons: list } });
+    const oddGot = fast(oddBody, shared);
+    t.ok(oddGot, `odd values ${i}: taken`);
+    t.ok(agree(t, oddBody, `odd values ${i}`, shared), `odd values ${i}: agrees`);
+    t.ok(agree(t, oddBody, `odd values ${i}, enrichers apart`, apart), `odd values ${i}: agrees with enrichers apart`);
+    t.equal(leafOf(oddGot!, 0, 'geo.country'), null, `odd values ${i}: no country for a value that is not an address`);
+    t.equal(leafOf(oddGot!, 0, 'when.year'), null, `odd values ${i}: no year for a value that is not a time`);
+  }
+  // Inputs written with escapes, past the add-on cache's key length, and not ASCII.
+  const longUrl = `https://shop.example.com/${'a'.repeat(2_000)}?q=1`;
+  const escaped = Buffer.from(`{"c":[${[0, 1].map(() => '{"ip":"8.8.8.\\u0038","page_url":"https:\\/\\/shop.example.com\\/caf\\u00e9",' +
+    `"long":"${longUrl}","unicode":"https://例え.jp/パス?q=値",` +
+    `"svc":{"addons":${JSON.stringify([geoOf('ip'), partsOf('page_url'), partsOf('long', 'long_parts'), partsOf('unicode', 'u')])}}}`).join(',')}]}`);
+  t.ok(agree(t, escaped, 'escaped, long and unicode inputs', apart), 'escaped, long and unicode inputs: taken');
+  const read = fast(escaped, apart)!;
+  t.same([leafOf(read, 1, 'geo.country_code'), leafOf(read, 1, 'page_parts.path'), leafOf(read, 1, 'long_parts.query_string.q'),
+    leafOf(read, 1, 'u.domain')], ['US', '/caf%C3%A9', '1', 'xn--r8jz45g.jp'], 'the add-ons read the decoded values');
+  // A placeholder in an input property is replaced before the add-on reads it.
+  const placeholders = bodyOf({ ip: '${svc.ip}', ua: '${svc.user_agent}', svc: { addons: [geoOf('ip'), agentOf('ua')] } });
+  t.ok(agree(t, placeholders, 'placeholders as inputs', shared), 'placeholders as inputs: taken');
+  t.equal(leafOf(fast(placeholders, shared)!, 0, 'agent.os.family'), 'Linux', 'the add-on read the request\'s user agent');
+});
+
+/**
+ * An event the fast path must leave to the general path, beside one with the problem taken out
+ * that it takes (so the refusal is not a fluke), and whether the general path refuses it.
+ */
+interface Leave {
+  readonly what: string;
+  readonly bad: Buffer;
+  readonly good: Buffer;
+  readonly refused: boolean;
+}
+
+function leaveCases(): Leave[] {
+  const base = { ip: '8.8.8.8', ua: USER_AGENTS[0], page: '/p', page_url: URLS[0], referrer: REFERRERS[0] };
+  const withList = (list: unknown, extra: Record<string, unknown> = {}) => ({ ...base, ...extra, svc: { addons: list } });
+  const pair = (what: string, bad: unknown, good: unknown, refused: boolean): Leave =>
+    ({ what, bad: bodyOf(bad), good: bodyOf(good), refused });
+  const text = (what: string, bad: string, good: string, refused: boolean): Leave =>
+    ({ what, bad: Buffer.from(bad), good: Buffer.from(good), refused });
+  const list = JSON.stringify([geoOf('ip'), agentOf('ua')]);
+  const tooMany = Array.from({ length: ADDONS_PER_EVENT_MAX + 1 }, (_, i) => geoOf('ip', `geo${i}`));
+  return [
+    pair('an input path missing from the event',
+      withList([geoOf('missing')]), withList([geoOf('missing')], { missing: '8.8.8.8' }), true),
+    pair('an input path missing below an existing object',
+      withList([geoOf('client.ip')], { client: { other: 1 } }),
+      withList([geoOf('client.ip')], { client: { other: 1, ip: '8.8.8.8' } }), true),
+    pair('an input path through a null', withList([geoOf('client.ip')], { client: null }),
+      withList([geoOf('client.ip')], { client: { ip: null } }), true),
+    pair('an input naming an object', withList([geoOf('client')], { client: { ip: '8.8.8.8' } }),
+      withList([geoOf('client.ip')], { client: { ip: '8.8.8.8' } }), false),
+    pair('an input naming an empty object', withList([geoOf('client')], { client: {} }),
+      withList([geoOf('client')], { client: '8.8.8.8' }), false),
+    pair('an input naming a list',
+      withList([geoOf('ips')], { ips: ['8.8.8.8'] }), withList([geoOf('ips')], { ips: '8.8.8.8' }), false),
+    pair('an input naming an empty list',
+      withList([agentOf('uas')], { uas: [] }), withList([agentOf('uas')], { uas: 'x' }), false),
+    pair('a nested output', withList([geoOf('ip', 'geo.x')]), withList([geoOf('ip', 'geo_x')]), false),
+    pair('an output deeper still', withList([geoOf('ip', 'a.b.c')]), withList([geoOf('ip', 'a_b_c')]), false),
+    pair('an output that is an existing property',
+      withList([geoOf('ip', 'page')]), withList([geoOf('ip', 'page_geo')]), false),
+    text('an output that is a property after svc',
+      `{"c":[{"ip":"8.8.8.8","svc":{"addons":${JSON.stringify([geoOf('ip', 'late')])}},"late":1}]}`,
+      `{"c":[{"ip":"8.8.8.8","svc":{"addons":${JSON.stringify([geoOf('ip', 'late_geo')])}},"late":1}]}`, false),
+    pair('an output that is an existing object',
+      withList([geoOf('ip', 'device')], { device: { os: 'linux' } }),
+      withList([geoOf('ip', 'device_geo')], { device: { os: 'linux' } }), false),
+    pair('an output that is an existing empty object', withList([geoOf('ip', 'device')], { device: {} }),
+      withList([geoOf('ip', 'device_geo')], { device: {} }), false),
+    pair('an output that is an input',
+      withList([partsOf('page_url', 'page_url')]), withList([partsOf('page_url', 'page_url_parts')]), false),
+    pair('two add-ons with the same output',
+      withList([geoOf('ip'), agentOf('ua', 'geo')]), withList([geoOf('ip'), agentOf('ua')]), false),
+    pair('an input that reads an earlier output',
+      withList([partsOf('page_url'), refOf('referrer', 'page_parts.domain')]),
+      withList([partsOf('page_url'), refOf('referrer', 'page_url')]), false),
+    pair('an input that reads an earlier output itself', withList([geoOf('ip'), agentOf('geo')]),
+      withList([geoOf('ip'), agentOf('ua')]), false),
+    pair('an input below an earlier output that lacks it',
+      withList([geoOf('ip', 'where'), agentOf('where.ua', 'who')]),
+      withList([geoOf('ip', 'where_geo'), agentOf('where.ua', 'who')], { where: { ua: 'x' } }), true),
+    pair('remove_ip_property',
+      withList([addon('svc:ip_to_geo', { ip: 'ip', remove_ip_property: true }, 'geo')]),
+      withList([geoOf('ip')]), false),
+    pair('remove_ip_property: false',
+      withList([addon('svc:ip_to_geo', { ip: 'ip', remove_ip_property: false }, 'geo')]),
+      withList([geoOf('ip')]), false),
+    pair('an unknown add-on name', withList([geoOf('ip'), addon('svc:nope', { ip: 'ip' }, 'nope')]),
+      withList([geoOf('ip'), addon('svc:url_parser', { url: 'ip' }, 'nope')]), true),
+    pair('an add-on name that is not a string',
+      withList([{ name: 7, input: { ip: 'ip' }, output: 'geo' }]), withList([geoOf('ip')]), true),
+    pair('an entry that is not an object',
+      withList([geoOf('ip'), 'svc:ua_parser']), withList([geoOf('ip')]), true),
+    pair('an input that is not an object',
+      withList([{ name: 'svc:ip_to_geo', input: 'ip', output: 'geo' }]), withList([geoOf('ip')]), true),
+    pair('a missing input key', withList([addon('svc:referrer_parser', { referrer_url: 'referrer' }, 'ref')]),
+      withList([refOf('referrer', 'page_url')]), true),
+    pair('an input path that is not a string',
+      withList([geoOf(7 as unknown as string)]), withList([geoOf('ip')]), true),
+    pair('an empty input path', withList([geoOf('')]), withList([geoOf('ip')]), true),
+    pair('an input path with an empty segment',
+      withList([geoOf('client..ip')], { client: { ip: '8.8.8.8' } }),
+      withList([geoOf('client.ip')], { client: { ip: '8.8.8.8' } }), true),
+    pair('a missing output',
+      withList([{ name: 'svc:ip_to_geo', input: { ip: 'ip' } }]), withList([geoOf('ip')]), true),
+    pair('an output in svc', withList([geoOf('ip', 'svc')]), withList([geoOf('ip', 'svc_geo')]), true),
+    pair('an output under svc', withList([geoOf('ip', 'svc.geo')]), withList([geoOf('ip', 'svc_geo')]), true),
+    pair('an output named like an array index',
+      withList([geoOf('ip', '7')]), withList([geoOf('ip', 'g7')]), false),
+    pair('an input in svc other than svc.timestamp',
+      withList([whenOf('svc.created_at')]), withList([whenOf('svc.timestamp')]), false),
+    pair('too many add-ons', withList(tooMany), withList(tooMany.slice(0, ADDONS_PER_EVENT_MAX)), true),
+    pair('a ${svc.ip} placeholder as an input path',
+      withList([geoOf('${svc.ip}')]), withList([geoOf('ip')]), true),
+    pair('a placeholder in a field no add-on reads',
+      withList([{ ...geoOf('ip'), note: '${svc.user_agent}' }]),
+      withList([{ ...geoOf('ip'), note: 'svc.user_agent' }]), false),
+    text('addons text with whitespace',
+      `{"c":[{"ip":"8.8.8.8","svc":{"addons":${JSON.stringify([geoOf('ip')], null, 1)}}}]}`,
+      `{"c":[{"ip":"8.8.8.8","svc":{"addons":${JSON.stringify([geoOf('ip')])}}}]}`, false),
+    text('addons text with a space after a comma',
+      `{"c":[{"ip":"8.8.8.8","svc":{"addons":${JSON.stringify([geoOf('ip'), geoOf('ip', 'g')]).replace('},{', '}, {')}}}]}`,
+      `{"c":[{"ip":"8.8.8.8","svc":{"addons":${JSON.stringify([geoOf('ip'), geoOf('ip', 'g')])}}}]}`, false),
+    text('addons text with an escape',
+      `{"c":[{"ip":"8.8.8.8","svc":{"addons":${JSON.stringify([geoOf('ip')]).replace('"geo"', '"\\u0067eo"')}}}]}`,
+      `{"c":[{"ip":"8.8.8.8","svc":{"addons":${JSON.stringify([geoOf('ip')])}}}]}`, false),
+    pair('svc with a uniqueness_token',
+      { ...base, svc: { uniqueness_token: 't-1', addons: [geoOf('ip')] } }, withList([geoOf('ip')]), true),
+    pair('svc with a location',
+      { ...base, svc: { location: { coordinates: [1, 2] }, addons: [geoOf('ip')] } }, withList([geoOf('ip')]), false),
+    text('addons given twice', `{"c":[{"ip":"8.8.8.8","ua":"x","svc":{"addons":${list},"addons":${list}}}]}`,
+      `{"c":[{"ip":"8.8.8.8","ua":"x","svc":{"addons":${list}}}]}`, false),
+    text('addons given twice, the second different',
+      `{"c":[{"ip":"8.8.8.8","ua":"x","svc":{"addons":${list},"addons":[]}}]}`,
+      `{"c":[{"ip":"8.8.8.8","ua":"x","svc":{"addons":[]}}]}`, false),
+    text('timestamp given twice around addons',
+      `{"c":[{"ip":"8.8.8.8","ua":"x","svc":{"timestamp":null,"addons":${list},"timestamp":"2026-11-24T10:00:00Z"}}]}`,
+      `{"c":[{"ip":"8.8.8.8","ua":"x","svc":{"addons":${list},"timestamp":"2026-11-24T10:00:00Z"}}]}`, false),
+    text('addons that is an object', '{"c":[{"svc":{"addons":{}}}]}', '{"c":[{"svc":{"addons":[]}}]}', true),
+    text('addons that is null', '{"c":[{"svc":{"addons":null}}]}', '{"c":[{"svc":{"addons":[]}}]}', true),
+    text('addons that is a string', '{"c":[{"svc":{"addons":"[]"}}]}', '{"c":[{"svc":{"addons":[]}}]}', true),
+    text('addons that is not JSON', '{"c":[{"svc":{"addons":[}}]}', '{"c":[{"svc":{"addons":[]}}]}', true),
+    text('a bad timestamp with add-ons',
+      `{"c":[{"ip":"8.8.8.8","ua":"x","svc":{"addons":${list},"timestamp":"yesterday"}}]}`,
+      `{"c":[{"ip":"8.8.8.8","ua":"x","svc":{"addons":${list},"timestamp":"2026-11-24T00:00"}}]}`, true),
+    // One event of the body is enough: the body is left whole.
+    text('a good event, then one with an unknown add-on',
+      `{"c":[${JSON.stringify(withList([geoOf('ip')]))},${JSON.stringify(withList([addon('svc:nope', { ip: 'ip' }, 'n')]))}]}`,
+      `{"c":[${JSON.stringify(withList([geoOf('ip')]))},${JSON.stringify(withList([geoOf('ip', 'n')]))}]}`, true),
+    text('a good event, then one with a missing input',
+      `{"c":[${JSON.stringify(withList([geoOf('ip')]))}],"d":[${JSON.stringify(withList([geoOf('gone')]))}]}`,
+      `{"c":[${JSON.stringify(withList([geoOf('ip')]))}],"d":[${JSON.stringify(withList([geoOf('ip')]))}]}`, true),
+  ];
+}
+
+t.test('the fast path leaves add-on lists it cannot run as the general path would to the general path', async (t) => {
+  for (const pair of [shared, apart]) {
+    for (const { what, bad, good, refused } of leaveCases()) {
+      t.equal(fast(bad, pair), null, `${what}: left`);
+      const outcome = general(bad, pair);
+      t.equal(typeof outcome === 'string', refused, `${what}: the general path ${refused ? 'refuses' : 'takes'} it` +
+        (typeof outcome === 'string' ? ` (${outcome.slice(0, 80)})` : ''));
+      t.ok(agree(t, good, `${what}, fixed`, pair), `${what}: fixed, it is taken`);
+      // A list planned as unusable stays so: the same text again is left again.
+      t.equal(fast(bad, pair), null, `${what}: left again`);
+    }
+  }
+});
+
+t.test('on generated bodies with varied add-on lists the fast path takes every one and agrees', async (t) => {
+  for (const [name, pair, seed] of [['shared', shared, 31], ['apart', apart, 37]] as const) {
+    const random = mulberry32(seed);
+    const lists = () => ADDON_LISTS[Math.floor(random() * ADDON_LISTS.length)]!;
+    let taken = 0;
+    const bodies = 150;
+    for (let i = 0; i < bodies; i++) {
+      const body = Buffer.from(enrichedBodyText(random, 1 + Math.floor(random() * 20), lists));
+      if (agree(t, body, `${name}: body ${i}`, pair)) taken++;
+      else t.fail(`${name}: body ${i} was left: ${body.toString().slice(0, 300)}`);
+    }
+    t.equal(taken, bodies, `${name}: every body was taken`);
+  }
+});
+
+t.test('plain bodies read by a reader with an enricher agree too', async (t) => {
+  const random = mulberry32(7);
+  let taken = 0;
+  for (let i = 0; i < 200; i++) if (agree(t, Buffer.from(bodyText(random, 1 + Math.floor(random() * 30))), `body ${i}`, shared)) taken++;
+  t.ok(taken > 160, `the fast path took ${taken} of 200 bodies`);
+});
+
+t.test('an event the add-ons\' results take past the size limit is too large on both ways', async (t) => {
+  const list = [geoOf('ip'), agentOf('ua'), partsOf('page_url'), refOf('referrer', 'page_url'), whenOf('svc.timestamp')];
+  const padding = 'v'.repeat(8_950);
+  const own = (fill: number) => {
+    const event: Record<string, unknown> = { ip: '8.8.8.8', ua: USER_AGENTS[0], page_url: URLS[0], referrer: REFERRERS[0] };
+    for (let i = 0; i < 100; i++) event[`p${i}`] = padding;
+    event.fill = 'f'.repeat(fill);
+    event.svc = { addons: list };
+    return event;
+  };
+  // Its own leaves, the list's included, just within the limit: the results' leaves take it past.
+  const leaves = newLeaves();
+  flattenEvent(own(0), leaves);
+  const fill = EVENT_BYTES_MAX + 2_048 - leavesBytes(leaves, 0, leaves.count) - 1;
+  t.ok(fill > 0 && fill < 9_999, `a fill of ${fill} characters`);
+  const body = bodyOf(own(fill), own(fill - 3_000), { ...own(fill), svc: { addons: [] } });
+  const got = fast(body, shared);
+  t.ok(got, 'taken');
+  t.ok(agree(t, body, 'near the limit', shared));
+  t.same(got!.tooLarge, [1, 0, 0], 'only the event its results take past the limit');
+});
+
+t.test('no mutation of an enriched body makes the fast path take what the general path does not', async (t) => {
+  const random = mulberry32(41);
+  const SIGNIFICANT = [...'{}[]:,"\\ -+.0123456789eEtfnulx$'].map((c) => c.charCodeAt(0)).concat([0x00, 0x09, 0x80, 0xc3, 0xff]);
+  let taken = 0;
+  let mutations = 0;
+  for (let i = 0; i < 120; i++) {
+    const list = ADDON_LISTS[Math.floor(random() * ADDON_LISTS.length)]!;
+    const original = Buffer.from(enrichedBodyText(random, 2, () => list));
+    // Half of the mutations fall inside an add-on list, where the plans are made.
+    const listAt = original.indexOf('"addons":');
+    for (let m = 0; m < 30; m++) {
+      const at = random() < 0.5 && listAt !== -1
+        ? listAt + Math.floor(random() * (JSON.stringify(list).length + 10))
+        : Math.floor(random() * original.length);
+      const byte = SIGNIFICANT[Math.floor(random() * SIGNIFICANT.length)]!;
+      const roll = random();
+      const mutated = roll < 0.4 ? Buffer.concat([original.subarray(0, at), Buffer.from([byte]), original.subarray(at + 1)])
+        : roll < 0.65 ? Buffer.concat([original.subarray(0, at), original.subarray(at + 1)])
+          : roll < 0.9 ? Buffer.concat([original.subarray(0, at), Buffer.from([byte]), original.subarray(at)])
+            : original.subarray(0, at);
+      mutations++;
+      const what = `body ${i}, mutation ${m}: ${JSON.stringify(mutated.toString('latin1').slice(Math.max(0, at - 30), at + 30))}`;
+      if (agree(t, mutated, what, shared)) taken++;
+    }
+  }
+  t.ok(taken > 300 && taken < mutations, `${taken} of ${mutations} mutated bodies were still taken and agreed`);
 });

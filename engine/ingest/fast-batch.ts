@@ -72,9 +72,14 @@ interface PathSlot {
   readonly key: string;
   readonly path: string;
   readonly id: number;
+  /** The last short list read at this path, as sent, and that list (frozen: every reader shares it). */
+  listBytes: Buffer | null;
+  list: readonly unknown[] | null;
 }
 
 const PATH_SLOTS = 4_096;
+/** Lists this long (as sent) at most are kept to be given again (FastBatchReader.sharedList). */
+const SHARED_LIST_BYTES_MAX = 64;
 
 const TIMESTAMP = 'timestamp';
 const ADDONS = 'addons';
@@ -103,7 +108,6 @@ export class FastBatchReader {
   private readonly plans: { bytes: Buffer; plan: AddonPlan | null }[] = [];
   private readonly appended = newAppended();
   private readonly joiner = new PathJoiner();
-  private readonly inputs: unknown[] = [];
   /** The last svc.timestamp formatted for an add-on input, and its ms. */
   private stampMs = NaN;
   private stamp = '';
@@ -294,20 +298,26 @@ export class FastBatchReader {
     const from = leaves.start;
     const own = leaves.count;
     const appended = this.appended;
-    const inputs = this.inputs;
+    const keys = this.keys;
     appended.count = 0;
     for (const step of plan.steps) {
-      for (let i = keysFrom; i < this.keys.length; i++) if (this.keys[i] === step.output) throw BAIL;
-      inputs.length = step.inputs.length;
-      for (let k = 0; k < step.inputs.length; k++) {
+      for (let i = keysFrom; i < keys.length; i++) if (keys[i] === step.output) throw BAIL;
+      const inputs = step.values;
+      for (let k = 0; k < inputs.length; k++) {
         const path = step.inputs[k];
         if (path === TIMESTAMP_INPUT) {
           inputs[k] = this.timestampText(t);
           continue;
         }
-        let at = from;
-        while (at < own && leaves.paths[at] !== path) at++;
-        if (at === own || Array.isArray(leaves.values[at])) throw BAIL;
+        // Events of a batch mostly list their properties in one order: try where it was last.
+        let at = from + step.offsets[k];
+        if (at >= own || leaves.paths[at] !== path) {
+          at = from;
+          while (at < own && leaves.paths[at] !== path) at++;
+          if (at === own) throw BAIL;
+          step.offsets[k] = at - from;
+        }
+        if (Array.isArray(leaves.values[at])) throw BAIL;
         inputs[k] = leaves.values[at];
       }
       appended.names[appended.count] = step.output;
@@ -376,7 +386,7 @@ export class FastBatchReader {
       return;
     } else if (first === OPEN_LIST) {
       if (depth >= EVENT_DEPTH_MAX) throw BAIL;
-      value = this.list();
+      value = this.sharedList(slot);
     } else value = this.primitive(first);
     leaves.paths[leaves.count] = slot.path;
     leaves.values[leaves.count] = value;
@@ -408,6 +418,32 @@ export class FastBatchReader {
       }
     }
     this.keys.length = keysFrom;
+  }
+
+  /**
+   * A list, given as the same frozen array as the last one read at this path when its text is the
+   * same: events repeat short lists, and the leaf encoder then writes them with no JSON.stringify.
+   */
+  private sharedList(slot: PathSlot): readonly unknown[] {
+    const start = this.at;
+    const last = slot.listBytes;
+    if (last !== null) {
+      const end = start + last.length;
+      if (end <= this.text.length && last.compare(this.text, start, end) === 0) {
+        this.at = end;
+        return slot.list!;
+      }
+    }
+    const replaced = this.replaced;
+    this.replaced = false;
+    const list = this.list();
+    // A replaced placeholder is the request's own value: such a list is not kept.
+    if (!this.replaced && this.at - start <= SHARED_LIST_BYTES_MAX) {
+      slot.listBytes = Buffer.from(this.text.subarray(start, this.at));
+      slot.list = Object.freeze(list);
+    }
+    this.replaced ||= replaced;
+    return list;
   }
 
   /** A list of primitives of one type (nulls among them), as prepare.ts allows. */
@@ -598,7 +634,9 @@ export class FastBatchReader {
     // prepare.ts writes a replaced placeholder back with `object[key] =`, which for this one name
     // sets the prototype instead: the general path keeps that behaviour.
     if (key === '__proto__') throw BAIL;
-    const fresh: PathSlot = { parent, key, path: parent === 0 ? key : `${parentPath}.${key}`, id: this.nextPathId++ };
+    const fresh: PathSlot = {
+      parent, key, path: parent === 0 ? key : `${parentPath}.${key}`, id: this.nextPathId++, listBytes: null, list: null,
+    };
     this.paths[index] = fresh;
     return fresh;
   }

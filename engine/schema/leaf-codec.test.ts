@@ -4,8 +4,12 @@
  * come back as they went in, from any byte offset; damaged bytes are refused, not misread.
  */
 import t from 'tap';
+import { mulberry32 } from '../../test/helpers/random.js';
 import { flattenEvent, newLeaves, type Leaves } from './flatten.js';
-import { LeafEncoder, decodeLeaves } from './leaf-codec.js';
+import {
+  KIND_FALSE, KIND_LIST, KIND_NULL, KIND_NUM, KIND_STR, KIND_TRUE, LeafEncoder, decodeLeaves, leafValue,
+  leavesOfView, viewLeaves,
+} from './leaf-codec.js';
 
 function leavesOf(events: Record<string, unknown>[]): Leaves {
   const leaves = newLeaves();
@@ -85,4 +89,176 @@ t.test('damaged bytes are refused', async (t) => {
     new Uint32Array(wrongKind.buffer, 0, 8)[6] - leaves.count;
   wrongKind[kindsAt] = 9;
   t.throws(() => decodeLeaves(wrongKind, newLeaves()), /unknown kind 9/);
+});
+
+/** Numbers as text that tells -0 from 0; lists item by item: t.same alone takes -0 for 0. */
+function exact(value: unknown): unknown {
+  if (typeof value === 'number') return Object.is(value, -0) ? '-0' : value;
+  return Array.isArray(value) ? value.map(exact) : value;
+}
+
+/** Leaves [0, count) as [path, value] pairs, -0 told apart. */
+function pairsOf(leaves: Leaves): [string, unknown][] {
+  return Array.from({ length: leaves.count }, (_, i) => [leaves.paths[i], exact(leaves.values[i])]);
+}
+
+t.test('a view gives every leaf decodeLeaves gives, kind by kind', async (t) => {
+  const leaves = leavesOf(EVENTS);
+  const bytes = new LeafEncoder().encode(leaves, leaves.count);
+  const before = Buffer.from(bytes);
+  const view = viewLeaves(bytes);
+  t.same(Buffer.from(bytes), before, 'reading a view leaves the bytes as they were (the WAL writes them after)');
+  const decoded = decodeLeaves(bytes, newLeaves());
+  t.equal(view.count, leaves.count);
+  const fromView: [string, unknown][] = Array.from({ length: view.count }, (_, i) => [view.paths[view.pathOf[i]], exact(leafValue(view, i))]);
+  t.same(fromView, pairsOf(decoded), 'path and value of every leaf, as decodeLeaves has them');
+  t.same(fromView, pairsOf(leaves), 'and as they went in');
+  t.same(pairsOf(leavesOfView(view, leavesOf([...EVENTS, ...EVENTS]))), pairsOf(leaves), 'leavesOfView over leaves that held more');
+  const kindOf = (value: unknown) => value === null ? KIND_NULL : value === true ? KIND_TRUE : value === false ? KIND_FALSE
+    : typeof value === 'number' ? KIND_NUM : typeof value === 'string' ? KIND_STR : KIND_LIST;
+  t.same([...view.kinds], leaves.values.slice(0, leaves.count).map(kindOf), 'each leaf\'s kind');
+  t.same(new Set(view.kinds), new Set([KIND_NULL, KIND_NUM, KIND_STR, KIND_TRUE, KIND_FALSE, KIND_LIST]), 'every kind is there');
+  t.same(view.paths, [...new Set(leaves.paths.slice(0, leaves.count))], 'each path once, in first-seen order');
+  t.same([...view.nums].map(exact), leaves.values.slice(0, leaves.count).filter((v) => typeof v === 'number').map(exact),
+    'the numbers in leaf order');
+  t.ok(Object.is(leafValue(view, leaves.paths.indexOf('neg')), -0), '-0 stays -0');
+  t.equal(leafValue(view, leaves.paths.indexOf('astral')), '😀 𝄞');
+  t.equal(leafValue(view, leaves.paths.indexOf('clé ✓.ключ')), 'значение');
+  const list = leaves.paths.indexOf('list');
+  t.same(leafValue(view, list), [1, 2.5, null]);
+  t.not(leafValue(view, list), leafValue(view, list), 'a list is a fresh array each time');
+  const empty = viewLeaves(new LeafEncoder().encode(leaves, 0));
+  t.same({ count: empty.count, paths: empty.paths, strings: empty.strings }, { count: 0, paths: [], strings: [] }, 'no leaves');
+});
+
+t.test('a view reads from any byte offset', async (t) => {
+  const leaves = leavesOf(EVENTS);
+  const bytes = new LeafEncoder().encode(leaves, leaves.count);
+  for (let shift = 1; shift < 8; shift++) {
+    const host = new Uint8Array(bytes.byteLength + shift);
+    host.set(bytes, shift);
+    const view = viewLeaves(host.subarray(shift));
+    t.same(Array.from({ length: view.count }, (_, i) => exact(leafValue(view, i))), pairsOf(leaves).map(([, v]) => v), `offset ${shift}`);
+  }
+});
+
+/** Where each part of an encoding lies (leaf-codec.ts grammar), from its header. */
+function layout(bytes: Uint8Array) {
+  const [, count, pathCount, strCount, numCount] = new Uint32Array(bytes.buffer, bytes.byteOffset, 8);
+  const pathOf = 32 + 8 * numCount;
+  const refs = pathOf + 4 * count;
+  const pathBytes = refs + 4 * count;
+  const kinds = pathBytes + 4 * pathCount + 4 * strCount;
+  return { count, pathCount, strCount, numCount, pathOf, refs, pathBytes, kinds };
+}
+
+function setU32(bytes: Uint8Array, at: number, value: number): void {
+  new DataView(bytes.buffer, bytes.byteOffset).setUint32(at, value, true);
+}
+
+t.test('a view refuses damaged bytes: references out of range, unknown kinds, truncation', async (t) => {
+  const leaves = leavesOf(EVENTS);
+  const bytes = new LeafEncoder().encode(leaves, leaves.count);
+  const at = layout(bytes);
+  const kinds = [...bytes.subarray(at.kinds, at.kinds + at.count)];
+  const damaged = (what: string, damage: (copy: Uint8Array) => void, message: RegExp) => {
+    const copy = new Uint8Array(bytes);
+    damage(copy);
+    t.throws(() => viewLeaves(copy), message, what);
+    t.throws(() => decodeLeaves(copy, newLeaves()), message, `${what} (decodeLeaves)`);
+  };
+  t.ok(viewLeaves(new Uint8Array(bytes)), 'the undamaged copy is read');
+  const last = at.count - 1;
+  damaged('a path index one past the table', (copy) => setU32(copy, at.pathOf + 4 * last, at.pathCount), /path out of range/);
+  damaged('a path index far out', (copy) => setU32(copy, at.pathOf, 0xffffffff), /path out of range/);
+  const str = kinds.indexOf(KIND_STR);
+  damaged('a string index one past the table', (copy) => setU32(copy, at.refs + 4 * str, at.strCount), /string out of range/);
+  const list = kinds.indexOf(KIND_LIST);
+  damaged('a list\'s string index out of range', (copy) => setU32(copy, at.refs + 4 * list, at.strCount + 7), /string out of range/);
+  for (const kind of [6, 9, 0xff]) damaged(`kind ${kind}`, (copy) => { copy[at.kinds + last] = kind; }, new RegExp(`unknown kind ${kind}`));
+  damaged('one number leaf too many', (copy) => { copy[at.kinds + kinds.indexOf(KIND_TRUE)] = KIND_NUM; }, /too few numbers/);
+  damaged('a path longer than its table', (copy) => setU32(copy, at.pathBytes, 1_000_000), /string past the end/);
+  damaged('a path shorter than it was', (copy) => setU32(copy, at.pathBytes, new DataView(copy.buffer).getUint32(at.pathBytes, true) - 1),
+    /string table length mismatch/);
+  damaged('a wrong count', (copy) => setU32(copy, 4, at.count + 1), /bad header/);
+  damaged('a wrong magic', (copy) => { copy[3] ^= 0x80; }, /bad header/);
+  let refused = 0;
+  for (let length = 0; length < bytes.length; length++) {
+    try {
+      viewLeaves(bytes.subarray(0, length));
+    } catch (error) {
+      if (/leaves: (truncated header|bad header)/.test((error as Error).message)) refused++;
+    }
+  }
+  t.equal(refused, bytes.length, `each of the ${bytes.length} truncations is refused`);
+  const longer = new Uint8Array(bytes.length + 8);
+  longer.set(bytes);
+  t.throws(() => viewLeaves(longer), /bad header/, 'bytes past the end');
+});
+
+/**
+ * Events whose paths and values defeat the encoder's guesses in every way: paths reordered,
+ * missing and new from one event to the next, one string at several paths, several strings at
+ * one path, one list object at several paths and a path's list changing.
+ */
+function shiftingEvents(random: () => number, count: number): Record<string, unknown>[] {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const shared = ['red', 'green', 'blue', '', 'ünï', 'red '];
+  const lists = [[1, 2], ['red', null], [true], []];
+  const paths = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+  const events: Record<string, unknown>[] = [];
+  for (let e = 0; e < count; e++) {
+    const event: Record<string, unknown> = {};
+    const order = paths.filter(() => random() < 0.7);
+    if (random() < 0.5) order.reverse();
+    if (random() < 0.2) order.push(`new${e}`);
+    for (const path of order) {
+      const roll = random();
+      event[path] = roll < 0.5 ? pick(shared) : roll < 0.6 ? `only${e}` : roll < 0.7 ? pick([0, -0, 1.5, -1e300, 5e-324])
+        : roll < 0.8 ? pick([true, false, null]) : roll < 0.9 ? pick(lists) : [e, e + 1];
+    }
+    if (random() < 0.3) event.nested = { [pick(paths)]: pick(shared), x: { y: pick(shared) } };
+    events.push(event);
+  }
+  return events;
+}
+
+t.test('leaves whose paths and strings change from event to event come back exactly', async (t) => {
+  const random = mulberry32(3);
+  const encoder = new LeafEncoder();
+  for (let round = 0; round < 40; round++) {
+    const leaves = leavesOf(shiftingEvents(random, 1 + Math.floor(random() * 60)));
+    const bytes = encoder.encode(leaves, leaves.count);
+    const back = decodeLeaves(bytes, newLeaves());
+    const what = `round ${round}`;
+    if (JSON.stringify(pairsOf(back)) !== JSON.stringify(pairsOf(leaves))) t.same(pairsOf(back), pairsOf(leaves), what);
+    t.same(Buffer.from(bytes), Buffer.from(new LeafEncoder().encode(leaves, leaves.count)),
+      `${what}: the same bytes as a fresh encoder's, whatever it guessed from the rounds before`);
+    const view = viewLeaves(bytes);
+    const texts = leaves.values.slice(0, leaves.count).filter((v) => typeof v === 'string' || Array.isArray(v))
+      .map((v) => typeof v === 'string' ? v : JSON.stringify(v));
+    t.same(view.strings, [...new Set(texts)], `${what}: each string and list once, in first-seen order`);
+    t.same(view.paths, [...new Set(leaves.paths.slice(0, leaves.count))], `${what}: each path once, in first-seen order`);
+  }
+});
+
+t.test('the guesses are only guesses: hand-made sequences that break each one', async (t) => {
+  const list = ['x', null];
+  const events = [
+    { a: 's1', b: 's2', c: list }, // the guesses are set
+    { b: 's1', a: 's2', c: 's1' }, // paths swapped; each string at the other's path; a list's path holds a string
+    { a: 's1', c: list, b: 's2' }, // the list object again at its path, after a string was there
+    { c: ['x', null], a: 's3' }, // an equal list that is another object; b missing
+    { d: list, a: 's1', b: 's1', c: 's1' }, // the list object at a new path; one string at three paths
+    { a: 's1' }, { a: 's1' }, { a: 's1', a2: 's1' },
+  ];
+  const leaves = leavesOf(events);
+  const encoder = new LeafEncoder();
+  const back = decodeLeaves(encoder.encode(leaves, leaves.count), newLeaves());
+  t.same(pairsOf(back), pairsOf(leaves));
+  // The list changes under the encoder's eyes between two encodings: the second has the new one.
+  list.push('y');
+  const again = decodeLeaves(encoder.encode(leaves, leaves.count), newLeaves());
+  t.same(again.values[2], ['x', null, 'y'], 'a list changed since the last encoding is written as it is now');
+  t.same(pairsOf(again), pairsOf(leaves));
 });

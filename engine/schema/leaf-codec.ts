@@ -51,6 +51,16 @@ class Interned {
   }
 }
 
+/** JSON texts of frozen lists (add-on results, shared by the events they enrich), made once. */
+const frozenListTexts = new WeakMap<object, string>();
+
+function listText(list: object): string {
+  if (!Object.isFrozen(list)) return JSON.stringify(list);
+  let text = frozenListTexts.get(list);
+  if (text === undefined) frozenListTexts.set(list, text = JSON.stringify(list));
+  return text;
+}
+
 /**
  * Encodes leaves; keeps its tables from call to call (one encoder per thread).
  *
@@ -67,14 +77,19 @@ export class LeafEncoder {
   private readonly follows: number[] = [];
   /** Per path index: the string index it held last, or -1. */
   private readonly lastString: number[] = [];
+  /** Per path index: the list it held last (an object, compared as such) and its string index. */
+  private readonly lastList: unknown[] = [];
+  private readonly lastListRef: number[] = [];
 
   /** Leaves [0, count) as bytes, in a fresh buffer that starts at offset 0 (8-aligned). */
   encode(leaves: Leaves, count: number): Uint8Array {
-    const { paths, strings, follows, lastString } = this;
+    const { paths, strings, follows, lastString, lastList, lastListRef } = this;
     paths.clear();
     strings.clear();
     follows.length = 0;
     lastString.length = 0;
+    lastList.length = 0;
+    lastListRef.length = 0;
     const pathList = paths.list;
     const stringList = strings.list;
     const pathOf = new Uint32Array(count);
@@ -91,6 +106,8 @@ export class LeafEncoder {
         if (p === follows.length) {
           follows.push(-1);
           lastString.push(-1);
+          lastList.push(null);
+          lastListRef.push(-1);
         }
         if (previous === -1) first = p;
         else follows[previous] = p;
@@ -118,7 +135,12 @@ export class LeafEncoder {
             kinds[i] = KIND_NULL;
           } else {
             kinds[i] = KIND_LIST;
-            refs[i] = strings.indexOf(JSON.stringify(value));
+            // An add-on's cached result gives the same list object to every event it enriches.
+            if (lastList[p] !== value) {
+              lastList[p] = value;
+              lastListRef[p] = strings.indexOf(listText(value as object));
+            }
+            refs[i] = lastListRef[p];
           }
       }
     }

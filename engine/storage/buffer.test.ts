@@ -1,6 +1,8 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
+import { mulberry32 } from '../../test/helpers/random.js';
 import { flattenEvent, newLeaves } from '../schema/flatten.js';
-import { WriteBuffer } from './buffer.js';
+import { LeafEncoder, viewLeaves } from '../schema/leaf-codec.js';
+import { WriteBuffer, newViewCache } from './buffer.js';
 import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type ColumnChunk } from './chunk.js';
 import { EventBuilder } from './event-json.js';
 
@@ -132,4 +134,214 @@ t.test('a column whose strings repeat enough keeps interning past the check', as
   const column = buffer.snapshot().columns.get('user')!;
   t.equal(column.repeats, undefined);
   t.equal(column.dict!.length, 1_500, 'each string once');
+});
+
+// ---------------------------------------------------------------------------------------------
+// appendView (rows from a prepared batch's encoded leaves) against append (rows from leaves), and
+// dropPrefix against a fresh buffer given only the kept rows.
+
+/** Numbers as text that tells -0 from 0; lists item by item. */
+function exact(value: unknown): unknown {
+  if (typeof value === 'number') return Object.is(value, -0) ? '-0' : value;
+  return Array.isArray(value) ? value.map(exact) : value;
+}
+
+/** What a chunk holds, read through its tags: per path (sorted) each row's tag and value. */
+function cells(chunk: ColumnChunk) {
+  const columns: Record<string, [number, unknown][]> = {};
+  for (const path of [...chunk.columns.keys()].sort()) {
+    const column = chunk.columns.get(path)!;
+    columns[path] = Array.from(column.tags.subarray(0, chunk.rows), (tag, row) => {
+      switch (tag) {
+        case TAG_NUM: return [tag, exact(column.num![row])];
+        case TAG_BOOL: return [tag, column.num![row] === 1 ? true : column.num![row] === 0 ? false : `bool ${column.num![row]}`];
+        case TAG_STR: return [tag, column.dict![column.str![row]]];
+        case TAG_LIST: return [tag, exact(column.lists![row])];
+        default: return [tag, null];
+      }
+    });
+  }
+  return { rows: chunk.rows, ts: [...chunk.ts], createdAt: [...chunk.createdAt], seq: [...chunk.seq], columns };
+}
+
+/** Which members of each column are there (chunk.ts: null when no row of the chunk uses it), and repeats. */
+function members(chunk: ColumnChunk) {
+  return Object.fromEntries([...chunk.columns.values()].map((column) => [column.path, {
+    num: column.num !== null, str: column.str !== null, dict: column.dict !== null, lists: column.lists !== null,
+    repeats: column.repeats === true,
+  }]));
+}
+
+/** t.same for large chunks: tap's deep comparison is slow, so it runs only to show a difference. */
+function sameCells(t: Test, got: ColumnChunk, expected: ColumnChunk, what: string): void {
+  const [a, b] = [cells(got), cells(expected)];
+  if (JSON.stringify(a) === JSON.stringify(b)) t.pass(what);
+  else t.same(a, b, what);
+}
+
+interface Row {
+  readonly seq: number;
+  readonly event: Record<string, unknown>;
+}
+
+const rowsOf = (events: Record<string, unknown>[], firstSeq = 0): Row[] => events.map((event, i) => ({ seq: firstSeq + i, event }));
+const tsOf = (seq: number) => 1_000 + (seq * 7_919) % 5_000; // out of order, as clients send them
+
+function appendRows(buffer: WriteBuffer, rows: readonly Row[]): WriteBuffer {
+  for (const { seq, event } of rows) {
+    const leaves = newLeaves();
+    flattenEvent(event, leaves);
+    buffer.append(tsOf(seq), 2_000 + seq, seq, leaves, 0, leaves.count);
+  }
+  return buffer;
+}
+
+/** Appends `rows` as batches of `sizes` (cycled): each batch encoded once, viewed once, with one cache. */
+function appendViews(buffer: WriteBuffer, rows: readonly Row[], sizes: readonly number[] = [rows.length]): WriteBuffer {
+  const encoder = new LeafEncoder();
+  for (let at = 0, batch = 0; at < rows.length; batch++) {
+    const batchRows = rows.slice(at, at + sizes[batch % sizes.length]);
+    at += batchRows.length;
+    const leaves = newLeaves();
+    const ranges: [number, number][] = [];
+    for (const { event } of batchRows) {
+      flattenEvent(event, leaves);
+      ranges.push([leaves.start, leaves.count]);
+    }
+    const view = viewLeaves(encoder.encode(leaves, leaves.count));
+    const cache = newViewCache(view);
+    batchRows.forEach(({ seq }, i) => buffer.appendView(tsOf(seq), 2_000 + seq, seq, view, ranges[i][0], ranges[i][1], cache));
+  }
+  return buffer;
+}
+
+/**
+ * Events with every kind of leaf at shifting paths: one string at several paths in one event and
+ * across events, a path whose type changes from row to row, lists, nulls, structural leaves,
+ * paths that come and go, and `id`, a column of near-unique strings that repeat within a batch.
+ */
+function variedEvents(count: number, seed: number): Record<string, unknown>[] {
+  const random = mulberry32(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const shared = ['red', 'green', 'blue', '', 'ünïcødé 😀', 'x'.repeat(300)];
+  return Array.from({ length: count }, (_, i) => {
+    const event: Record<string, unknown> = { id: `id-${i % 3 === 0 && i > 0 ? i - 1 : i}` };
+    if (random() < 0.8) event.a = pick(shared);
+    if (random() < 0.6) event.b = pick(shared);
+    if (random() < 0.5) event.nested = { c: pick(shared), d: pick([1, -0, 0, 2.5, -1e300, true, false, null]) };
+    if (random() < 0.4) event.shifting = pick([pick(shared), i, -0, true, false, null, [i, null], ['s', pick(shared)], [true], []]);
+    if (random() < 0.3) event.tags = pick([['a', 'b'], ['b', null], [], null]);
+    if (random() < 0.1) event.empty = {};
+    if (random() < 0.05) event[`rare${i % 7}`] = i % 2 === 0 ? pick(shared) : i;
+    if (i % 10 === 0) event.kind = `k${i % 3}`;
+    return event;
+  });
+}
+
+t.test('appendView gives the snapshot append gives', async (t) => {
+  const rows = rowsOf(variedEvents(6_000, 1));
+  const appended = appendRows(new WriteBuffer(), rows).snapshot();
+  const cases: [string, WriteBuffer][] = [
+    ['one batch', appendViews(new WriteBuffer(), rows)],
+    ['batches of varied sizes', appendViews(new WriteBuffer(), rows, [1, 500, 37, 2_000, 3])],
+    ['batches of one row', appendViews(new WriteBuffer(), rows, [1])],
+  ];
+  // Batches through append and appendView in turn, in one buffer.
+  const mixed = new WriteBuffer();
+  for (let at = 0, k = 0; at < rows.length; at += 700, k++) {
+    const batch = rows.slice(at, at + 700);
+    if (k % 2 === 0) appendViews(mixed, batch, [300]);
+    else appendRows(mixed, batch);
+  }
+  cases.push(['append and appendView in turn', mixed]);
+  const expected = cells(appended);
+  t.ok(expected.columns.id.every(([tag]) => tag === TAG_STR), 'every row has an id');
+  t.equal(appended.columns.get('id')!.repeats, true, 'the id column switched to repeats');
+  t.equal(appended.columns.get('a')!.repeats, undefined, 'a column of few values did not');
+  for (const [what, buffer] of cases) {
+    const chunk = buffer.snapshot();
+    sameCells(t, chunk, appended, `${what}: the same rows, columns and values`);
+    t.same(members(chunk), members(appended), `${what}: the same members, and the same columns in repeats`);
+    t.same([...chunk.columns.keys()], [...appended.columns.keys()], `${what}: columns in the order first seen`);
+    t.same([buffer.rows, buffer.tsMin, buffer.tsMax, buffer.firstSeq, buffer.lastSeq],
+      [6_000, Math.min(...expected.ts), Math.max(...expected.ts), 0, 5_999], `${what}: rows, times and seqs`);
+  }
+});
+
+t.test('appendView: one string at two paths, and strings that a column codes differently', async (t) => {
+  // The view's string table holds "same" once; each column must code it in its own dictionary.
+  const events = [
+    { a: 'same', b: 'same' }, { b: 'same', a: 'other' }, { a: 'same' }, { b: 'other', a: 'same' },
+    { c: ['same'], a: 'same' }, { a: '["same"]', b: 'same' },
+  ];
+  const appended = appendRows(new WriteBuffer(), [...rowsOf([{ b: 'first' }], 0), ...rowsOf(events, 1)]).snapshot();
+  // The buffer already holds a row, so b's dictionary codes differ from a's.
+  const viewed = appendViews(appendRows(new WriteBuffer(), rowsOf([{ b: 'first' }], 0)), rowsOf(events, 1)).snapshot();
+  t.same(cells(viewed), cells(appended));
+  t.same(cells(viewed).columns.b.map(([, value]) => value), ['first', 'same', 'same', null, 'other', null, 'same']);
+  t.same(viewed.columns.get('b')!.dict, ['first', 'same', 'other'], 'b\'s dictionary, each string once');
+  t.same(viewed.columns.get('a')!.dict, ['same', 'other', '["same"]'], 'a\'s dictionary, each string once');
+});
+
+t.test('appendView: a column crosses the uniqueness check in the middle of a batch', async (t) => {
+  // 4,096 strings into one column: the check falls on a row whose string the batch coded before.
+  const events = Array.from({ length: 4_200 }, (_, i) => ({ id: `u${i === 4_095 ? 4_094 : i}`, n: i }));
+  const rows = rowsOf(events);
+  const appended = appendRows(new WriteBuffer(), rows).snapshot();
+  for (const sizes of [[4_200], [4_090, 110], [1]]) {
+    const viewed = appendViews(new WriteBuffer(), rows, sizes).snapshot();
+    sameCells(t, viewed, appended, `batches of ${sizes.join(', ')}`);
+    t.equal(viewed.columns.get('id')!.repeats, true, `batches of ${sizes.join(', ')}: repeats, as with append`);
+  }
+});
+
+t.test('after dropPrefix the kept rows are what a fresh buffer given only them holds', async (t) => {
+  const events = variedEvents(6_000, 2);
+  const more = variedEvents(300, 3).map((event, i) => i % 4 === 0 ? { fresh: i, rare0: 'back' } : event);
+  for (const drop of [0, 1, 2, 2_500, 4_095, 5_990, 5_999]) {
+    for (const how of ['append', 'appendView'] as const) {
+      const rows = rowsOf(events);
+      const buffer = how === 'append' ? appendRows(new WriteBuffer(), rows) : appendViews(new WriteBuffer(), rows, [1_000]);
+      buffer.snapshot(); // a cached snapshot must not outlive the drop
+      t.equal(buffer.dropPrefix(drop), buffer, `${how}, drop ${drop}: the same buffer`);
+      const fresh = appendRows(new WriteBuffer(), rows.slice(drop));
+      const what = `${how}, drop ${drop}`;
+      sameCells(t, buffer.snapshot(), fresh.snapshot(), `${what}: the kept rows`);
+      t.same([buffer.rows, buffer.tsMin, buffer.tsMax, buffer.firstSeq, buffer.lastSeq],
+        [fresh.rows, fresh.tsMin, fresh.tsMax, fresh.firstSeq, fresh.lastSeq], `${what}: rows, times and seqs`);
+      // More rows afterwards: new paths, paths only dropped rows had, types that change.
+      const next = rowsOf(more, 6_000);
+      appendRows(buffer, next.slice(0, 150));
+      appendViews(buffer, next.slice(150), [40]);
+      appendRows(fresh, next);
+      sameCells(t, buffer.snapshot(), fresh.snapshot(), `${what}: and the rows appended after`);
+      t.same([buffer.rows, buffer.tsMin, buffer.tsMax, buffer.lastSeq], [fresh.rows, fresh.tsMin, fresh.tsMax, fresh.lastSeq],
+        `${what}: rows, times and seqs after`);
+      // A second flush of the same buffer.
+      buffer.dropPrefix(100);
+      sameCells(t, buffer.snapshot(), appendRows(new WriteBuffer(), [...rows, ...next].slice(drop + 100)).snapshot(),
+        `${what}: after a second drop`);
+    }
+  }
+});
+
+t.test('after dropPrefix every kind of value and a missing one come back', async (t) => {
+  const events = [
+    { s: 'drop me', n: 1, b: true, l: [1], z: null, gone: 'x' },
+    { s: 'kept', n: -0, b: false, l: ['a', null], z: null },
+    { n: 2.5, l: [], other: 'o' },
+    { s: 'kept', b: true, l: [true, false], z: 'not null now', e: {} },
+    {},
+    { s: '', n: -1e300, l: null },
+  ];
+  const buffer = appendRows(new WriteBuffer(), rowsOf(events));
+  buffer.dropPrefix(1);
+  const kept = buffer.snapshot();
+  const fresh = appendRows(new WriteBuffer(), rowsOf(events).slice(1)).snapshot();
+  t.same(cells(kept), cells(fresh));
+  t.same(cells(kept).columns.s, [[TAG_STR, 'kept'], [0, null], [TAG_STR, 'kept'], [0, null], [TAG_STR, '']]);
+  t.same(cells(kept).columns.n, [[TAG_NUM, '-0'], [TAG_NUM, 2.5], [0, null], [0, null], [TAG_NUM, -1e300]]);
+  t.same(cells(kept).columns.l.map(([, value]) => value), [['a', null], [], [true, false], null, null]);
+  t.notOk(kept.columns.has('gone'), 'a column only dropped rows used is gone');
+  t.same(members(kept), members(fresh), 'members that no kept row uses are null (chunk.ts)');
 });

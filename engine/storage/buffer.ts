@@ -136,7 +136,9 @@ class ColumnBuilder {
       (this.num ??= this.newNum())[row] = kind === KIND_TRUE ? 1 : 0;
       this.tags[row] = TAG_BOOL;
     } else if (kind === KIND_LIST) {
-      this.set(row, JSON.parse(view.strings[view.refs[i]]));
+      // One array per distinct list of the batch, shared by its rows: nothing writes a stored list.
+      const ref = view.refs[i];
+      this.set(row, codes.lists[ref] ??= JSON.parse(view.strings[ref]) as Primitive[]);
     } else {
       this.tags[row] = TAG_NULL;
     }
@@ -164,19 +166,30 @@ class ColumnBuilder {
 
   /** Takes rows [0, rows) of a snapshot of this column as its own, on an empty column. */
   take(column: Column, rows: number): void {
-    this.tags.set(column.tags.subarray(0, rows));
-    if (column.num !== null) (this.num ??= this.newNum()).set(column.num.subarray(0, rows));
-    if (column.str !== null && column.dict !== null) {
+    const tags = column.tags.subarray(0, rows);
+    this.tags.set(tags);
+    // Members that no kept row uses stay null, as a chunk's do (chunk.ts).
+    let numbers = false;
+    let strings = false;
+    let lists = false;
+    for (let row = 0; row < rows; row++) {
+      const tag = tags[row];
+      if (tag === TAG_NUM || tag === TAG_BOOL) numbers = true;
+      else if (tag === TAG_STR) strings = true;
+      else if (tag === TAG_LIST) lists = true;
+    }
+    if (numbers) (this.num ??= this.newNum()).set(column.num!.subarray(0, rows));
+    if (strings) {
       const str = (this.str ??= this.newStr());
-      const codes = new Int32Array(column.dict.length).fill(-1);
+      const codes = new Int32Array(column.dict!.length).fill(-1);
       for (let row = 0; row < rows; row++) {
-        if (column.tags[row] !== TAG_STR) continue;
-        const code = column.str[row];
-        if (codes[code] === -1) codes[code] = this.code(column.dict[code]);
+        if (tags[row] !== TAG_STR) continue;
+        const code = column.str![row];
+        if (codes[code] === -1) codes[code] = this.code(column.dict![code]);
         str[row] = codes[code];
       }
     }
-    if (column.lists !== null) this.lists = column.lists.slice(0, rows) as (Primitive[] | null)[];
+    if (lists) this.lists = column.lists!.slice(0, rows) as (Primitive[] | null)[];
   }
 
   /** A copy of rows [from, to). */
@@ -202,6 +215,8 @@ class ColumnBuilder {
 interface ViewCodes {
   readonly column: Int32Array;
   readonly code: Int32Array;
+  /** Per string that is a list's JSON text: the list, parsed once. */
+  readonly lists: (Primitive[] | undefined)[];
 }
 
 /** What appendView finds once per batch, for one buffer and one view. */
@@ -213,7 +228,7 @@ export interface ViewCache {
 export function newViewCache(view: LeafView): ViewCache {
   return {
     columns: new Array<ColumnBuilder | undefined>(view.paths.length),
-    codes: { column: new Int32Array(view.strings.length).fill(-1), code: new Int32Array(view.strings.length) },
+    codes: { column: new Int32Array(view.strings.length).fill(-1), code: new Int32Array(view.strings.length), lists: [] },
   };
 }
 

@@ -15,6 +15,24 @@ export function concatChunks(chunks: readonly ColumnChunk[]): ColumnChunk {
   return concatParts(chunks.map((chunk) => ({ chunk, indices: null })));
 }
 
+/**
+ * `chunk` with each column whose dictionary may repeat strings (Column.repeats) interned, so it
+ * holds each string once; the other columns are taken as they are.
+ */
+export function internRepeats(chunk: ColumnChunk): ColumnChunk {
+  const parts: Part[] = [{ chunk, indices: null }];
+  const columns = new Map<string, Column>();
+  for (const [path, column] of chunk.columns) {
+    if (column.repeats !== true) {
+      columns.set(path, column);
+      continue;
+    }
+    const interned = concatColumn(path, parts, chunk.rows);
+    if (interned !== null) columns.set(path, interned);
+  }
+  return { ...chunk, columns };
+}
+
 interface Part {
   readonly chunk: ColumnChunk;
   readonly indices: Int32Array | null;

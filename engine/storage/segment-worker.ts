@@ -5,7 +5,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import type { ColumnChunk, SchemaType, SegmentFooter } from './chunk.js';
-import { concatChunks, gatherChunk } from './chunk-ops.js';
+import { concatChunks, gatherChunk, internRepeats } from './chunk-ops.js';
 import { readSegment } from './segment/reader.js';
 import { writeSegment } from './segment/writer.js';
 import type { DeleteEntry } from '../deletes/predicate.js';
@@ -31,9 +31,10 @@ export function runSegmentJob(job: SegmentJob): SegmentFooter[] {
     // Splitting a flush into per-day parts (a copy, dictionaries re-interned) happens here, off
     // the thread that serves writes.
     // A buffer's column with repeated dictionary entries (chunk.ts Column.repeats) is interned
-    // by the same copy, so a segment's dictionaries hold each string once.
+    // by the same copy, or alone when the flush is one part, so a segment's dictionaries hold
+    // each string once.
     return job.parts.map(({ file, indices }) => writeSegment(file,
-      indices !== null ? gatherChunk(job.chunk, indices) : hasRepeats(job.chunk) ? concatChunks([job.chunk]) : job.chunk,
+      indices !== null ? gatherChunk(job.chunk, indices) : hasRepeats(job.chunk) ? internRepeats(job.chunk) : job.chunk,
       job.schema));
   }
   if (job.op === 'rewrite') return [rewriteSegment(job.source, job.file, job.deletes, job.schema)];
