@@ -74,3 +74,27 @@ t.test('computeDistinct of strings: 256 distinct are listed, 257 are not, a dict
   t.equal(counts.values.length, 200);
   t.same(counts.rows, Array.from({ length: 200 }, (_, i) => (i < 100 ? 2 : 1)));
 });
+
+t.test('a column sketched from its distinct values equals the sketch of its rows', async (t) => {
+  const scalars = [1, '1', true, false, 0, -0, 'é', 'a', null, 2.5, -7];
+  const rows: TestRow[] = Array.from({ length: 600 }, (_, index) => ({
+    ts: index,
+    props: {
+      mixed: scalars[(index * 7) % scalars.length],
+      runs: Math.floor(index / 50),
+      text: `v${index % 40}`,
+      flag: index % 3 === 0,
+      list: index % 5 === 0 ? [index % 2] : 'x',
+      ids: `id${index}`,
+      ...(index % 4 === 0 && { sparse: index % 8 }),
+    },
+  }));
+  const chunk = buildChunk(rows);
+  const distinct = computeDistinct(chunk);
+  t.ok(['mixed', 'runs', 'text', 'flag', 'sparse'].every((path) => path in distinct), 'the low-cardinality columns are listed');
+  t.notOk('list' in distinct || 'ids' in distinct, 'lists and many values are not');
+  const fromValues = computeSketches(chunk, distinct);
+  for (const [path, column] of chunk.columns) {
+    t.same(HyperLogLog.deserialize(fromValues[path]).registers, sketchColumn(column, chunk.rows).registers, path);
+  }
+});

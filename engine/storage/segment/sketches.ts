@@ -100,13 +100,27 @@ function valueCounts(column: Column, rows: number): ValueCounts | null {
   return { values, rows: counts };
 }
 
-/** Serialized sketches of every column of `chunk`, keyed by property path. */
-export function computeSketches(chunk: ColumnChunk): Record<string, Uint8Array> {
+/**
+ * Serialized sketches of every column of `chunk`, keyed by property path. A column `distinct`
+ * lists (computeDistinct) is sketched from those values, each hashed once: a sketch depends only
+ * on the set of hashes added, so it is the one its rows would give, without a pass over them.
+ */
+export function computeSketches(chunk: ColumnChunk, distinct: Record<string, ValueCounts> = {}): Record<string, Uint8Array> {
   const sketches: Record<string, Uint8Array> = {};
   for (const [path, column] of chunk.columns) {
-    sketches[path] = sketchColumn(column, chunk.rows).serialize();
+    const counts = Object.hasOwn(distinct, path) ? distinct[path] : undefined;
+    sketches[path] = (counts !== undefined ? sketchValues(counts.values) : sketchColumn(column, chunk.rows)).serialize();
   }
   return sketches;
+}
+
+function sketchValues(values: readonly Primitive[]): HyperLogLog {
+  const sketch = new HyperLogLog();
+  for (const value of values) {
+    const hash = hashValue(value);
+    if (hash !== null) sketch.add(hash);
+  }
+  return sketch;
 }
 
 export function sketchColumn(column: Column, rows: number): HyperLogLog {

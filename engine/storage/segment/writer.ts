@@ -49,7 +49,8 @@ export function writeSegment(
   assertChunk(chunk);
   const footer = computeFooter(chunk);
   assertFooter(footer);
-  const sidecar = encodeSidecar(footer, computeSketches(chunk), computeDistinct(chunk));
+  const distinct = computeDistinct(chunk);
+  const sidecar = encodeSidecar(footer, computeSketches(chunk, distinct), distinct);
   const arrow = encodeSegment(chunk, schema, footer);
   stageFile(file, arrow);
   try {
