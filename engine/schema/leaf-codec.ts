@@ -67,8 +67,9 @@ function listText(list: object): string {
  * Events of a batch mostly repeat one sequence of paths, and a path often its last value, so each
  * lookup first tries a guess: the path that followed the previous leaf's path last time, and the
  * string this path had last time. A right guess costs a comparison of strings that are usually
- * the same object; only a wrong one asks the tables' Maps (it was most of an enriched event's
- * encoding: ~48 leaves, 4.7 -> µs).
+ * the same object; only a wrong one asks the tables' Maps. With the list texts below, an enriched
+ * event's encoding (~48 leaves) went from 4.7 to 2.6 µs. (Coding an add-on result's leaves once a
+ * batch and copying the codes was tried: slower, 4.2 µs, since most results of a batch are new.)
  */
 export class LeafEncoder {
   private readonly paths = new Interned();
