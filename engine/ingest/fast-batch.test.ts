@@ -720,3 +720,15 @@ t.test('no mutation of an enriched body makes the fast path take what the genera
   }
   t.ok(taken > 300 && taken < mutations, `${taken} of ${mutations} mutated bodies were still taken and agreed`);
 });
+
+t.test('an add-on list longer than the reader keeps goes the general way, and a short one of the same shape does not', async (t) => {
+  const event = (note: string) => ({
+    page_url: 'https://shop.example.com/a?b=c',
+    svc: { addons: [{ ...partsOf('page_url'), note }] }, // the pipeline ignores keys it does not know
+  });
+  const short = bodyOf(event('x'));
+  t.ok(agree(t, short, 'a short list', shared), 'a short list is taken');
+  const long = bodyOf(event('x'.repeat(17 * 1024)));
+  t.equal(fast(long, shared), null, 'a list of 17 KB is not');
+  t.type(general(long, shared), 'object', 'the general path stores it');
+});

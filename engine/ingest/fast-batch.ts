@@ -86,6 +86,8 @@ const ADDONS = 'addons';
 const ADDONS_LEAF = 'svc.addons.'; // structural (flatten.ts): the list's JSON text
 /** Add-on lists kept planned (addon-plan.ts), newest first: a body's events repeat one or two. */
 const PLANS_KEPT = 4;
+/** Longer add-on lists (as sent) go the general way: five add-ons take ~420 bytes. */
+const ADDON_LIST_BYTES_MAX = 16 * 1024;
 const NO_BYTES = new Uint8Array(0);
 const NO_TEXT = Buffer.alloc(0);
 
@@ -282,6 +284,7 @@ export class FastBatchReader {
       }
     }
     this.skipValue();
+    if (this.at - start > ADDON_LIST_BYTES_MAX) throw BAIL; // kept below: bounded
     const plan = planAddons(text.toString('utf8', start, this.at), this.enricher!);
     if (this.plans.length === PLANS_KEPT) this.plans.pop();
     this.plans.unshift({ bytes: Buffer.from(text.subarray(start, this.at)), plan });
