@@ -232,21 +232,28 @@ t.test('sizes, placeholders and timestamps come out as the general path has them
   t.same(got!.values[ip + 1], [ctx.userAgent, null], 'a placeholder in a list is replaced');
 });
 
+/** Bytes a mutation puts into a body: JSON's own, and a few that no JSON text may hold there. */
+const SIGNIFICANT = [...'{}[]:,"\\ -+.0123456789eEtfnulx'].map((c) => c.charCodeAt(0)).concat([0x00, 0x09, 0x80, 0xc3, 0xff]);
+
+/** `original` with one byte of `bytes` at `at` replacing one or inserted, or a byte removed, or cut there. */
+function mutate(original: Buffer, at: number, random: () => number, bytes: readonly number[] = SIGNIFICANT): Buffer {
+  const byte = bytes[Math.floor(random() * bytes.length)]!;
+  const roll = random();
+  return roll < 0.4 ? Buffer.concat([original.subarray(0, at), Buffer.from([byte]), original.subarray(at + 1)])
+    : roll < 0.65 ? Buffer.concat([original.subarray(0, at), original.subarray(at + 1)])
+      : roll < 0.9 ? Buffer.concat([original.subarray(0, at), Buffer.from([byte]), original.subarray(at)])
+        : original.subarray(0, at);
+}
+
 t.test('no mutation of a body makes the fast path take what the general path does not', async (t) => {
   const random = mulberry32(11);
-  const SIGNIFICANT = [...'{}[]:,"\\ -+.0123456789eEtfnulx'].map((c) => c.charCodeAt(0)).concat([0x00, 0x09, 0x80, 0xc3, 0xff]);
   let taken = 0;
   let mutations = 0;
   for (let i = 0; i < 300; i++) {
     const original = Buffer.from(bodyText(random, 3));
     for (let m = 0; m < 20; m++) {
       const at = Math.floor(random() * original.length);
-      const byte = SIGNIFICANT[Math.floor(random() * SIGNIFICANT.length)]!;
-      const roll = random();
-      const mutated = roll < 0.4 ? Buffer.concat([original.subarray(0, at), Buffer.from([byte]), original.subarray(at + 1)])
-        : roll < 0.65 ? Buffer.concat([original.subarray(0, at), original.subarray(at + 1)])
-          : roll < 0.9 ? Buffer.concat([original.subarray(0, at), Buffer.from([byte]), original.subarray(at)])
-            : original.subarray(0, at);
+      const mutated = mutate(original, at, random);
       mutations++;
       if (agree(t, mutated, `body ${i}, mutation ${m}: ${JSON.stringify(mutated.toString('latin1').slice(Math.max(0, at - 20), at + 20))}`)) taken++;
     }
@@ -695,7 +702,7 @@ t.test('an event the add-ons\' results take past the size limit is too large on 
 
 t.test('no mutation of an enriched body makes the fast path take what the general path does not', async (t) => {
   const random = mulberry32(41);
-  const SIGNIFICANT = [...'{}[]:,"\\ -+.0123456789eEtfnulx$'].map((c) => c.charCodeAt(0)).concat([0x00, 0x09, 0x80, 0xc3, 0xff]);
+  const withDollar = [...SIGNIFICANT, '$'.charCodeAt(0)]; // "${" opens a placeholder in an add-on list
   let taken = 0;
   let mutations = 0;
   for (let i = 0; i < 120; i++) {
@@ -707,12 +714,7 @@ t.test('no mutation of an enriched body makes the fast path take what the genera
       const at = random() < 0.5 && listAt !== -1
         ? listAt + Math.floor(random() * (JSON.stringify(list).length + 10))
         : Math.floor(random() * original.length);
-      const byte = SIGNIFICANT[Math.floor(random() * SIGNIFICANT.length)]!;
-      const roll = random();
-      const mutated = roll < 0.4 ? Buffer.concat([original.subarray(0, at), Buffer.from([byte]), original.subarray(at + 1)])
-        : roll < 0.65 ? Buffer.concat([original.subarray(0, at), original.subarray(at + 1)])
-          : roll < 0.9 ? Buffer.concat([original.subarray(0, at), Buffer.from([byte]), original.subarray(at)])
-            : original.subarray(0, at);
+      const mutated = mutate(original, at, random, withDollar);
       mutations++;
       const what = `body ${i}, mutation ${m}: ${JSON.stringify(mutated.toString('latin1').slice(Math.max(0, at - 30), at + 30))}`;
       if (agree(t, mutated, what, shared)) taken++;

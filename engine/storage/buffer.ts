@@ -269,17 +269,27 @@ export class WriteBuffer {
 
   /** Appends one row whose leaves are leaves[from, to). */
   append(tsMs: number, createdAtMs: number, seq: number, leaves: Leaves, from: number, to: number): void {
+    const row = this.startRow(tsMs, createdAtMs, seq);
+    for (let i = from; i < to; i++) {
+      const path = leaves.paths[i];
+      const column = this.columns.get(path) ?? this.addColumn(path);
+      column.set(row, leaves.values[i]);
+    }
+    this.endRow(tsMs);
+  }
+
+  /** The next row, its system fields written; endRow makes it part of the buffer. */
+  private startRow(tsMs: number, createdAtMs: number, seq: number): number {
     assert(this.count === 0 || seq > this.seq[this.count - 1], 'buffer rows arrive in log order');
     if (this.count === this.capacity) this.grow(this.capacity * 2);
     const row = this.count;
     this.ts[row] = tsMs;
     this.createdAt[row] = createdAtMs;
     this.seq[row] = seq;
-    for (let i = from; i < to; i++) {
-      const path = leaves.paths[i];
-      const column = this.columns.get(path) ?? this.addColumn(path);
-      column.set(row, leaves.values[i]);
-    }
+    return row;
+  }
+
+  private endRow(tsMs: number): void {
     this.count++;
     if (tsMs < this.tsMin) this.tsMin = tsMs;
     if (tsMs > this.tsMax) this.tsMax = tsMs;
@@ -291,12 +301,7 @@ export class WriteBuffer {
    * the columns of the view's paths and its strings' codes, found once for the whole batch.
    */
   appendView(tsMs: number, createdAtMs: number, seq: number, view: LeafView, from: number, to: number, cache: ViewCache): void {
-    assert(this.count === 0 || seq > this.seq[this.count - 1], 'buffer rows arrive in log order');
-    if (this.count === this.capacity) this.grow(this.capacity * 2);
-    const row = this.count;
-    this.ts[row] = tsMs;
-    this.createdAt[row] = createdAtMs;
-    this.seq[row] = seq;
+    const row = this.startRow(tsMs, createdAtMs, seq);
     const { pathOf } = view;
     const columns = cache.columns;
     for (let i = from; i < to; i++) {
@@ -304,10 +309,7 @@ export class WriteBuffer {
       const column = columns[p] ?? (columns[p] = this.columns.get(view.paths[p]) ?? this.addColumn(view.paths[p]));
       column.setLeaf(row, view, i, p, cache.codes);
     }
-    this.count++;
-    if (tsMs < this.tsMin) this.tsMin = tsMs;
-    if (tsMs > this.tsMax) this.tsMax = tsMs;
-    this.cached = null;
+    this.endRow(tsMs);
   }
 
   private addColumn(path: string): ColumnBuilder {
