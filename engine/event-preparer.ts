@@ -6,10 +6,10 @@
  * its leaves (wal-record.ts) and the columns are the only stored copy.
  */
 import type { WriteContext } from './api.js';
-import { appendLeaves, newAppended } from './enrich/fragment.js';
+import { appendLeaves, isFragment, newAppended } from './enrich/fragment.js';
 import type { Enricher } from './enrich/pipeline.js';
 import { EVENT_BYTES_MAX } from './limits.js';
-import { PathJoiner, flattenEvent, type Leaves } from './schema/flatten.js';
+import { PathJoiner, flattenEvent, leafBytes, type Leaves } from './schema/flatten.js';
 import { prepareEvent } from './schema/prepare.js';
 
 /** Bytes the svc fields add to an event as sent; a batch item's size may exceed the limit by this. */
@@ -66,20 +66,10 @@ export class EventPreparer {
  */
 export function leavesBytes(leaves: Leaves, from: number, to: number): number {
   let bytes = 2;
-  for (let i = from; i < to; i++) bytes += leaves.paths[i].length + 4 + valueBytes(leaves.values[i]);
-  return bytes;
-}
-
-function valueBytes(value: unknown): number {
-  switch (typeof value) {
-    case 'string': return value.length + 2;
-    case 'number': return 8;
-    case 'boolean': return 5;
-    default: {
-      if (!Array.isArray(value)) return 4; // null
-      let bytes = 2;
-      for (const item of value) bytes += valueBytes(item) + 1;
-      return bytes;
-    }
+  for (let i = from; i < to; i++) {
+    const value = leaves.values[i];
+    // An add-on result given whole (the fast reader's): its leaves under its output name.
+    bytes += isFragment(value) ? value.bytesUnder : leafBytes(leaves.paths[i], value);
   }
+  return bytes;
 }

@@ -156,7 +156,7 @@ export class WritePath {
     }
     const encoded = this.encoder.encode(batch.leaves, batch.leaves.count);
     batch.view = viewLeaves(encoded);
-    batch.materialized = true;
+    // Not materialized: the reader's leaves give each add-on result as one (LeafEncoder's input).
     const done = this.appendRows(project, preparedOf(fast), batch, () => encoded);
     return { collections: fast.collections, done };
   }

@@ -5,7 +5,7 @@
  * the write path's hottest code. `cloneJson` gives a mutable copy for events that need the value
  * inside the object.
  */
-import { flattenObject, newLeaves, type Leaves, type PathJoiner } from '../schema/flatten.js';
+import { flattenObject, leafBytes, newLeaves, type Leaves, type PathJoiner } from '../schema/flatten.js';
 
 export interface Fragment {
   readonly value: Readonly<Record<string, unknown>>;
@@ -15,6 +15,37 @@ export interface Fragment {
   /** The output name `pathsUnder` was made for, and the leaf paths under it (the write path's). */
   under: string | null;
   pathsUnder: readonly string[];
+  /** About the JSON size of the leaves under `under` (leavesBytes' measure, without the braces). */
+  bytesUnder: number;
+  /** Which LeafEncoder call last put this result in its record's table, under which name, where. */
+  stamp: number;
+  stampName: string | null;
+  stampIndex: number;
+}
+
+/**
+ * The leaf paths of `fragment` under output `name`, made once per name (a result is nearly always
+ * used under one name), with their size.
+ */
+export function pathsUnder(fragment: Fragment, name: string, joiner: Pick<PathJoiner, 'join'>): readonly string[] {
+  if (fragment.under !== name) {
+    const paths = fragment.leafPaths.map((path) => joiner.join(name, path));
+    let total = 0;
+    for (let j = 0; j < paths.length; j++) total += leafBytes(paths[j], fragment.leafValues[j]);
+    fragment.pathsUnder = paths;
+    fragment.bytesUnder = total;
+    fragment.under = name;
+  }
+  return fragment.pathsUnder;
+}
+
+/**
+ * Whether a leaf value is an add-on result standing for its leaves under the leaf's path (the
+ * output name): the fast batch reader gives these to LeafEncoder, which keeps each result's leaves
+ * once per record. Other leaf values are null, numbers, strings, booleans and arrays.
+ */
+export function isFragment(value: unknown): value is Fragment {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 export function makeFragment(value: Record<string, unknown>): Fragment {
@@ -26,6 +57,10 @@ export function makeFragment(value: Record<string, unknown>): Fragment {
     leafValues: leaves.values,
     under: null,
     pathsUnder: [],
+    bytesUnder: 0,
+    stamp: 0,
+    stampName: null,
+    stampIndex: -1,
   };
 }
 
@@ -44,12 +79,7 @@ export function newAppended(): Appended {
 export function appendLeaves(appended: Appended, leaves: Leaves, joiner: Pick<PathJoiner, 'join'>): void {
   for (let i = 0; i < appended.count; i++) {
     const fragment = appended.fragments[i];
-    const name = appended.names[i];
-    if (fragment.under !== name) {
-      fragment.pathsUnder = fragment.leafPaths.map((path) => joiner.join(name, path));
-      fragment.under = name;
-    }
-    const paths = fragment.pathsUnder;
+    const paths = pathsUnder(fragment, appended.names[i], joiner);
     const values = fragment.leafValues;
     let at = leaves.count;
     for (let j = 0; j < paths.length; j++, at++) {

@@ -76,7 +76,7 @@ export async function createEnricher(opts: EnricherOptions): Promise<Enricher> {
   ]);
   const cached = new Map<string, CachedAddon>();
   for (const [name, addon] of addons) {
-    cached.set(name, { addon, fragments: new LruCache(FRAGMENT_CACHE_ENTRIES_MAX) });
+    cached.set(name, { addon, fragments: new LruCache(FRAGMENT_CACHE_ENTRIES_MAX), shared: new WeakMap() });
   }
   let context: Context | null = { addons: cached, paths: new LruCache(PATH_CACHE_ENTRIES_MAX) };
   return {
@@ -111,6 +111,8 @@ export function appendableName(name: string): boolean {
 interface CachedAddon {
   readonly addon: Addon;
   readonly fragments: LruCache<string, Fragment>;
+  /** With computeShared: the result kept for each shared object (one per place for ip_to_geo). */
+  readonly shared: WeakMap<object, Fragment>;
 }
 
 /** What apply needs besides the event: the add-ons by name and parsed dotted paths. */
@@ -205,7 +207,13 @@ function result(cachedAddon: CachedAddon, values: readonly unknown[]): Fragment 
   if (key === null || key.length > FRAGMENT_KEY_CHARS_MAX) return makeFragment(cachedAddon.addon.compute(values));
   let fragment = cachedAddon.fragments.get(key);
   if (fragment === undefined) {
-    fragment = makeFragment(cachedAddon.addon.compute(values));
+    const { addon, shared } = cachedAddon;
+    if (addon.computeShared === undefined) fragment = makeFragment(addon.compute(values));
+    else {
+      const value = addon.computeShared(values);
+      fragment = shared.get(value);
+      if (fragment === undefined) shared.set(value, fragment = makeFragment(value as Record<string, unknown>));
+    }
     cachedAddon.fragments.set(key, fragment);
   }
   return fragment;

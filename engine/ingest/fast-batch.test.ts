@@ -10,8 +10,9 @@ import { createEnricher } from '../enrich/pipeline.js';
 import { EventPreparer, leavesBytes } from '../event-preparer.js';
 import { isApiError } from '../errors.js';
 import { ADDONS_PER_EVENT_MAX, EVENT_BYTES_MAX } from '../limits.js';
-import { flattenEvent, newLeaves, type Leaves } from '../schema/flatten.js';
-import { LeafEncoder } from '../schema/leaf-codec.js';
+import { isFragment, pathsUnder } from '../enrich/fragment.js';
+import { PathJoiner, flattenEvent, newLeaves, type Leaves } from '../schema/flatten.js';
+import { LeafEncoder, decodeLeaves } from '../schema/leaf-codec.js';
 import { packBatch, parseBatchBody } from './batch.js';
 import { FastBatchReader, type FastBatch } from './fast-batch.js';
 
@@ -74,10 +75,48 @@ function exact(value: unknown): unknown {
 const reader = new FastBatchReader();
 const plainPair: Pair = { preparer, reader };
 const fastLeaves = newLeaves();
+const fastExpanded = newLeaves();
+const joiner = new PathJoiner();
 
+/**
+ * What the fast path makes of `body`, or null. The reader gives each add-on result as one leaf,
+ * which the encoder writes as the result's leaves under the leaf's path; here they are expanded
+ * so (the ranges count them so already). `encodedAgree` checks the encoder's own expansion.
+ */
 function fast(body: Uint8Array, pair: Pair = plainPair): Outcome | null {
   const read: FastBatch | null = pair.reader.read(body, ctx, NOW, fastLeaves);
-  return read === null ? null : outcome(read.collections, read.t, read.ranges, read.tooLarge, fastLeaves);
+  if (read === null) return null;
+  const out = fastExpanded;
+  out.count = 0;
+  for (let i = 0; i < fastLeaves.count; i++) {
+    const value = fastLeaves.values[i];
+    if (!isFragment(value)) {
+      out.paths[out.count] = fastLeaves.paths[i];
+      out.values[out.count++] = value;
+      continue;
+    }
+    const paths = pathsUnder(value, fastLeaves.paths[i], joiner);
+    for (let j = 0; j < paths.length; j++) {
+      out.paths[out.count] = paths[j];
+      out.values[out.count++] = value.leafValues[j];
+    }
+  }
+  return outcome(read.collections, read.t, read.ranges, read.tooLarge, out);
+}
+
+const fastEncoder = new LeafEncoder();
+
+/** Whether the fast path's leaves, encoded as the write path encodes them, read back as the general path's. */
+function encodedAgree(body: Uint8Array, pair: Pair): boolean {
+  const leaves = newLeaves();
+  packBatch(pair.preparer, encoder, parseBatchBody(body), ctx, NOW, NOW_ISO, leaves);
+  const expected = decodeLeaves(encoder.encode(leaves, leaves.count), newLeaves());
+  const read = pair.reader.read(body, ctx, NOW, fastLeaves);
+  if (read === null) return false;
+  const got = decodeLeaves(fastEncoder.encode(fastLeaves, fastLeaves.count), newLeaves());
+  return got.count === expected.count &&
+    JSON.stringify([got.paths.slice(0, got.count), got.values.slice(0, got.count)]) ===
+    JSON.stringify([expected.paths.slice(0, expected.count), expected.values.slice(0, expected.count)]);
 }
 
 /** Checks the fast path on `body`: same outcome, or none. Returns whether it took the body. */
@@ -384,6 +423,7 @@ t.test('with the real enricher, bodies of events with all five add-ons are taken
   for (let i = 0; i < 40; i++) {
     const body = Buffer.from(enrichedBodyText(again, 1 + Math.floor(again() * 60), () => ALL_FIVE));
     t.ok(agree(t, body, `body ${i} again`, shared), `body ${i} is taken again`);
+    t.ok(encodedAgree(body, shared), `body ${i} again: its encoded leaves read back as the general path's`);
   }
 });
 

@@ -12,7 +12,7 @@
  */
 import { leavesBytes } from '../event-preparer.js';
 import type { WriteContext } from '../api.js';
-import { appendLeaves, newAppended } from '../enrich/fragment.js';
+import { pathsUnder, type Fragment } from '../enrich/fragment.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import {
   BATCH_EVENTS_MAX, EVENT_BYTES_MAX, EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX, NUMBER_MIN,
@@ -108,7 +108,11 @@ export class FastBatchReader {
   private plan: AddonPlan | null = null;
   /** Lists planned lately, as sent, with their plans (null: the general path reads it). */
   private readonly plans: { bytes: Buffer; plan: AddonPlan | null }[] = [];
-  private readonly appended = newAppended();
+  /** The event's add-on results and their output names, while it is enriched. */
+  private readonly results: Fragment[] = [];
+  private readonly outputs: string[] = [];
+  /** Leaves the results given so far stand for beyond their one each: the encoded leaves' index. */
+  private hidden = 0;
   private readonly joiner = new PathJoiner();
   /** The last svc.timestamp formatted for an add-on input, and its ms. */
   private stampMs = NaN;
@@ -116,16 +120,21 @@ export class FastBatchReader {
 
   /**
    * With an enricher, events whose `svc.addons` list has a plan are read too: add-ons run on the
-   * values read and their cached results' leaves are appended, as the general path appends them.
+   * values read and each cached result is appended as one leaf whose value is the result
+   * (isFragment), standing for the leaves the general path appends. LeafEncoder writes those.
    */
   constructor(private readonly enricher: Pick<Enricher, 'inputKeys' | 'result'> | null = null) {}
 
-  /** The body's events as leaves appended to `leaves` (from 0), or null: take the general path. */
+  /**
+   * The body's events as leaves appended to `leaves` (from 0), or null: take the general path.
+   * The ranges index the leaves as encoded, where each add-on result leaf is its leaves.
+   */
   read(body: Uint8Array, ctx: WriteContext, now: number, leaves: Leaves): FastBatch | null {
     // Always a plain Uint8Array (a Buffer is a subclass): one shape for every byte read below.
     this.bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
     this.text = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
     this.at = 0;
+    this.hidden = 0;
     this.leaves = leaves;
     this.ctx = ctx;
     leaves.start = 0;
@@ -170,11 +179,12 @@ export class FastBatchReader {
             }
             const start = this.at;
             const from = this.leaves.count;
+            // Ranges count each result's leaves, as the encoded leaves give them (LeafEncoder).
+            ranges[2 * events] = from + this.hidden;
             this.replaced = false;
             this.plan = null;
             t[events] = this.event(now);
-            ranges[2 * events] = from;
-            ranges[2 * events + 1] = this.leaves.count;
+            ranges[2 * events + 1] = this.leaves.count + this.hidden;
             if ((this.replaced || this.plan !== null || this.at - start > SMALL_EVENT_BYTES) &&
               leavesBytes(this.leaves, from, this.leaves.count) > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES) tooLarge[events] = 1;
             events++;
@@ -300,9 +310,8 @@ export class FastBatchReader {
     const leaves = this.leaves;
     const from = leaves.start;
     const own = leaves.count;
-    const appended = this.appended;
-    const keys = this.keys;
-    appended.count = 0;
+    const { keys, results, outputs } = this;
+    let r = 0;
     for (const step of plan.steps) {
       for (let i = keysFrom; i < keys.length; i++) if (keys[i] === step.output) throw BAIL;
       const inputs = step.values;
@@ -323,10 +332,18 @@ export class FastBatchReader {
         if (Array.isArray(leaves.values[at])) throw BAIL;
         inputs[k] = leaves.values[at];
       }
-      appended.names[appended.count] = step.output;
-      appended.fragments[appended.count++] = this.enricher!.result(step.name, inputs);
+      results[r] = this.enricher!.result(step.name, inputs);
+      outputs[r++] = step.output;
     }
-    appendLeaves(appended, leaves, this.joiner);
+    // Each result as one leaf standing for its leaves (LeafEncoder writes them once per record),
+    // after the event's own leaves as the general path appends them; inputs were read above.
+    for (let i = 0; i < r; i++) {
+      const fragment = results[i];
+      pathsUnder(fragment, outputs[i], this.joiner); // its size under this name, for leavesBytes
+      leaves.paths[leaves.count] = outputs[i];
+      leaves.values[leaves.count++] = fragment;
+      this.hidden += fragment.leafPaths.length - 1;
+    }
     leaves.start = from;
   }
 

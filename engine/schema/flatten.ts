@@ -121,3 +121,25 @@ function push(out: Leaves, path: string, value: unknown): void {
 function isPlainObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/**
+ * About the JSON size of one leaf: its path and value and the quotes, colon and comma around them
+ * (leavesBytes in event-preparer.ts sums these). Strings count a byte a character.
+ */
+export function leafBytes(path: string, value: unknown): number {
+  return path.length + 4 + valueBytes(value);
+}
+
+function valueBytes(value: unknown): number {
+  switch (typeof value) {
+    case 'string': return value.length + 2;
+    case 'number': return 8;
+    case 'boolean': return 5;
+    default: {
+      if (!Array.isArray(value)) return 4; // null
+      let bytes = 2;
+      for (const item of value) bytes += valueBytes(item) + 1;
+      return bytes;
+    }
+  }
+}

@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { mulberry32 } from '../../test/helpers/random.js';
-import { flattenEvent, newLeaves, type Leaves } from './flatten.js';
+import { appendLeaves, makeFragment, newAppended, type Fragment } from '../enrich/fragment.js';
+import { PathJoiner, flattenEvent, newLeaves, type Leaves } from './flatten.js';
 import {
   KIND_FALSE, KIND_LIST, KIND_NULL, KIND_NUM, KIND_STR, KIND_TRUE, LeafEncoder, decodeLeaves, leafValue,
   leavesOfView, viewLeaves,
@@ -175,7 +176,8 @@ t.test('a view refuses damaged bytes: references out of range, unknown kinds, tr
   damaged('a string index one past the table', (copy) => setU32(copy, at.refs + 4 * str, at.strCount), /string out of range/);
   const list = kinds.indexOf(KIND_LIST);
   damaged('a list\'s string index out of range', (copy) => setU32(copy, at.refs + 4 * list, at.strCount + 7), /string out of range/);
-  for (const kind of [6, 9, 0xff]) damaged(`kind ${kind}`, (copy) => { copy[at.kinds + last] = kind; }, new RegExp(`unknown kind ${kind}`));
+  for (const kind of [7, 9, 0xff]) damaged(`kind ${kind}`, (copy) => { copy[at.kinds + last] = kind; }, new RegExp(`unknown kind ${kind}`));
+  damaged('a fragment reference in a record with no fragment table', (copy) => { copy[at.kinds + last] = 6; }, /fragment out of range/);
   damaged('one number leaf too many', (copy) => { copy[at.kinds + kinds.indexOf(KIND_TRUE)] = KIND_NUM; }, /too few numbers/);
   damaged('a path longer than its table', (copy) => setU32(copy, at.pathBytes, 1_000_000), /string past the end/);
   damaged('a path shorter than it was', (copy) => setU32(copy, at.pathBytes, new DataView(copy.buffer).getUint32(at.pathBytes, true) - 1),
@@ -261,4 +263,97 @@ t.test('the guesses are only guesses: hand-made sequences that break each one', 
   const again = decodeLeaves(encoder.encode(leaves, leaves.count), newLeaves());
   t.same(again.values[2], ['x', null, 'y'], 'a list changed since the last encoding is written as it is now');
   t.same(pairsOf(again), pairsOf(leaves));
+});
+
+/** Events as the fast batch reader gives them: own leaves, then each add-on result as one leaf. */
+function withResults(events: { own: Record<string, unknown>; results: [string, Fragment][] }[]): { given: Leaves; expanded: Leaves } {
+  const given = newLeaves();
+  const expanded = newLeaves();
+  const joiner = new PathJoiner();
+  for (const { own, results } of events) {
+    flattenEvent(own, given);
+    flattenEvent(own, expanded);
+    for (const [name, fragment] of results) {
+      given.paths[given.count] = name;
+      given.values[given.count++] = fragment;
+    }
+    const appended = newAppended();
+    for (const [name, fragment] of results) {
+      appended.names[appended.count] = name;
+      appended.fragments[appended.count++] = fragment;
+    }
+    appendLeaves(appended, expanded, joiner);
+  }
+  return { given, expanded };
+}
+
+t.test('add-on results given whole are written once per record and read back as their leaves', async (t) => {
+  const geo = makeFragment({ city: 'Lyon', coordinates: [4.85, 45.75], postal_code: null, zero: -0 });
+  const other = makeFragment({ city: 'Paris', coordinates: [2.35, 48.85], postal_code: '75001', zero: 0 });
+  const agent = makeFragment({ browser: { family: 'Chrome', major: '120' }, os: { family: 'Linux' }, bot: false, score: 1.5 });
+  const empty = makeFragment({});
+  const events = Array.from({ length: 300 }, (_, i) => ({
+    own: { user: `u${i % 7}`, price: i + 0.25, tags: ['a', 'b'], ...(i % 3 === 0 ? { flag: true } : {}) },
+    results: [
+      ['geo', i % 5 === 0 ? other : geo],
+      ['agent', agent],
+      ...(i % 4 === 0 ? [['nothing', empty]] : []),
+      ...(i % 10 === 0 ? [['geo_again', geo]] : []), // one result under a second name
+    ] as [string, Fragment][],
+  }));
+  const { given, expanded } = withResults(events);
+  const encoder = new LeafEncoder();
+  const bytes = encoder.encode(given, given.count);
+  const back = decodeLeaves(bytes, newLeaves());
+  t.equal(back.count, expanded.count, 'each result counts as its leaves');
+  t.same(pairsOf(back), pairsOf(expanded), 'the leaves the general path appends, in the same places');
+  t.ok(back.values.some((value, i) => back.paths[i] === 'geo.zero' && Object.is(value, -0)), 'a result\'s -0 stays -0');
+  const flat = new LeafEncoder().encode(expanded, expanded.count);
+  t.ok(bytes.byteLength < flat.byteLength * 0.6, `${bytes.byteLength} bytes against ${flat.byteLength} with every result's leaves written per event`);
+  const words = new Uint32Array(bytes.buffer, bytes.byteOffset, 8);
+  t.equal(words[7], 5, 'five table entries: geo, other, agent, empty, geo under its second name');
+  // The same results in the next record: a new table, not a reference into the last one.
+  const next = withResults(events.slice(0, 3));
+  const again = decodeLeaves(encoder.encode(next.given, next.given.count), newLeaves());
+  t.same(pairsOf(again), pairsOf(next.expanded), 'a second record with the same results');
+  // A view gives what decodeLeaves gives, leaf by leaf.
+  const view = viewLeaves(bytes);
+  t.equal(view.count, expanded.count);
+  let same = 0;
+  for (let i = 0; i < view.count; i++) {
+    if (view.paths[view.pathOf[i]] === expanded.paths[i] && JSON.stringify(leafValue(view, i)) === JSON.stringify(expanded.values[i])) same++;
+  }
+  t.equal(same, view.count, 'every leaf of the view');
+  t.notOk(view.paths.includes('geo'), 'an output name alone is not a path of the record');
+});
+
+t.test('a record of events with results only, and results with no leaves', async (t) => {
+  const only = makeFragment({ a: 1, b: 'x' });
+  const empty = makeFragment({});
+  const { given, expanded } = withResults([{ own: {}, results: [['r', only]] }, { own: {}, results: [['e', empty]] }, { own: {}, results: [] }]);
+  const back = decodeLeaves(new LeafEncoder().encode(given, given.count), newLeaves());
+  t.same(pairsOf(back), pairsOf(expanded));
+  t.equal(back.count, 2);
+});
+
+t.test('a damaged fragment table is refused', async (t) => {
+  const fragment = makeFragment({ x: 'y', n: 2 });
+  const { given } = withResults([{ own: { a: 's' }, results: [['r', fragment]] }, { own: { a: 't' }, results: [['r', fragment]] }]);
+  const bytes = new LeafEncoder().encode(given, given.count);
+  const [, stored, pathCount, strCount, numCount] = new Uint32Array(bytes.buffer, bytes.byteOffset, 8);
+  const starts = 32 + 8 * numCount + 8 * stored + 4 * (pathCount + strCount);
+  const kinds = starts + 4 * 2;
+  const refs = 32 + 8 * numCount + 4 * stored;
+  t.same([...bytes.subarray(kinds, kinds + stored)], [KIND_STR, 6, KIND_STR, 6, KIND_STR, KIND_NUM], 'the layout the cases below damage');
+  const damaged = (what: string, damage: (copy: Uint8Array) => void, message: RegExp) => {
+    const copy = new Uint8Array(bytes);
+    damage(copy);
+    t.throws(() => viewLeaves(copy), message, what);
+  };
+  t.ok(viewLeaves(new Uint8Array(bytes)), 'the undamaged copy is read');
+  damaged('a reference past the table', (copy) => setU32(copy, refs + 4 * 1, 1), /fragment out of range/);
+  damaged('a reference in the table itself', (copy) => { copy[kinds + 4] = 6; }, /fragment in the fragment table/);
+  damaged('a table that ends early', (copy) => setU32(copy, starts + 4, stored - 1), /fragment table length mismatch/);
+  damaged('entries out of order', (copy) => setU32(copy, starts, stored + 1), /fragment table out of order/);
+  damaged('a wrong entry count', (copy) => setU32(copy, 28, 2), /bad header/);
 });

@@ -3,16 +3,24 @@
  * path, and how the WAL keeps an append call's events (wal-record.ts). The columns are rebuilt
  * from these leaves, not from JSON text, so neither side serializes or parses an event again.
  *
- *   Leaves  => header:u32[8] nums:f64[numCount] pathOf:u32[leafCount] refs:u32[leafCount]
- *              pathBytes:u32[pathCount] strBytes:u32[strCount] kinds:u8[leafCount]
- *              paths:utf8 strings:utf8
- *   header  => MAGIC leafCount pathCount strCount numCount pathsLength stringsLength 0
+ *   Leaves  => header:u32[8] nums:f64[numCount] pathOf:u32[stored] refs:u32[stored]
+ *              pathBytes:u32[pathCount] strBytes:u32[strCount] fragmentStarts:u32[F]
+ *              kinds:u8[stored] paths:utf8 strings:utf8
+ *   header  => MAGIC stored pathCount strCount numCount pathsLength stringsLength fragmentCount
  *
  * Each distinct path and string is stored once (refs index them). A number leaf takes the next
  * f64 of `nums`; a list is stored as its JSON text. Numbers round-trip exactly (-0 included);
  * strings as UTF-8, so a lone surrogate comes back as U+FFFD, as it does from a segment.
+ *
+ * Add-on results: the `stored` leaves are the events' leaves, then the fragment table's. With
+ * fragmentCount > 0, F = fragmentCount + 1 and entry f's leaves are stored [fragmentStarts[f],
+ * fragmentStarts[f + 1]); the events' end at fragmentStarts[0]. An event leaf of KIND_FRAGMENT
+ * (refs: its entry) stands for that entry's leaves, and a view gives them in its place, so readers
+ * of a view never see one. With fragmentCount 0 (F = 0) this is the format written before
+ * fragments were (2026-11-25), which reads as it did.
  */
-import type { Leaves } from './flatten.js';
+import { isFragment, pathsUnder, type Fragment } from '../enrich/fragment.js';
+import { PathJoiner, type Leaves } from './flatten.js';
 
 const MAGIC = 0x4c454146; // "LEAF"
 const HEADER_WORDS = 8;
@@ -25,6 +33,8 @@ const KIND_TRUE = 3;
 const KIND_FALSE = 4;
 /** A list: its JSON text is in the string table. */
 const KIND_LIST = 5;
+/** In the bytes only: an entry of the record's fragment table (refs), its leaves in its place. */
+const KIND_FRAGMENT = 6;
 
 /** Distinct texts in first-seen order, each with its index; cleared for each encoding. */
 class Interned {
@@ -61,6 +71,9 @@ function listText(list: object): string {
   return text;
 }
 
+/** Distinguishes LeafEncoder calls on fragments (Fragment.stamp), across every encoder. */
+let nextStamp = 1;
+
 /**
  * Encodes leaves; keeps its tables from call to call (one encoder per thread).
  *
@@ -68,8 +81,13 @@ function listText(list: object): string {
  * lookup first tries a guess: the path that followed the previous leaf's path last time, and the
  * string this path had last time. A right guess costs a comparison of strings that are usually
  * the same object; only a wrong one asks the tables' Maps. With the list texts below, an enriched
- * event's encoding (~48 leaves) went from 4.7 to 2.6 µs. (Coding an add-on result's leaves once a
- * batch and copying the codes was tried: slower, 4.2 µs, since most results of a batch are new.)
+ * event's encoding (~48 leaves) went from 4.7 to 2.6 µs.
+ *
+ * A leaf whose value is an add-on result (isFragment: the fast batch reader gives them) is written
+ * as one KIND_FRAGMENT leaf naming an entry of the record's fragment table, where each result's
+ * leaves are written once per record under their output name; viewLeaves expands them again. Most
+ * events of a batch share their results (one per place, user agent, page), so an enriched event's
+ * ~37 result leaves cost a reference each instead of a leaf each, in the encoder and the WAL.
  */
 export class LeafEncoder {
   private readonly paths = new Interned();
@@ -81,16 +99,30 @@ export class LeafEncoder {
   /** Per path index: the list it held last (an object, compared as such) and its string index. */
   private readonly lastList: unknown[] = [];
   private readonly lastListRef: number[] = [];
+  /** The fragment table's leaves (after the events' in the record) and where each entry starts. */
+  private readonly table = { pathOf: [] as number[], refs: [] as number[], kinds: [] as number[], nums: [] as number[] };
+  private readonly fragmentStarts: number[] = [];
+  private readonly joiner = new PathJoiner();
+  private stamp = 0;
+  /** Table entries of results used under more than one name, by first entry and name. */
+  private readonly otherNames = new Map<string, number>();
 
   /** Leaves [0, count) as bytes, in a fresh buffer that starts at offset 0 (8-aligned). */
   encode(leaves: Leaves, count: number): Uint8Array {
-    const { paths, strings, follows, lastString, lastList, lastListRef } = this;
+    const { paths, strings, follows, lastString, lastList, lastListRef, table, fragmentStarts } = this;
     paths.clear();
     strings.clear();
     follows.length = 0;
     lastString.length = 0;
     lastList.length = 0;
     lastListRef.length = 0;
+    table.pathOf.length = 0;
+    table.refs.length = 0;
+    table.kinds.length = 0;
+    table.nums.length = 0;
+    fragmentStarts.length = 0;
+    this.otherNames.clear();
+    this.stamp = nextStamp++;
     const pathList = paths.list;
     const stringList = strings.list;
     const pathOf = new Uint32Array(count);
@@ -101,21 +133,20 @@ export class LeafEncoder {
     let first = -1;
     for (let i = 0; i < count; i++) {
       const path = leaves.paths[i];
+      const value = leaves.values[i];
+      if (isFragment(value)) {
+        kinds[i] = KIND_FRAGMENT;
+        refs[i] = this.fragmentIndex(value, path, count);
+        continue; // pathOf 0: not a path of the record's; the guesses go on from the previous leaf
+      }
       let p = previous === -1 ? first : follows[previous];
       if (p === -1 || pathList[p] !== path) {
-        p = paths.indexOf(path);
-        if (p === follows.length) {
-          follows.push(-1);
-          lastString.push(-1);
-          lastList.push(null);
-          lastListRef.push(-1);
-        }
+        p = this.pathIndex(path);
         if (previous === -1) first = p;
         else follows[previous] = p;
       }
       pathOf[i] = p;
       previous = p;
-      const value = leaves.values[i];
       switch (typeof value) {
         case 'number':
           kinds[i] = KIND_NUM;
@@ -145,27 +176,39 @@ export class LeafEncoder {
           }
       }
     }
+    const fragmentCount = fragmentStarts.length;
+    const tableCount = table.kinds.length;
+    const stored = count + tableCount;
+    if (fragmentCount > 0) fragmentStarts.push(stored);
+    numCount += table.nums.length;
     const pathTable = paths.list;
     const strTable = strings.list;
     const pathChars = paths.chars;
     const strChars = strings.chars;
-    const fixed = HEADER_BYTES + 8 * numCount + 8 * count + 4 * (pathTable.length + strTable.length) + count;
+    const fixed = HEADER_BYTES + 8 * numCount + 9 * stored + 4 * (pathTable.length + strTable.length + fragmentStarts.length);
     const out = Buffer.allocUnsafeSlow(fixed + 3 * (pathChars + strChars));
     const words = new Uint32Array(out.buffer, out.byteOffset, HEADER_WORDS);
     let at = HEADER_BYTES;
     const nums = new Float64Array(out.buffer, out.byteOffset + at, numCount);
-    for (let i = 0, n = 0; i < count; i++) if (kinds[i] === KIND_NUM) nums[n++] = leaves.values[i] as number;
+    let n = 0;
+    for (let i = 0; i < count; i++) if (kinds[i] === KIND_NUM) nums[n++] = leaves.values[i] as number;
+    for (let i = 0; i < table.nums.length; i++) nums[n++] = table.nums[i];
     at += 8 * numCount;
     out.set(new Uint8Array(pathOf.buffer), at);
-    at += 4 * count;
+    if (tableCount > 0) new Uint32Array(out.buffer, out.byteOffset + at + 4 * count, tableCount).set(table.pathOf);
+    at += 4 * stored;
     out.set(new Uint8Array(refs.buffer), at);
-    at += 4 * count;
+    if (tableCount > 0) new Uint32Array(out.buffer, out.byteOffset + at + 4 * count, tableCount).set(table.refs);
+    at += 4 * stored;
     const pathBytes = new Uint32Array(out.buffer, out.byteOffset + at, pathTable.length);
     at += 4 * pathTable.length;
     const strBytes = new Uint32Array(out.buffer, out.byteOffset + at, strTable.length);
     at += 4 * strTable.length;
+    new Uint32Array(out.buffer, out.byteOffset + at, fragmentStarts.length).set(fragmentStarts);
+    at += 4 * fragmentStarts.length;
     out.set(kinds, at);
-    at += count;
+    if (tableCount > 0) out.set(table.kinds, at + count);
+    at += stored;
     const pathsStart = at;
     for (let i = 0; i < pathTable.length; i++) {
       const written = out.write(pathTable[i], at, 'utf8');
@@ -178,8 +221,69 @@ export class LeafEncoder {
       strBytes[i] = written;
       at += written;
     }
-    words.set([MAGIC, count, pathTable.length, strTable.length, numCount, stringsStart - pathsStart, at - stringsStart, 0]);
+    words.set([MAGIC, stored, pathTable.length, strTable.length, numCount, stringsStart - pathsStart, at - stringsStart, fragmentCount]);
     return out.subarray(0, at);
+  }
+
+  /** The index of `path` in this record's path table; a new one gets its guess slots. */
+  private pathIndex(path: string): number {
+    const p = this.paths.indexOf(path);
+    if (p === this.follows.length) {
+      this.follows.push(-1);
+      this.lastString.push(-1);
+      this.lastList.push(null);
+      this.lastListRef.push(-1);
+    }
+    return p;
+  }
+
+  /** The table entry of `fragment` under output `name`: written the first time this record uses it. */
+  private fragmentIndex(fragment: Fragment, name: string, eventLeaves: number): number {
+    const { table, fragmentStarts } = this;
+    const index = fragmentStarts.length;
+    if (fragment.stamp !== this.stamp) {
+      fragment.stamp = this.stamp;
+      fragment.stampName = name;
+      fragment.stampIndex = index;
+    } else if (fragment.stampName === name) {
+      return fragment.stampIndex;
+    } else { // one result under a second name in this record: rare, so a Map
+      const key = `${fragment.stampIndex}\u0000${name}`;
+      const seen = this.otherNames.get(key);
+      if (seen !== undefined) return seen;
+      this.otherNames.set(key, index);
+    }
+    fragmentStarts.push(eventLeaves + table.kinds.length);
+    const paths = pathsUnder(fragment, name, this.joiner);
+    const values = fragment.leafValues;
+    for (let j = 0; j < paths.length; j++) {
+      const value = values[j];
+      table.pathOf.push(this.pathIndex(paths[j]));
+      let kind: number;
+      let ref = 0;
+      switch (typeof value) {
+        case 'number':
+          kind = KIND_NUM;
+          table.nums.push(value);
+          break;
+        case 'boolean':
+          kind = value ? KIND_TRUE : KIND_FALSE;
+          break;
+        case 'string':
+          kind = KIND_STR;
+          ref = this.strings.indexOf(value);
+          break;
+        default:
+          if (value === null) kind = KIND_NULL;
+          else {
+            kind = KIND_LIST;
+            ref = this.strings.indexOf(listText(value as object));
+          }
+      }
+      table.kinds.push(kind);
+      table.refs.push(ref);
+    }
+    return index;
   }
 }
 
@@ -210,29 +314,50 @@ export function viewLeaves(bytes: Uint8Array): LeafView {
   // The typed views need 8-aligned bytes; a WAL payload puts them anywhere.
   const data = bytes.byteOffset % 8 === 0 ? bytes : new Uint8Array(bytes);
   const buffer = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  const [magic, count, pathCount, strCount, numCount, pathsLength, stringsLength] = new Uint32Array(data.buffer, data.byteOffset, HEADER_WORDS);
-  const fixed = HEADER_BYTES + 8 * numCount + 8 * count + 4 * (pathCount + strCount) + count;
+  const [magic, stored, pathCount, strCount, numCount, pathsLength, stringsLength, fragmentCount] =
+    new Uint32Array(data.buffer, data.byteOffset, HEADER_WORDS);
+  const starts = fragmentCount === 0 ? 0 : fragmentCount + 1;
+  const fixed = HEADER_BYTES + 8 * numCount + 9 * stored + 4 * (pathCount + strCount + starts);
   if (magic !== MAGIC || fixed + pathsLength + stringsLength !== data.byteLength) throw new Error('leaves: bad header');
   let at = HEADER_BYTES;
   const nums = new Float64Array(data.buffer, data.byteOffset + at, numCount);
   at += 8 * numCount;
-  const pathOf = new Uint32Array(data.buffer, data.byteOffset + at, count);
-  at += 4 * count;
+  const pathOf = new Uint32Array(data.buffer, data.byteOffset + at, stored);
+  at += 4 * stored;
   // Number leaves get their index in nums here: a copy, so the bytes stay as they were written.
-  const refs = new Uint32Array(data.buffer.slice(data.byteOffset + at, data.byteOffset + at + 4 * count));
-  at += 4 * count;
+  const refs = new Uint32Array(data.buffer.slice(data.byteOffset + at, data.byteOffset + at + 4 * stored));
+  at += 4 * stored;
   const pathBytes = new Uint32Array(data.buffer, data.byteOffset + at, pathCount);
   at += 4 * pathCount;
   const strBytes = new Uint32Array(data.buffer, data.byteOffset + at, strCount);
   at += 4 * strCount;
-  const kinds = data.subarray(at, at + count);
-  at += count;
+  const fragmentStarts = new Uint32Array(data.buffer, data.byteOffset + at, starts);
+  at += 4 * starts;
+  const kinds = data.subarray(at, at + stored);
+  at += stored;
   const paths = readStrings(buffer, at, pathBytes, at + pathsLength);
   const strings = readStrings(buffer, at + pathsLength, strBytes, data.byteLength);
+  const eventLeaves = fragmentCount === 0 ? stored : fragmentStarts[0];
+  if (fragmentCount > 0) {
+    if (fragmentStarts[fragmentCount] !== stored) throw new Error('leaves: fragment table length mismatch');
+    for (let f = 0; f < fragmentCount; f++) {
+      if (fragmentStarts[f] > fragmentStarts[f + 1]) throw new Error('leaves: fragment table out of order');
+    }
+  }
   let n = 0;
-  for (let i = 0; i < count; i++) {
+  let count = 0;
+  for (let i = 0; i < stored; i++) {
+    const kind = kinds[i];
+    if (kind === KIND_FRAGMENT) {
+      if (i >= eventLeaves) throw new Error('leaves: fragment in the fragment table');
+      const f = refs[i];
+      if (f >= fragmentCount) throw new Error('leaves: fragment out of range');
+      count += fragmentStarts[f + 1] - fragmentStarts[f];
+      continue;
+    }
     if (pathOf[i] >= pathCount) throw new Error('leaves: path out of range');
-    switch (kinds[i]) {
+    if (i < eventLeaves) count++;
+    switch (kind) {
       case KIND_NUM:
         if (n === numCount) throw new Error('leaves: too few numbers');
         refs[i] = n++;
@@ -246,10 +371,30 @@ export function viewLeaves(bytes: Uint8Array): LeafView {
       case KIND_NULL:
         break;
       default:
-        throw new Error(`leaves: unknown kind ${kinds[i]}`);
+        throw new Error(`leaves: unknown kind ${kind}`);
     }
   }
-  return { count, paths, strings, pathOf, kinds, refs, nums };
+  if (fragmentCount === 0) return { count, paths, strings, pathOf, kinds, refs, nums };
+  // Each result's leaves in place of its reference: copies of the table's, numbers included.
+  const outPathOf = new Uint32Array(count);
+  const outRefs = new Uint32Array(count);
+  const outKinds = new Uint8Array(count);
+  let to = 0;
+  for (let i = 0; i < eventLeaves; i++) {
+    if (kinds[i] !== KIND_FRAGMENT) {
+      outPathOf[to] = pathOf[i];
+      outRefs[to] = refs[i];
+      outKinds[to++] = kinds[i];
+      continue;
+    }
+    const f = refs[i];
+    for (let j = fragmentStarts[f], end = fragmentStarts[f + 1]; j < end; j++, to++) {
+      outPathOf[to] = pathOf[j];
+      outRefs[to] = refs[j];
+      outKinds[to] = kinds[j];
+    }
+  }
+  return { count, paths, strings, pathOf: outPathOf, kinds: outKinds, refs: outRefs, nums };
 }
 
 /** The value of leaf `i` of a view, as decodeLeaves gives it (a list is a fresh array). */

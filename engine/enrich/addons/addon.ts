@@ -12,4 +12,10 @@ export interface Addon {
    * The returned object is fresh on every call, so callers may store it in an event.
    */
   compute(values: readonly unknown[]): Record<string, unknown>;
+  /**
+   * compute's result, but one object for every input with the same result (ip_to_geo: one per
+   * place, not per address), which no one may change. The pipeline keeps one cached result per
+   * such object, so events from many addresses in one city share it down to the WAL record.
+   */
+  computeShared?(values: readonly unknown[]): Readonly<Record<string, unknown>>;
 }

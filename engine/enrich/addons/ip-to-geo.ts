@@ -164,20 +164,18 @@ export function createIpToGeo(
   const mapped = new WeakMap<GeoRecord, Readonly<Record<string, unknown>>>();
   // Clients send many events from one address; a hit skips the ~32-level tree walk.
   const byAddress = new LruCache<string, Readonly<Record<string, unknown>>>(cacheEntriesMax);
-  return {
-    inputKeys: ['ip'],
-    compute(values) {
-      const value = values[0];
-      if (typeof value !== 'string') return copyGeo(NOWHERE);
-      if (value.length > ADDRESS_CHARS_MAX) return copyGeo(NOWHERE);
-      let geo = byAddress.get(value);
-      if (geo === undefined) {
-        geo = locate(databases, mapped, value);
-        byAddress.set(value, geo);
-      }
-      return copyGeo(geo);
-    },
+  const computeShared = (values: readonly unknown[]): Readonly<Record<string, unknown>> => {
+    const value = values[0];
+    if (typeof value !== 'string') return NOWHERE;
+    if (value.length > ADDRESS_CHARS_MAX) return NOWHERE;
+    let geo = byAddress.get(value);
+    if (geo === undefined) {
+      geo = locate(databases, mapped, value);
+      byAddress.set(value, geo);
+    }
+    return geo;
   };
+  return { inputKeys: ['ip'], computeShared, compute: (values) => copyGeo(computeShared(values)) };
 }
 
 function locate(
