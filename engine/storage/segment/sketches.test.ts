@@ -98,3 +98,29 @@ t.test('a column sketched from its distinct values equals the sketch of its rows
     t.same(HyperLogLog.deserialize(fromValues[path]).registers, sketchColumn(column, chunk.rows).registers, path);
   }
 });
+
+t.test('a column sketch adds each used dictionary entry and each list object once: the registers of a pass adding every row', async (t) => {
+  const shared = Object.freeze([4.85, 45.75]);
+  const rows: TestRow[] = Array.from({ length: 2_000 }, (_, index) => ({
+    ts: index,
+    props: {
+      // One list object for most rows (an add-on's result), equal lists that are other objects, others.
+      coordinates: index % 3 === 0 ? shared : index % 3 === 1 ? [4.85, 45.75] : [index % 17, 1],
+      city: `c${(index * 13) % 97}`,
+      mixed: index % 4 === 0 ? [`c${index % 5}`] : index % 4 === 1 ? `c${index % 5}` : index % 7,
+    },
+  }));
+  const chunk = buildChunk(rows);
+  for (const [path, column] of chunk.columns) {
+    const expected = new HyperLogLog();
+    for (let row = 0; row < chunk.rows; row++) {
+      const value = valueAt(column, row);
+      const hash = value === undefined ? null : hashValue(value);
+      if (hash !== null) expected.add(hash);
+    }
+    t.same(sketchColumn(column, chunk.rows).registers, expected.registers, path);
+  }
+  // A dictionary entry no row uses (rows dropped since it was made) is not counted.
+  const column = { path: 'p', tags: new Uint8Array([TAG_STR, TAG_STR]), num: null, str: new Int32Array([1, 1]), dict: ['unused', 'used'], lists: null };
+  t.equal(Math.round(sketchColumn(column, 2).estimate()), 1, 'only the entry the rows use');
+});

@@ -126,16 +126,14 @@ function sketchValues(values: readonly Primitive[]): HyperLogLog {
 export function sketchColumn(column: Column, rows: number): HyperLogLog {
   const sketch = new HyperLogLog();
   const { tags, num, str, dict, lists } = column;
-  // Each dictionary entry is hashed once; rows then cost a table lookup.
-  const dictHashes = dict === null ? null : new Uint32Array(dict.length);
-  for (let code = 0; dictHashes !== null && code < dict!.length; code++) {
-    dictHashes[code] = hashString(dict![code], SEED_STR);
-  }
+  // Rows mark the dictionary entries they use; each used entry is hashed and added once.
+  const used = dict === null ? null : new Uint8Array(dict.length);
+  // Lists are shared objects (an add-on's result, a batch's repeated list): each is written once.
+  let listHashes: Map<readonly Primitive[], number> | null = null;
   // Adding a hash again changes nothing, so a run of one value (a batch's add-on results, a
   // sorted column) costs a comparison a row, not a hash and an add.
   let lastTag = -1;
   let lastNum = NaN;
-  let lastCode = -1;
   for (let row = 0; row < rows; row++) {
     const tag = tags[row];
     if (tag === TAG_NUM || tag === TAG_BOOL) {
@@ -145,12 +143,19 @@ export function sketchColumn(column: Column, rows: number): HyperLogLog {
       lastNum = value;
       sketch.add(tag === TAG_NUM ? hashNumber(value, SEED_NUM) : hashNumber(value !== 0 ? 1 : 0, SEED_BOOL));
     } else if (tag === TAG_STR) {
-      const code = str![row];
-      if (tag === lastTag && code === lastCode) continue;
-      lastTag = tag;
-      lastCode = code;
-      sketch.add(dictHashes![code]);
-    } else if (tag === TAG_LIST) sketch.add(hashString(JSON.stringify(lists![row]), SEED_LIST));
+      used![str![row]] = 1;
+    } else if (tag === TAG_LIST) {
+      const list = lists![row]!;
+      listHashes ??= new Map();
+      let hash = listHashes.get(list);
+      if (hash === undefined) {
+        listHashes.set(list, hash = hashString(JSON.stringify(list), SEED_LIST));
+        sketch.add(hash);
+      }
+    }
+  }
+  for (let code = 0; used !== null && code < used.length; code++) {
+    if (used[code] === 1) sketch.add(hashString(dict![code], SEED_STR));
   }
   return sketch;
 }
