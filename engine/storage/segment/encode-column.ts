@@ -223,33 +223,71 @@ function fieldOf(name: string, path: string, role: Role, data: Data): Field {
   return new Field(name, data.type, true, metadata);
 }
 
-/** List<element kind> of the selected rows' lists; null elements become invalid child slots. */
+/**
+ * List<element kind> of the selected rows' lists; null elements become invalid child slots. Rows
+ * mostly share list objects (an add-on's result, a batch's repeated `tags`), so each distinct list
+ * object's elements are made into child values once (its UTF-8 for strings) and copied per row.
+ */
 function listOf(column: Column, kind: ListKind, validity: Validity): Data {
   const rows = validity.rows;
   const offsets = new Int32Array(rows + 1);
-  const elements: Primitive[] = [];
   const lists = column.lists;
+  const made = new Map<readonly Primitive[], MadeList>();
+  let elements = 0;
+  let bytes = 0;
   for (let row = 0; row < rows; row++) {
     if (lists !== null && (validity.bitmap[row >>> 3] >>> (row & 7)) & 1) {
       const list = lists[row]!;
-      for (let index = 0; index < list.length; index++) elements.push(list[index]);
+      let one = made.get(list);
+      if (one === undefined) made.set(list, one = makeList(list, kind));
+      elements += list.length;
+      bytes += one.utf8 === null ? 0 : one.utf8.length;
     }
-    offsets[row + 1] = elements.length;
+    offsets[row + 1] = elements;
   }
-  return listData(listChild(elements, kind), offsets, validity);
+  assert(bytes < 2 ** 31, 'Utf8 offsets are int32');
+  const valid = new Uint8Array(elements);
+  const numbers = kind === 'str' ? null : new Float64Array(elements);
+  const utf8 = kind === 'str' ? new Uint8Array(bytes) : null;
+  const ends = kind === 'str' ? new Int32Array(elements + 1) : null;
+  let at = 0;
+  let byte = 0;
+  for (let row = 0; row < rows; row++) {
+    if (offsets[row + 1] === offsets[row]) continue;
+    const one = made.get(lists![row]!)!;
+    valid.set(one.valid, at);
+    if (numbers !== null) numbers.set(one.numbers!, at);
+    else {
+      utf8!.set(one.utf8!, byte);
+      for (let index = 0; index < one.valid.length; index++) ends![at + index + 1] = byte + one.ends![index];
+      byte += one.utf8!.length;
+    }
+    at += one.valid.length;
+  }
+  const childValidity = selectRows(valid, 1);
+  let child: Data;
+  if (kind === 'str') child = utf8Data(utf8!, ends!, childValidity);
+  else child = kind === 'bool' ? boolData(numbers!, childValidity) : float64Data(numbers!, childValidity);
+  return listData(child, offsets, validity);
 }
 
-function listChild(elements: readonly Primitive[], kind: ListKind): Data {
-  const route = new Uint8Array(elements.length);
-  for (let index = 0; index < elements.length; index++) {
-    route[index] = elements[index] === null ? 0 : 1;
+/** One list's elements as child values: validity (1: present), numbers, or UTF-8 with ends. */
+interface MadeList {
+  readonly valid: Uint8Array;
+  readonly numbers: Float64Array | null;
+  readonly utf8: Uint8Array | null;
+  /** Per element: where its UTF-8 ends in `utf8`. */
+  readonly ends: Int32Array | null;
+}
+
+function makeList(list: readonly Primitive[], kind: ListKind): MadeList {
+  const valid = new Uint8Array(list.length);
+  for (let index = 0; index < list.length; index++) valid[index] = list[index] === null ? 0 : 1;
+  if (kind !== 'str') {
+    const numbers = new Float64Array(list.length);
+    for (let index = 0; index < list.length; index++) numbers[index] = Number(list[index]);
+    return { valid, numbers, utf8: null, ends: null };
   }
-  const validity = selectRows(route, 1);
-  if (kind === 'str') {
-    const { bytes, offsets } = encodeUtf8(elements as readonly (string | null)[]);
-    return utf8Data(bytes, offsets, validity);
-  }
-  const values = new Float64Array(elements.length);
-  for (let index = 0; index < elements.length; index++) values[index] = Number(elements[index]);
-  return kind === 'bool' ? boolData(values, validity) : float64Data(values, validity);
+  const { bytes, offsets } = encodeUtf8(list as readonly (string | null)[]);
+  return { valid, numbers: null, utf8: bytes, ends: offsets.subarray(1) };
 }

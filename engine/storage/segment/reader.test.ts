@@ -131,3 +131,20 @@ t.test('verifySegment is false when a file is missing or the Arrow file is torn'
   t.notOk(verifySegment(file));
   t.throws(() => readFooter(file), { code: 'ENOENT' });
 });
+
+t.test('round-trips lists that rows share as one object, beside equal lists that are other objects', async (t) => {
+  const coordinates = Object.freeze([4.85, 45.75]);
+  const tags = Object.freeze(['a', null, 'ü 😀']);
+  const flags = Object.freeze([true, null, false]);
+  const rows: TestRow[] = Array.from({ length: 3_000 }, (_, index) => ({
+    ts: T0 + index,
+    props: {
+      coordinates: index % 3 === 0 ? coordinates : index % 3 === 1 ? [4.85, 45.75] : [index, null],
+      tags: index % 4 === 0 ? tags : index % 4 === 1 ? ['a', null, 'ü 😀'] : index % 4 === 2 ? [] : [`t${index % 9}`],
+      flags: index % 2 === 0 ? flags : [false],
+      ...(index % 5 === 0 && { sometimes: ['x', 'y'] }),
+    },
+  }));
+  const { chunk, read } = roundTrip(rows, { coordinates: 'list', tags: 'list', flags: 'list', sometimes: 'list' });
+  t.same(viewChunk(read), viewChunk(chunk));
+});
