@@ -6,7 +6,7 @@
  * its leaves (wal-record.ts) and the columns are the only stored copy.
  */
 import type { WriteContext } from './api.js';
-import { appendLeaves, isFragment, newAppended } from './enrich/fragment.js';
+import { appendLeaves, bytesUnder, isFragment, newAppended } from './enrich/fragment.js';
 import type { Enricher } from './enrich/pipeline.js';
 import { EVENT_BYTES_MAX } from './limits.js';
 import { PathJoiner, flattenEvent, leafBytes, type Leaves } from './schema/flatten.js';
@@ -69,7 +69,7 @@ export function leavesBytes(leaves: Leaves, from: number, to: number): number {
   for (let i = from; i < to; i++) {
     const value = leaves.values[i];
     // An add-on result given whole (the fast reader's): its leaves under its output name.
-    bytes += isFragment(value) ? value.bytesUnder : leafBytes(leaves.paths[i], value);
+    bytes += isFragment(value) ? bytesUnder(value, leaves.paths[i]) : leafBytes(leaves.paths[i], value);
   }
   return bytes;
 }

@@ -7,7 +7,8 @@
 import t from 'tap';
 import { mulberry32 } from '../../test/helpers/random.js';
 import { flattenEvent, newLeaves } from '../schema/flatten.js';
-import { appendLeaves, cloneJson, newAppended } from './fragment.js';
+import { leavesBytes } from '../event-preparer.js';
+import { appendLeaves, cloneJson, makeFragment, newAppended } from './fragment.js';
 import { createEnricher } from './pipeline.js';
 
 const enricher = await createEnricher({});
@@ -116,4 +117,27 @@ t.test('a cached result is shared, frozen, and copied when written into an event
   t.same(written.geo, first!.value);
   (written.geo as Record<string, unknown>).city = 'changed';
   t.not(first!.value.city, 'changed');
+});
+
+t.test('an add-on result given as one leaf measures as its leaves under that leaf\'s name (leavesBytes)', async (t) => {
+  const fragment = makeFragment({ city: 'Zürich', coordinates: [8.54, 47.37], postal_code: null, nested: { a: true, b: 'x' } });
+  for (const names of [['geo'], ['g', 'a much longer output name'], ['géo', 'geo', 'géo']]) {
+    const given = newLeaves();
+    given.paths[0] = 'own';
+    given.values[0] = 'value';
+    given.count = 1;
+    const appended = newAppended();
+    for (const name of names) {
+      given.paths[given.count] = name;
+      given.values[given.count++] = fragment;
+      appended.names[appended.count] = name;
+      appended.fragments[appended.count++] = fragment;
+    }
+    const expanded = newLeaves();
+    expanded.paths[0] = 'own';
+    expanded.values[0] = 'value';
+    expanded.count = 1;
+    appendLeaves(appended, expanded, { join: (parent, key) => `${parent}.${key}` });
+    t.equal(leavesBytes(given, 0, given.count), leavesBytes(expanded, 0, expanded.count), names.join(', '));
+  }
 });

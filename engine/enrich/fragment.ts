@@ -15,8 +15,8 @@ export interface Fragment {
   /** The output name `pathsUnder` was made for, and the leaf paths under it (the write path's). */
   under: string | null;
   pathsUnder: readonly string[];
-  /** About the JSON size of the leaves under `under` (leavesBytes' measure, without the braces). */
-  bytesUnder: number;
+  /** leafBytes of the leaves at their paths relative to the output (leavesBytes' measure). */
+  readonly leafBytes: number;
   /** Which LeafEncoder call last put this result in its record's table, under which name, where. */
   stamp: number;
   stampName: string | null;
@@ -25,18 +25,19 @@ export interface Fragment {
 
 /**
  * The leaf paths of `fragment` under output `name`, made once per name (a result is nearly always
- * used under one name), with their size.
+ * used under one name).
  */
 export function pathsUnder(fragment: Fragment, name: string, joiner: Pick<PathJoiner, 'join'>): readonly string[] {
   if (fragment.under !== name) {
-    const paths = fragment.leafPaths.map((path) => joiner.join(name, path));
-    let total = 0;
-    for (let j = 0; j < paths.length; j++) total += leafBytes(paths[j], fragment.leafValues[j]);
-    fragment.pathsUnder = paths;
-    fragment.bytesUnder = total;
+    fragment.pathsUnder = fragment.leafPaths.map((path) => joiner.join(name, path));
     fragment.under = name;
   }
   return fragment.pathsUnder;
+}
+
+/** leafBytes summed over the fragment's leaves under output `name` (each path is `name.path`). */
+export function bytesUnder(fragment: Fragment, name: string): number {
+  return fragment.leafBytes + fragment.leafPaths.length * (name.length + 1);
 }
 
 /**
@@ -51,13 +52,15 @@ export function isFragment(value: unknown): value is Fragment {
 export function makeFragment(value: Record<string, unknown>): Fragment {
   const leaves = newLeaves();
   flattenObject(value, leaves);
+  let bytes = 0;
+  for (let j = 0; j < leaves.count; j++) bytes += leafBytes(leaves.paths[j], leaves.values[j]);
   return {
     value: deepFreeze(value),
     leafPaths: leaves.paths,
     leafValues: leaves.values,
     under: null,
     pathsUnder: [],
-    bytesUnder: 0,
+    leafBytes: bytes,
     stamp: 0,
     stampName: null,
     stampIndex: -1,

@@ -12,7 +12,7 @@
  */
 import { leavesBytes } from '../event-preparer.js';
 import type { WriteContext } from '../api.js';
-import { pathsUnder, type Fragment } from '../enrich/fragment.js';
+import type { Fragment } from '../enrich/fragment.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import {
   BATCH_EVENTS_MAX, EVENT_BYTES_MAX, EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX, NUMBER_MIN,
@@ -339,7 +339,6 @@ export class FastBatchReader {
     // after the event's own leaves as the general path appends them; inputs were read above.
     for (let i = 0; i < r; i++) {
       const fragment = results[i];
-      pathsUnder(fragment, outputs[i], this.joiner); // its size under this name, for leavesBytes
       leaves.paths[leaves.count] = outputs[i];
       leaves.values[leaves.count++] = fragment;
       this.hidden += fragment.leafPaths.length - 1;
