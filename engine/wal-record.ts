@@ -9,7 +9,8 @@
  *                 tokenLength:i32 (-1: none) token:utf8
  *   Str16      => length:u16 utf8
  *
- * `from`/`to` are the event's leaves in Leaves. Each event carries its log offset so replay can skip
+ * `from`/`to` are the event's leaves in Leaves, as read (an add-on result that Leaves keeps once in
+ * its fragment table counts as its leaves there). Each event carries its log offset so replay can skip
  * rows a flush already put in segments. Payloads of version 1 (one line of text per event with the
  * event's JSON, written before 2026-11-25) still replay: their first byte is a project id's.
  */
