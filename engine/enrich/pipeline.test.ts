@@ -141,3 +141,24 @@ t.test('apply after close is a programmer error; events without add-ons still pa
   t.throws(() => enricher.apply(event([]), NOW), { message: /after close/ });
   enricher.apply({ a: 1 }, NOW);
 });
+
+t.test('addresses in one place share one cached ip_to_geo result; each address still gets its own place', async (t) => {
+  const enricher = await createEnricher({});
+  const byPlace = new Map<string, string[]>();
+  for (let i = 0; i < 400; i++) {
+    const ip = `${8 + (i % 60)}.${(i * 7) % 250}.${(i * 13) % 250}.${1 + (i % 200)}`;
+    const text = JSON.stringify(enricher.result('svc:ip_to_geo', [ip]).value);
+    byPlace.set(text, [...(byPlace.get(text) ?? []), ip]);
+  }
+  const [place, ips] = [...byPlace].find(([, list]) => list.length > 1)!;
+  t.ok(ips.length > 1, `${ips.length} addresses in ${place}`);
+  const first = enricher.result('svc:ip_to_geo', [ips[0]]);
+  t.equal(enricher.result('svc:ip_to_geo', [ips[1]]), first, 'one result object for both addresses');
+  t.ok(Object.isFrozen(first.value), 'which no event can change');
+  const event: Record<string, unknown> = { ip: ips[1], svc: { addons: [{ name: 'svc:ip_to_geo', input: { ip: 'ip' }, output: 'geo' }] } };
+  enricher.apply(event, Date.now());
+  t.equal(JSON.stringify(event.geo), place, 'written into an event as a copy of it');
+  t.notOk(Object.isFrozen(event.geo), 'a copy the event owns');
+  t.ok(byPlace.size > 20, `${byPlace.size} places for 400 addresses`);
+  await enricher.close();
+});
