@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
+import type { LogRecord } from './api.js';
 import { collectionIdKey } from './ids.js';
 import { EventBuilder, openEngine, type TallyEngine } from './index.js';
 import { readSegment } from './storage/segment/reader.js';
@@ -321,6 +322,37 @@ t.test('query workers keep the write buffer snapshot they were sent and see ever
   await engine.close();
 });
 
+/** The one WAL file of `dir` that holds records, and its bytes. */
+function walOf(dir: string): { walFile: string; whole: Buffer } {
+  const walDir = path.join(dir, 'wal');
+  const [walFile] = fs.readdirSync(walDir).filter((name) => fs.statSync(path.join(walDir, name)).size > 0);
+  return { walFile, whole: fs.readFileSync(path.join(walDir, walFile)) };
+}
+
+/**
+ * The WAL of `dir` (as a kill -9 leaves it) cut from its whole length down into its last record,
+ * every `step` bytes, each cut replayed in a copy: the whole file must give `before`, and every
+ * cut inside the last record exactly its first `kept` events. Returns the cuts checked.
+ */
+async function replayCuts(t: Test, dir: string, project: string, before: readonly LogRecord[], kept: number, step: number): Promise<number> {
+  const { walFile, whole } = walOf(dir);
+  const image = tempDir();
+  let checked = 0;
+  for (let cut = whole.length; cut > 0; cut -= cut === whole.length ? 1 : step) {
+    fs.rmSync(image, { recursive: true, force: true });
+    fs.cpSync(dir, image, { recursive: true });
+    fs.writeFileSync(path.join(image, 'wal', walFile), whole.subarray(0, cut));
+    const engine = await open(image);
+    const log = engine.readLog(project, 'c', 0, 100, 1 << 20);
+    await engine.close();
+    if (cut < whole.length && log.length < kept) break; // the cut reached into an earlier record
+    const expected = cut === whole.length ? before : before.slice(0, kept);
+    if (JSON.stringify(log) !== JSON.stringify(expected)) t.fail(`cut at ${cut} of ${whole.length}: ${log.length} events`);
+    checked++;
+  }
+  return checked;
+}
+
 t.test('a WAL torn at every byte offset of its last record replays the events before it, with the same svc.id', async (t) => {
   const dir = tempDir();
   const crashed = await open(dir);
@@ -329,26 +361,9 @@ t.test('a WAL torn at every byte offset of its last record replays the events be
     await crashed.appendEvents(project, [{ collection: 'c', event: { n: i, nested: { ok: true, e: {} } } }], ctx);
   }
   const before = crashed.readLog(project, 'c', 0, 10, 1 << 20);
-  // No close(): the WAL is as a kill -9 leaves it. Its last record holds the last event.
-  const walDir = path.join(dir, 'wal');
-  const [walFile] = fs.readdirSync(walDir).filter((name) => fs.statSync(path.join(walDir, name)).size > 0);
-  const whole = fs.readFileSync(path.join(walDir, walFile));
-  const image = tempDir();
-  // From the whole file down, byte by byte, until the cut reaches into the second record: every
-  // cut inside the last record must replay exactly the first two events, as they were.
-  let checked = 0;
-  for (let cut = whole.length; cut > 0; cut--) {
-    fs.rmSync(image, { recursive: true, force: true });
-    fs.cpSync(dir, image, { recursive: true });
-    fs.writeFileSync(path.join(image, 'wal', walFile), whole.subarray(0, cut));
-    const engine = await open(image);
-    const log = engine.readLog(project, 'c', 0, 10, 1 << 20);
-    await engine.close();
-    if (cut < whole.length && log.length < 2) break;
-    const expected = cut === whole.length ? before : before.slice(0, 2);
-    if (JSON.stringify(log) !== JSON.stringify(expected)) t.fail(`cut at ${cut} of ${whole.length}`);
-    checked++;
-  }
+  // No close(): the WAL is as a kill -9 leaves it. Its last record holds the last event; every cut
+  // inside it must replay exactly the first two events, as they were.
+  const checked = await replayCuts(t, dir, project, before, 2, 1);
   t.ok(checked > 50, `every byte offset of the last record replays the events before it (${checked} cuts)`);
   t.same(before.map((record) => JSON.parse(record.json).svc.id), before.map((record) => record.id));
 });
@@ -381,29 +396,14 @@ t.test('enriched batch bodies, whose WAL records hold add-on results once by ref
   t.equal(first.agent.browser.family, 'Firefox');
   t.equal(first.page_parts.path, '/p/0');
   t.same(first.tags, ['a', 'b']);
-  const walDir = path.join(dir, 'wal');
-  const [walFile] = fs.readdirSync(walDir).filter((name) => fs.statSync(path.join(walDir, name)).size > 0);
-  const whole = fs.readFileSync(path.join(walDir, walFile));
+  const { whole } = walOf(dir);
   // Each record's leaves start with their header (leaf-codec.ts): "LEAF", ..., fragment entries.
   const tables: number[] = [];
   for (let at = whole.indexOf('FAEL', 0, 'latin1'); at !== -1; at = whole.indexOf('FAEL', at + 1, 'latin1')) tables.push(whole.readUInt32LE(at + 28));
   t.same(tables, [7, 7], 'two records, each with a table of 7 results for 24 uses: 2 places, 1 agent, 3 pages, 1 time');
-  const image = tempDir();
-  // Cuts from the whole file into the last record (the second body): the first body's six events
-  // come back as they were, or all twelve when nothing is cut. Every 31st byte keeps this quick.
-  let checked = 0;
-  for (let cut = whole.length; cut > 0; cut -= cut === whole.length ? 1 : 31) {
-    fs.rmSync(image, { recursive: true, force: true });
-    fs.cpSync(dir, image, { recursive: true });
-    fs.writeFileSync(path.join(image, 'wal', walFile), whole.subarray(0, cut));
-    const engine = await open(image);
-    const log = engine.readLog(project, 'c', 0, 100, 1 << 20);
-    await engine.close();
-    if (cut < whole.length && log.length < 6) break;
-    const expected = cut === whole.length ? before : before.slice(0, 6);
-    if (JSON.stringify(log) !== JSON.stringify(expected)) t.fail(`cut at ${cut} of ${whole.length}: ${log.length} events`);
-    checked++;
-  }
+  // Cuts into the last record (the second body) give the first body's six events as they were.
+  // Every 31st byte keeps this quick.
+  const checked = await replayCuts(t, dir, project, before, 6, 31);
   t.ok(checked > 20, `the whole WAL and ${checked - 1} cuts into its last record replay the events before the cut`);
 });
 
