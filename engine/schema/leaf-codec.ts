@@ -15,9 +15,10 @@
  * Add-on results: the `stored` leaves are the events' leaves, then the fragment table's. With
  * fragmentCount > 0, F = fragmentCount + 1 and entry f's leaves are stored [fragmentStarts[f],
  * fragmentStarts[f + 1]); the events' end at fragmentStarts[0]. An event leaf of KIND_FRAGMENT
- * (refs: its entry) stands for that entry's leaves, and a view gives them in its place, so readers
- * of a view never see one. With fragmentCount 0 (F = 0) this is the format written before
- * fragments were (2026-11-25), which reads as it did.
+ * (refs: its entry) stands for that entry's leaves. A view's per-leaf arrays give them in its
+ * place, so readers of those never see one; the write buffer reads the stored leaves instead
+ * (LeafView.compact) and takes each result whole. With fragmentCount 0 (F = 0) this is the format
+ * written before fragments were (2026-11-25), which reads as it did.
  */
 import { isFragment, pathsUnder, type Fragment } from '../enrich/fragment.js';
 import { PathJoiner, type Leaves } from './flatten.js';
@@ -304,9 +305,77 @@ export interface LeafView {
   /** Per leaf: its string's index (KIND_STR, KIND_LIST) or its number's in `nums` (KIND_NUM). */
   readonly refs: Uint32Array;
   readonly nums: Float64Array;
+  /**
+   * The leaves as stored, when the record has a fragment table (else null): what a reader that
+   * takes each result whole reads instead of pathOf, kinds and refs, which are then expanded from
+   * these on first use. Leaf indexes above (event ranges) count each result as its leaves.
+   */
+  readonly compact: CompactLeaves | null;
 }
 
-export { KIND_FALSE, KIND_LIST, KIND_NULL, KIND_NUM, KIND_STR, KIND_TRUE };
+/**
+ * A record's leaves with its fragment table: the events' leaves [0, eventLeaves), where a
+ * KIND_FRAGMENT leaf's ref names table entry f, whose leaves are [starts[f], starts[f + 1]).
+ * Number leaves' refs are their index in `nums`, as in a LeafView.
+ */
+export interface CompactLeaves {
+  readonly eventLeaves: number;
+  readonly pathOf: Uint32Array;
+  readonly kinds: Uint8Array;
+  readonly refs: Uint32Array;
+  readonly starts: Uint32Array;
+}
+
+/** A LeafView of a record with a fragment table: its per-leaf arrays are expanded when first asked for. */
+class CompactView implements LeafView {
+  private expanded: { pathOf: Uint32Array; kinds: Uint8Array; refs: Uint32Array } | null = null;
+
+  constructor(
+    readonly count: number,
+    readonly paths: readonly string[],
+    readonly strings: readonly string[],
+    readonly nums: Float64Array,
+    readonly compact: CompactLeaves,
+  ) {}
+
+  get pathOf(): Uint32Array {
+    return (this.expanded ??= expand(this.compact, this.count)).pathOf;
+  }
+
+  get kinds(): Uint8Array {
+    return (this.expanded ??= expand(this.compact, this.count)).kinds;
+  }
+
+  get refs(): Uint32Array {
+    return (this.expanded ??= expand(this.compact, this.count)).refs;
+  }
+}
+
+/** Each result's leaves in place of its reference: copies of the table's, numbers included. */
+function expand(compact: CompactLeaves, count: number): { pathOf: Uint32Array; kinds: Uint8Array; refs: Uint32Array } {
+  const { eventLeaves, pathOf, kinds, refs, starts } = compact;
+  const outPathOf = new Uint32Array(count);
+  const outRefs = new Uint32Array(count);
+  const outKinds = new Uint8Array(count);
+  let to = 0;
+  for (let i = 0; i < eventLeaves; i++) {
+    if (kinds[i] !== KIND_FRAGMENT) {
+      outPathOf[to] = pathOf[i];
+      outRefs[to] = refs[i];
+      outKinds[to++] = kinds[i];
+      continue;
+    }
+    const f = refs[i];
+    for (let j = starts[f], end = starts[f + 1]; j < end; j++, to++) {
+      outPathOf[to] = pathOf[j];
+      outRefs[to] = refs[j];
+      outKinds[to] = kinds[j];
+    }
+  }
+  return { pathOf: outPathOf, kinds: outKinds, refs: outRefs };
+}
+
+export { KIND_FALSE, KIND_FRAGMENT, KIND_LIST, KIND_NULL, KIND_NUM, KIND_STR, KIND_TRUE };
 
 /** Reads bytes written by LeafEncoder. Throws on bytes that are not such an encoding. */
 export function viewLeaves(bytes: Uint8Array): LeafView {
@@ -333,7 +402,7 @@ export function viewLeaves(bytes: Uint8Array): LeafView {
   at += 4 * strCount;
   const fragmentStarts = new Uint32Array(data.buffer, data.byteOffset + at, starts);
   at += 4 * starts;
-  const kinds = data.subarray(at, at + stored);
+  const kinds = new Uint8Array(data.buffer, data.byteOffset + at, stored); // not a Buffer: one map for every reader
   at += stored;
   const paths = readStrings(buffer, at, pathBytes, at + pathsLength);
   const strings = readStrings(buffer, at + pathsLength, strBytes, data.byteLength);
@@ -374,27 +443,9 @@ export function viewLeaves(bytes: Uint8Array): LeafView {
         throw new Error(`leaves: unknown kind ${kind}`);
     }
   }
-  if (fragmentCount === 0) return { count, paths, strings, pathOf, kinds, refs, nums };
-  // Each result's leaves in place of its reference: copies of the table's, numbers included.
-  const outPathOf = new Uint32Array(count);
-  const outRefs = new Uint32Array(count);
-  const outKinds = new Uint8Array(count);
-  let to = 0;
-  for (let i = 0; i < eventLeaves; i++) {
-    if (kinds[i] !== KIND_FRAGMENT) {
-      outPathOf[to] = pathOf[i];
-      outRefs[to] = refs[i];
-      outKinds[to++] = kinds[i];
-      continue;
-    }
-    const f = refs[i];
-    for (let j = fragmentStarts[f], end = fragmentStarts[f + 1]; j < end; j++, to++) {
-      outPathOf[to] = pathOf[j];
-      outRefs[to] = refs[j];
-      outKinds[to] = kinds[j];
-    }
-  }
-  return { count, paths, strings, pathOf: outPathOf, kinds: outKinds, refs: outRefs, nums };
+  if (fragmentCount === 0) return { count, paths, strings, pathOf, kinds, refs, nums, compact: null };
+  const compact = { eventLeaves, pathOf, kinds, refs, starts: fragmentStarts };
+  return new CompactView(count, paths, strings, nums, compact);
 }
 
 /** The value of leaf `i` of a view, as decodeLeaves gives it (a list is a fresh array). */

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
 import { mulberry32 } from '../../test/helpers/random.js';
+import { makeFragment, type Fragment } from '../enrich/fragment.js';
 import { flattenEvent, newLeaves } from '../schema/flatten.js';
 import { LeafEncoder, viewLeaves } from '../schema/leaf-codec.js';
 import { WriteBuffer, newViewCache } from './buffer.js';
@@ -176,7 +177,7 @@ function members(chunk: ColumnChunk) {
 function sameCells(t: Test, got: ColumnChunk, expected: ColumnChunk, what: string): void {
   const [a, b] = [cells(got), cells(expected)];
   if (JSON.stringify(a) === JSON.stringify(b)) t.pass(what);
-  else t.same(a, b, what);
+  else t.strictSame(a, b, what); // strict: loosely, the text "-0" equals 0
 }
 
 interface Row {
@@ -292,6 +293,97 @@ t.test('appendView: a column crosses the uniqueness check in the middle of a bat
     const viewed = appendViews(new WriteBuffer(), rows, sizes).snapshot();
     sameCells(t, viewed, appended, `batches of ${sizes.join(', ')}`);
     t.equal(viewed.columns.get('id')!.repeats, true, `batches of ${sizes.join(', ')}: repeats, as with append`);
+  }
+});
+
+// Rows whose add-on results the record keeps once (LeafView.compact), as the fast batch reader
+// gives them: each result is one leaf whose value is the result, after the event's own leaves.
+
+interface ResultRow extends Row {
+  readonly results: readonly (readonly [string, Fragment])[];
+}
+
+/** The event a row's leaves stand for: its own properties, then each result under its name. */
+function whole({ event, results }: ResultRow): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...event };
+  for (const [name, fragment] of results) out[name] = fragment.value;
+  return out;
+}
+
+/**
+ * Appends `rows` as batches of `sizes` through views of records with fragment tables. Rows go to
+ * `buffers` in turn (one store each, with its own cache, as a batch spans collections); rows for
+ * which `refused` is true are in the record but not applied.
+ */
+function appendResultViews(
+  buffers: readonly WriteBuffer[], rows: readonly ResultRow[], sizes: readonly number[], refused = (_seq: number) => false,
+): void {
+  const encoder = new LeafEncoder();
+  for (let at = 0, batch = 0; at < rows.length; batch++) {
+    const batchRows = rows.slice(at, at + sizes[batch % sizes.length]);
+    at += batchRows.length;
+    const leaves = newLeaves();
+    const ranges: [number, number][] = [];
+    let hidden = 0;
+    for (const { event, results } of batchRows) {
+      const from = leaves.count + hidden;
+      flattenEvent(event, leaves);
+      for (const [name, fragment] of results) {
+        leaves.paths[leaves.count] = name;
+        leaves.values[leaves.count++] = fragment;
+        hidden += fragment.leafPaths.length - 1;
+      }
+      ranges.push([from, leaves.count + hidden]);
+    }
+    const view = viewLeaves(encoder.encode(leaves, leaves.count));
+    const caches = buffers.map(() => newViewCache(view));
+    batchRows.forEach(({ seq }, i) => {
+      if (refused(seq)) return;
+      const b = seq % buffers.length;
+      buffers[b].appendView(tsOf(seq), 2_000 + seq, seq, view, ranges[i][0], ranges[i][1], caches[b]);
+    });
+  }
+}
+
+t.test('appendView: add-on results the record keeps once give the rows their leaves give', async (t) => {
+  const places = Array.from({ length: 40 }, (_, k) => makeFragment({
+    city: k % 9 === 0 ? null : `city ${k % 13}`, country: ['FR', 'DE', 'ünï 😀'][k % 3], latitude: k === 0 ? -0 : k / 3,
+    coordinates: [k, k + 0.5], in_eu: k % 2 === 0, nested: { deep: { code: k } },
+  }));
+  const agents = [
+    makeFragment({ browser: { family: 'Chrome', major: '120', minor: null }, bot: false }),
+    makeFragment({ browser: { family: 'Safari', major: 17 }, bot: true, tags: [] }),
+    makeFragment({}),
+  ];
+  // One result per row whose strings are all new: the column crosses the uniqueness check on a
+  // row that reuses an earlier result, so it switches to repeats as append would.
+  const ids = Array.from({ length: 3_000 }, (_, k) => makeFragment({ id: `r${k}`, n: k }));
+  const rows: ResultRow[] = variedEvents(6_000, 4).map((event, i) => ({
+    seq: i, event,
+    results: [
+      ['geo', places[(i * 7) % places.length]],
+      ...(i % 3 === 0 ? [['agent', agents[i % agents.length]] as const] : []),
+      ['ids', ids[i % ids.length]],
+      ...(i % 11 === 0 ? [['geo_again', places[(i * 7) % places.length]] as const] : []), // one result, two names
+    ],
+  }));
+  const expectedOf = (kept: readonly ResultRow[]) => appendRows(new WriteBuffer(), kept.map((row) => ({ seq: row.seq, event: whole(row) })));
+  const expected = expectedOf(rows).snapshot();
+  t.equal(expected.columns.get('ids.id')!.repeats, true, 'the results\' id column switched to repeats');
+  for (const sizes of [[6_000], [1, 500, 37, 2_000, 3], [1]]) {
+    const buffer = new WriteBuffer();
+    appendResultViews([buffer], rows, sizes);
+    const chunk = buffer.snapshot();
+    sameCells(t, chunk, expected, `batches of ${sizes.join(', ')}: the same rows, columns and values`);
+    t.same(members(chunk), members(expected), `batches of ${sizes.join(', ')}: the same members, and repeats`);
+  }
+  // Two stores in one batch, their rows interleaved, and rows refused between applied ones.
+  const refused = (seq: number) => seq % 5 === 1 || (seq >= 700 && seq < 760);
+  const buffers = [new WriteBuffer(), new WriteBuffer()];
+  appendResultViews(buffers, rows, [1_000, 333], refused);
+  for (const [b, buffer] of buffers.entries()) {
+    const kept = rows.filter(({ seq }) => seq % 2 === b && !refused(seq));
+    sameCells(t, buffer.snapshot(), expectedOf(kept).snapshot(), `store ${b} of two, with refused rows: its rows`);
   }
 });
 

@@ -5,7 +5,9 @@
  */
 import { assert } from '../assert.js';
 import type { Leaves } from '../schema/flatten.js';
-import { KIND_FALSE, KIND_LIST, KIND_NUM, KIND_STR, KIND_TRUE, type LeafView } from '../schema/leaf-codec.js';
+import {
+  KIND_FALSE, KIND_FRAGMENT, KIND_LIST, KIND_NUM, KIND_STR, KIND_TRUE, type CompactLeaves, type LeafView,
+} from '../schema/leaf-codec.js';
 import {
   TAG_BOOL, TAG_LIST, TAG_NULL, TAG_NUM, TAG_STR,
   type Column, type ColumnChunk, type Primitive, type Tag,
@@ -113,11 +115,12 @@ class ColumnBuilder {
     }
   }
 
-  /** Sets a row from leaf `i` of a view; a string's code comes from `codes` when this column set it. */
-  setLeaf(row: number, view: LeafView, i: number, column: number, codes: ViewCodes): void {
-    const kind = view.kinds[i];
+  /**
+   * Sets a row from a leaf of a view: its kind and ref (LeafView's, or CompactLeaves'); a string's
+   * code comes from `codes` when this column (path index `column`) set it.
+   */
+  setLeaf(row: number, view: LeafView, kind: number, ref: number, column: number, codes: ViewCodes): void {
     if (kind === KIND_STR) {
-      const ref = view.refs[i];
       let code: number;
       if (codes.column[ref] === column && this.strings + 1 !== UNIQUE_CHECK_ROWS) {
         code = codes.code[ref];
@@ -130,18 +133,34 @@ class ColumnBuilder {
       (this.str ??= this.newStr())[row] = code;
       this.tags[row] = TAG_STR;
     } else if (kind === KIND_NUM) {
-      (this.num ??= this.newNum())[row] = view.nums[view.refs[i]];
-      this.tags[row] = TAG_NUM;
+      this.setNumber(row, view.nums[ref]);
     } else if (kind === KIND_TRUE || kind === KIND_FALSE) {
       (this.num ??= this.newNum())[row] = kind === KIND_TRUE ? 1 : 0;
       this.tags[row] = TAG_BOOL;
     } else if (kind === KIND_LIST) {
       // One array per distinct list of the batch, shared by its rows: nothing writes a stored list.
-      const ref = view.refs[i];
       this.set(row, codes.lists[ref] ??= JSON.parse(view.strings[ref]) as Primitive[]);
     } else {
       this.tags[row] = TAG_NULL;
     }
+  }
+
+  setNumber(row: number, value: number): void {
+    (this.num ??= this.newNum())[row] = value;
+    this.tags[row] = TAG_NUM;
+  }
+
+  /**
+   * Sets a row to string `code` of this column's dictionary, as setLeaf does with a code it kept,
+   * and returns true; false when the next string is the one the uniqueness check looks at, which
+   * only code() (setLeaf) may write.
+   */
+  setCode(row: number, code: number): boolean {
+    if (this.strings + 1 === UNIQUE_CHECK_ROWS) return false;
+    this.strings++;
+    this.str![row] = code;
+    this.tags[row] = TAG_STR;
+    return true;
   }
 
   private code(value: string): number {
@@ -223,12 +242,30 @@ interface ViewCodes {
 export interface ViewCache {
   readonly columns: (ColumnBuilder | undefined)[];
   readonly codes: ViewCodes;
+  /**
+   * Per leaf of the view's fragment table (LeafView.compact, from its first entry): a string's code
+   * in its leaf's column once a row set it, else -1. A row using a result then costs a write per
+   * leaf, with no path or string to look up.
+   */
+  readonly tableCodes: Int32Array;
+  /** Where the last row's leaves ended: as LeafView indexes them, and in LeafView.compact. */
+  expandedAt: number;
+  compactAt: number;
+}
+
+const NO_CODES = new Int32Array(0);
+
+function tableCodes(compact: CompactLeaves): Int32Array {
+  return new Int32Array(compact.kinds.length - compact.eventLeaves).fill(-1);
 }
 
 export function newViewCache(view: LeafView): ViewCache {
   return {
     columns: new Array<ColumnBuilder | undefined>(view.paths.length),
     codes: { column: new Int32Array(view.strings.length).fill(-1), code: new Int32Array(view.strings.length), lists: [] },
+    tableCodes: view.compact === null ? NO_CODES : tableCodes(view.compact),
+    expandedAt: 0,
+    compactAt: 0,
   };
 }
 
@@ -302,14 +339,69 @@ export class WriteBuffer {
    */
   appendView(tsMs: number, createdAtMs: number, seq: number, view: LeafView, from: number, to: number, cache: ViewCache): void {
     const row = this.startRow(tsMs, createdAtMs, seq);
-    const { pathOf } = view;
-    const columns = cache.columns;
-    for (let i = from; i < to; i++) {
-      const p = pathOf[i];
-      const column = columns[p] ?? (columns[p] = this.columns.get(view.paths[p]) ?? this.addColumn(view.paths[p]));
-      column.setLeaf(row, view, i, p, cache.codes);
+    if (view.compact !== null) this.setCompact(row, view, view.compact, from, to, cache);
+    else {
+      const { pathOf, kinds, refs } = view;
+      const columns = cache.columns;
+      for (let i = from; i < to; i++) {
+        const p = pathOf[i];
+        const column = columns[p] ?? (columns[p] = this.columnOf(view.paths[p]));
+        column.setLeaf(row, view, kinds[i], refs[i], p, cache.codes);
+      }
     }
     this.endRow(tsMs);
+  }
+
+  /**
+   * appendView's row from a view's leaves as stored (LeafView.compact), each add-on result read
+   * from the record's table, so the view is never expanded. [from, to) index the expanded leaves;
+   * a batch gives a store its rows in leaf order, so the walk goes on from the last row's end.
+   */
+  private setCompact(row: number, view: LeafView, compact: CompactLeaves, from: number, to: number, cache: ViewCache): void {
+    const { pathOf, kinds, refs, starts } = compact;
+    let at = cache.expandedAt;
+    let c = cache.compactAt;
+    assert(from >= at, 'a batch gives a store its rows in leaf order');
+    for (; at < from; c++) at += kinds[c] === KIND_FRAGMENT ? starts[refs[c] + 1] - starts[refs[c]] : 1;
+    assert(at === from, 'a row starts at a leaf of the view');
+    const columns = cache.columns;
+    for (; at < to; c++) {
+      const kind = kinds[c];
+      if (kind === KIND_FRAGMENT) {
+        const f = refs[c];
+        at += starts[f + 1] - starts[f];
+        this.setEntry(row, view, compact, starts[f], starts[f + 1], cache);
+        continue;
+      }
+      const p = pathOf[c];
+      const column = columns[p] ?? (columns[p] = this.columnOf(view.paths[p]));
+      column.setLeaf(row, view, kind, refs[c], p, cache.codes);
+      at++;
+    }
+    assert(at === to, 'a row ends at a leaf of the view');
+    cache.expandedAt = at;
+    cache.compactAt = c;
+  }
+
+  /** A row's leaves of one add-on result (compact leaves [start, end)), as setLeaf would set them one by one. */
+  private setEntry(row: number, view: LeafView, compact: CompactLeaves, start: number, end: number, cache: ViewCache): void {
+    const { pathOf, kinds, refs, eventLeaves } = compact;
+    const { columns, tableCodes } = cache;
+    const nums = view.nums;
+    for (let j = start; j < end; j++) {
+      const p = pathOf[j];
+      const column = columns[p] ?? (columns[p] = this.columnOf(view.paths[p]));
+      const kind = kinds[j];
+      if (kind === KIND_NUM) column.setNumber(row, nums[refs[j]]);
+      else if (kind !== KIND_STR || tableCodes[j - eventLeaves] === -1 || !column.setCode(row, tableCodes[j - eventLeaves])) {
+        column.setLeaf(row, view, kind, refs[j], p, cache.codes);
+        if (kind === KIND_STR) tableCodes[j - eventLeaves] = column.str![row];
+      }
+    }
+  }
+
+  private columnOf(path: string): ColumnBuilder {
+    return this.columns.get(path) ?? this.addColumn(path);
   }
 
   private addColumn(path: string): ColumnBuilder {
