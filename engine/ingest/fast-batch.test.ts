@@ -10,7 +10,7 @@ import { createEnricher } from '../enrich/pipeline.js';
 import { EventPreparer, leavesBytes } from '../event-preparer.js';
 import { isApiError } from '../errors.js';
 import { ADDONS_PER_EVENT_MAX, EVENT_BYTES_MAX } from '../limits.js';
-import { isFragment, pathsUnder } from '../enrich/fragment.js';
+import { isFragment, makeFragment, pathsUnder } from '../enrich/fragment.js';
 import { PathJoiner, flattenEvent, newLeaves, type Leaves } from '../schema/flatten.js';
 import { LeafEncoder, decodeLeaves } from '../schema/leaf-codec.js';
 import { packBatch, parseBatchBody } from './batch.js';
@@ -738,6 +738,23 @@ t.test('an event the add-ons\' results take past the size limit is too large on 
   t.ok(got, 'taken');
   t.ok(agree(t, body, 'near the limit', shared));
   t.same(got!.tooLarge, [1, 0, 0], 'only the event its results take past the limit');
+});
+
+t.test('a small event whose results are large is measured, not assumed to fit', async (t) => {
+  // No add-on gives a result this large; an enricher that does shows the reader does not skip
+  // measuring an event because its own JSON is small (SMALL_EVENT_BYTES bounds only its own leaves).
+  const huge = makeFragment({ text: 'x'.repeat(EVENT_BYTES_MAX + 4_096) });
+  const large = (name: string) => name === 'svc:url_parser';
+  const reader = new FastBatchReader({
+    inputKeys: (name) => sharedEnricher.inputKeys(name),
+    result: (name, values) => large(name) ? huge : sharedEnricher.result(name, values),
+  });
+  const event = (list: unknown[]) => ({ page_url: URLS[0], ip: '8.8.8.8', svc: { addons: list } });
+  const body = bodyOf(event([partsOf('page_url')]), event([geoOf('ip')]), event([geoOf('ip'), partsOf('page_url', 'again')]));
+  t.ok(body.length < 1_000, 'small events');
+  const got = reader.read(body, ctx, NOW, newLeaves());
+  t.ok(got, 'taken');
+  t.same([...got!.tooLarge], [1, 0, 1], 'the events with the large result are too large');
 });
 
 t.test('no mutation of an enriched body makes the fast path take what the general path does not', async (t) => {

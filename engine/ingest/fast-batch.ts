@@ -12,7 +12,7 @@
  */
 import { leavesBytes } from '../event-preparer.js';
 import type { WriteContext } from '../api.js';
-import type { Fragment } from '../enrich/fragment.js';
+import { bytesUnder, type Fragment } from '../enrich/fragment.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import {
   BATCH_EVENTS_MAX, EVENT_BYTES_MAX, EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX, NUMBER_MIN,
@@ -111,6 +111,8 @@ export class FastBatchReader {
   /** The event's add-on results and their output names, while it is enriched. */
   private readonly results: Fragment[] = [];
   private readonly outputs: string[] = [];
+  /** What the results of the event being read add to its leaves (bytesUnder). */
+  private resultBytes = 0;
   /** Leaves the results given so far stand for beyond their one each: the encoded leaves' index. */
   private hidden = 0;
   private readonly joiner = new PathJoiner();
@@ -183,9 +185,10 @@ export class FastBatchReader {
             ranges[2 * events] = from + this.hidden;
             this.replaced = false;
             this.plan = null;
+            this.resultBytes = 0;
             t[events] = this.event(now);
             ranges[2 * events + 1] = this.leaves.count + this.hidden;
-            if ((this.replaced || this.plan !== null || this.at - start > SMALL_EVENT_BYTES) &&
+            if (this.mayBeTooLarge(this.at - start) &&
               leavesBytes(this.leaves, from, this.leaves.count) > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES) tooLarge[events] = 1;
             events++;
             count++;
@@ -207,6 +210,16 @@ export class FastBatchReader {
     this.skipSpace();
     if (this.at !== this.bytes.length) throw BAIL;
     return { collections, events, t: t.subarray(0, events), ranges: ranges.subarray(0, 2 * events), tooLarge: tooLarge.subarray(0, events) };
+  }
+
+  /**
+   * Whether the event just read, whose JSON spans `span` bytes, may pass the size limit, so its
+   * leaves must be measured. A small span bounds its own leaves (SMALL_EVENT_BYTES); its add-on
+   * results add exactly resultBytes.
+   */
+  private mayBeTooLarge(span: number): boolean {
+    if (this.replaced || span > SMALL_EVENT_BYTES) return true;
+    return this.plan !== null && span * span / 2 + 3 * span + this.resultBytes > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES;
   }
 
   /** One event; returns its svc.timestamp in ms. */
@@ -342,6 +355,7 @@ export class FastBatchReader {
       leaves.paths[leaves.count] = outputs[i];
       leaves.values[leaves.count++] = fragment;
       this.hidden += fragment.leafPaths.length - 1;
+      this.resultBytes += bytesUnder(fragment, outputs[i]);
     }
     leaves.start = from;
   }
