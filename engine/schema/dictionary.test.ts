@@ -11,6 +11,7 @@ import { COLLECTION_PROPERTIES_MAX } from '../limits.js';
 import type { SchemaType } from '../storage/chunk.js';
 import { SchemaDictionary } from './dictionary.js';
 import { flattenEvent, newLeaves, type Leaves } from './flatten.js';
+import { makeFragment, type Fragment } from '../enrich/fragment.js';
 import { LeafEncoder, viewLeaves } from './leaf-codec.js';
 
 /** The events' leaves in one Leaves, and each event's [from, to). */
@@ -64,6 +65,47 @@ t.test('observeView records the types observe records, in the same order', async
     ['late', 'string'], ['n', 'num'], ['nested.s', 'string'], ['list', 'list'], ['flag', 'bool'],
     ['empty_list', 'list'], ['svc.location.coordinates', 'geo'], ['only_null', 'null'], ['geo_again.coordinates', 'list'],
   ], 'first non-null type wins, in first-seen order; structural paths are left out');
+});
+
+t.test('observeView of a record that keeps add-on results once records what observe of their leaves does', async (t) => {
+  // Events as the fast batch reader gives them: own properties, then results given whole.
+  const nullCity = makeFragment({ city: null, code: 1 });
+  const city = makeFragment({ city: 'Lyon', code: 'FR' });
+  const empty = makeFragment({});
+  const events: [Record<string, unknown>, [string, Fragment][]][] = [
+    [{ own: 1 }, [['geo', nullCity]]],
+    [{ second: true, own: 2, 'geo.n': null }, [['agent', empty], ['geo', city]]],
+    [{ own: 'x', 'agent.seen': 'first as a string' }, [['geo', nullCity], ['again', city]]],
+    [{ own: 3 }, [['agent', makeFragment({ seen: 7, n: true })], ['geo', city]]],
+    [{}, [['again', nullCity]]],
+  ];
+  const given = newLeaves();
+  const whole: Record<string, unknown>[] = [];
+  const from: number[] = [];
+  const to: number[] = [];
+  let hidden = 0;
+  for (const [own, results] of events) {
+    from.push(given.count + hidden);
+    for (const [path, value] of Object.entries(own)) {
+      given.paths[given.count] = path;
+      given.values[given.count++] = value;
+    }
+    for (const [name, fragment] of results) {
+      given.paths[given.count] = name;
+      given.values[given.count++] = fragment;
+      hidden += fragment.leafPaths.length - 1;
+    }
+    to.push(given.count + hidden);
+    whole.push({ ...own, ...Object.fromEntries(results.map(([name, fragment]) => [name, fragment.value])) });
+  }
+  const view = viewLeaves(new LeafEncoder().encode(given, given.count));
+  t.ok(view.compact, 'the record has a fragment table');
+  for (const which of [all(events), [1, 2, 3], [0, 4], [2], [3, 4], []]) {
+    const expected = entries(byObserve(new SchemaDictionary(), whole, which));
+    const viewed = new SchemaDictionary();
+    viewed.observeView(view, which.map((e) => from[e]), which.map((e) => to[e]), which.length);
+    t.same(entries(viewed), expected, `events ${which.join(', ') || 'none'}`);
+  }
 });
 
 t.test('observeView over a dictionary that already knows some paths, and over some of the events', async (t) => {

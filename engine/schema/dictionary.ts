@@ -7,7 +7,9 @@ import { ApiError } from '../errors.js';
 import { COLLECTION_PROPERTIES_MAX } from '../limits.js';
 import type { SchemaType } from '../storage/chunk.js';
 import { isStructuralPath, type Leaves } from './flatten.js';
-import { KIND_FALSE, KIND_LIST, KIND_NULL, KIND_NUM, KIND_STR, KIND_TRUE, type LeafView } from './leaf-codec.js';
+import {
+  CompactCursor, KIND_FALSE, KIND_FRAGMENT, KIND_LIST, KIND_NULL, KIND_NUM, KIND_STR, KIND_TRUE, type CompactLeaves, type LeafView,
+} from './leaf-codec.js';
 
 const GEO_PATH = 'svc.location.coordinates';
 /** Paths every stored event has; listed in the schema, not counted against the limit. */
@@ -92,17 +94,45 @@ export class SchemaDictionary {
       (open ??= new Uint8Array(paths.length))[p] = 1;
     }
     if (open === null) return;
+    if (view.compact !== null) {
+      this.observeCompact(view, view.compact, open, from, to, events);
+      return;
+    }
     const { pathOf, kinds } = view;
     for (let e = 0; e < events; e++) {
-      for (let i = from[e]; i < to[e]; i++) {
-        const p = pathOf[i];
-        if (open[p] === 0) continue;
-        const path = paths[p];
-        const type = kindType(path, kinds[i]);
-        if (type !== 'null') open[p] = 0;
-        if (type !== 'null' || !this.types.has(path)) this.types.set(path, type);
+      for (let i = from[e]; i < to[e]; i++) this.observeKind(paths, open, pathOf[i], kinds[i]);
+    }
+  }
+
+  /**
+   * observeView over the leaves as stored: an add-on result's leaves are observed where the first
+   * event using it has them, which later uses cannot change (the first non-null type stays).
+   */
+  private observeCompact(
+    view: LeafView, compact: CompactLeaves, open: Uint8Array, from: ArrayLike<number>, to: ArrayLike<number>, events: number,
+  ): void {
+    const { pathOf, kinds, refs, starts } = compact;
+    const paths = view.paths;
+    const cursor = new CompactCursor(compact);
+    const seen = new Uint8Array(starts.length);
+    for (let e = 0; e < events; e++) {
+      for (let c = cursor.seek(from[e]), end = cursor.seek(to[e]); c < end; c++) {
+        if (kinds[c] !== KIND_FRAGMENT) this.observeKind(paths, open, pathOf[c], kinds[c]);
+        else if (seen[refs[c]] === 0) {
+          seen[refs[c]] = 1;
+          for (let j = starts[refs[c]]; j < starts[refs[c] + 1]; j++) this.observeKind(paths, open, pathOf[j], kinds[j]);
+        }
       }
     }
+  }
+
+  /** A leaf at path `p` of kind `kind`, for observeView: `open` marks the paths still without a type. */
+  private observeKind(paths: readonly string[], open: Uint8Array, p: number, kind: number): void {
+    if (open[p] === 0) return;
+    const path = paths[p];
+    const type = kindType(path, kind);
+    if (type !== 'null') open[p] = 0;
+    if (type !== 'null' || !this.types.has(path)) this.types.set(path, type);
   }
 
   observe(leaves: Leaves): void {

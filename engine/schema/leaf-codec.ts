@@ -20,6 +20,7 @@
  * (LeafView.compact) and takes each result whole. With fragmentCount 0 (F = 0) this is the format
  * written before fragments were (2026-11-25), which reads as it did.
  */
+import { assert } from '../assert.js';
 import { isFragment, pathsUnder, type Fragment } from '../enrich/fragment.js';
 import { PathJoiner, type Leaves } from './flatten.js';
 
@@ -324,6 +325,31 @@ export interface CompactLeaves {
   readonly kinds: Uint8Array;
   readonly refs: Uint32Array;
   readonly starts: Uint32Array;
+}
+
+/**
+ * Finds a compact view's event leaves from LeafView's leaf indexes (which count each result as its
+ * leaves), for indexes asked for in rising order: a batch's events, or one store's events of it.
+ * A result with no leaves at the end of an event is found at the start of the next: it sets nothing.
+ */
+export class CompactCursor {
+  private at = 0;
+  private stored = 0;
+
+  constructor(private readonly compact: CompactLeaves) {}
+
+  /** The index in `compact` of LeafView's leaf `expanded` (or of the end, for the last leaf's end). */
+  seek(expanded: number): number {
+    const { kinds, refs, starts } = this.compact;
+    let at = this.at;
+    let c = this.stored;
+    assert(expanded >= at, 'a compact view is walked in leaf order');
+    for (; at < expanded; c++) at += kinds[c] === KIND_FRAGMENT ? starts[refs[c] + 1] - starts[refs[c]] : 1;
+    assert(at === expanded, 'an event starts and ends at a leaf of the record');
+    this.at = at;
+    this.stored = c;
+    return c;
+  }
 }
 
 /** A LeafView of a record with a fragment table: its per-leaf arrays are expanded when first asked for. */

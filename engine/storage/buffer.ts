@@ -6,7 +6,7 @@
 import { assert } from '../assert.js';
 import type { Leaves } from '../schema/flatten.js';
 import {
-  KIND_FALSE, KIND_FRAGMENT, KIND_LIST, KIND_NUM, KIND_STR, KIND_TRUE, type CompactLeaves, type LeafView,
+  CompactCursor, KIND_FALSE, KIND_FRAGMENT, KIND_LIST, KIND_NUM, KIND_STR, KIND_TRUE, type CompactLeaves, type LeafView,
 } from '../schema/leaf-codec.js';
 import {
   TAG_BOOL, TAG_LIST, TAG_NULL, TAG_NUM, TAG_STR,
@@ -248,9 +248,8 @@ export interface ViewCache {
    * leaf, with no path or string to look up.
    */
   readonly tableCodes: Int32Array;
-  /** Where the last row's leaves ended: as LeafView indexes them, and in LeafView.compact. */
-  expandedAt: number;
-  compactAt: number;
+  /** Finds each row's leaves in LeafView.compact (null without one). */
+  readonly cursor: CompactCursor | null;
 }
 
 const NO_CODES = new Int32Array(0);
@@ -264,8 +263,7 @@ export function newViewCache(view: LeafView): ViewCache {
     columns: new Array<ColumnBuilder | undefined>(view.paths.length),
     codes: { column: new Int32Array(view.strings.length).fill(-1), code: new Int32Array(view.strings.length), lists: [] },
     tableCodes: view.compact === null ? NO_CODES : tableCodes(view.compact),
-    expandedAt: 0,
-    compactAt: 0,
+    cursor: view.compact === null ? null : new CompactCursor(view.compact),
   };
 }
 
@@ -355,32 +353,21 @@ export class WriteBuffer {
   /**
    * appendView's row from a view's leaves as stored (LeafView.compact), each add-on result read
    * from the record's table, so the view is never expanded. [from, to) index the expanded leaves;
-   * a batch gives a store its rows in leaf order, so the walk goes on from the last row's end.
+   * a batch gives a store its rows in leaf order, which the cache's cursor walks.
    */
   private setCompact(row: number, view: LeafView, compact: CompactLeaves, from: number, to: number, cache: ViewCache): void {
     const { pathOf, kinds, refs, starts } = compact;
-    let at = cache.expandedAt;
-    let c = cache.compactAt;
-    assert(from >= at, 'a batch gives a store its rows in leaf order');
-    for (; at < from; c++) at += kinds[c] === KIND_FRAGMENT ? starts[refs[c] + 1] - starts[refs[c]] : 1;
-    assert(at === from, 'a row starts at a leaf of the view');
     const columns = cache.columns;
-    for (; at < to; c++) {
+    for (let c = cache.cursor!.seek(from), end = cache.cursor!.seek(to); c < end; c++) {
       const kind = kinds[c];
       if (kind === KIND_FRAGMENT) {
-        const f = refs[c];
-        at += starts[f + 1] - starts[f];
-        this.setEntry(row, view, compact, starts[f], starts[f + 1], cache);
+        this.setEntry(row, view, compact, starts[refs[c]], starts[refs[c] + 1], cache);
         continue;
       }
       const p = pathOf[c];
       const column = columns[p] ?? (columns[p] = this.columnOf(view.paths[p]));
       column.setLeaf(row, view, kind, refs[c], p, cache.codes);
-      at++;
     }
-    assert(at === to, 'a row ends at a leaf of the view');
-    cache.expandedAt = at;
-    cache.compactAt = c;
   }
 
   /** A row's leaves of one add-on result (compact leaves [start, end)), as setLeaf would set them one by one. */
