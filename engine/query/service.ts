@@ -12,6 +12,7 @@ import type { ExecLimits, Plan } from './plan.js';
 import { WorkerPool } from './pool.js';
 import { RateLimiter } from './rate-limit.js';
 import { parseRequest } from './request.js';
+import { parseTimezone, resolveTimeframe } from './timeframe.js';
 import { queryIncomplete } from './scan.js';
 import { loadSegmentFiles } from './segment-reader.js';
 import { checkResponseBytes, runTask, type QueryTask } from './task.js';
@@ -88,6 +89,9 @@ export class QueryService {
     this.pool = opts.workers > 0
       ? new WorkerPool(opts.workers, opts.cacheBytes ?? CHUNK_CACHE_BYTES_DEFAULT,
         opts.footerCacheBytes ?? FOOTER_CACHE_BYTES_DEFAULT) : null;
+    // luxon's first calendar arithmetic sets up its Intl formatters, ~20 ms on this machine: paid
+    // here, at start, rather than by the first query (bench/scale: its first trivial count took 37 ms).
+    resolveTimeframe('this_1_days', parseTimezone(undefined), opts.clock());
   }
 
   /** Queries executing or waiting now, and when the last one finished (ms, Date.now()). */
