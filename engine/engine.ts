@@ -24,7 +24,7 @@ import {
 import { ProjectStore } from './projects.js';
 import { QueryService } from './query/service.js';
 import { plainChunk, type ColumnChunk, type ScanSource } from './storage/chunk.js';
-import { CollectionStore } from './storage/collection.js';
+import { CollectionStore, type FlushPlan } from './storage/collection.js';
 import { readJsonIfExists, writeFileDurable } from './storage/files.js';
 import { readManifest, writeManifest } from './storage/manifest.js';
 import { SegmentPool } from './storage/segment-pool.js';
@@ -617,10 +617,11 @@ class Engine implements TallyEngine {
     if (busy) {
       const closedIndex = await this.wal.rotate();
       await this.writes.settled();
-      const plans = [...this.stores.values()].flatMap((store) => {
-        const plan = store.planFlush();
-        return plan ? [{ store, plan }] : [];
-      });
+      const plans: { store: CollectionStore; plan: FlushPlan }[] = [];
+      for (const store of [...this.stores.values()]) {
+        const plan = await store.planFlush();
+        if (plan !== null) plans.push({ store, plan });
+      }
       const footers = await Promise.all(plans.map(({ plan }) =>
         this.segmentPool.run({ op: 'write', chunk: plan.chunk, parts: plan.parts, schema: plan.schema })));
       plans.forEach(({ store, plan }, i) => store.finishFlush(plan, footers[i]));

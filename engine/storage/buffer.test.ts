@@ -417,6 +417,35 @@ t.test('after dropPrefix the kept rows are what a fresh buffer given only them h
   }
 });
 
+t.test('detachedSnapshotInSteps holds the rows there were when it began, while rows are appended', async (t) => {
+  const rows = rowsOf(variedEvents(60_000, 9).map((event, i) => ({ ...event, ...Object.fromEntries(
+    Array.from({ length: 20 }, (_, c) => [`c${c}`, i % (c + 2) === 0 ? `v${i % 7}` : i * c])) })));
+  const buffer = appendRows(new WriteBuffer(), rows.slice(0, 50_000));
+  const expected = appendRows(new WriteBuffer(), rows.slice(0, 50_000)).snapshot();
+  // Rows (some with new paths) appended on each turn of the event loop the copy gives up.
+  let next = 50_000;
+  let turns = 0;
+  const appendMore = () => {
+    if (next >= rows.length) return;
+    turns++;
+    appendRows(buffer, rows.slice(next, next += 1_000));
+    add(buffer, next++, { appended_meanwhile: next });
+    setImmediate(appendMore);
+  };
+  setImmediate(appendMore);
+  const chunk = await buffer.detachedSnapshotInSteps();
+  t.ok(turns > 0, `rows were appended on ${turns} turns during the copy`);
+  t.ok(buffer.rows > 50_000, 'the buffer has the rows appended meanwhile');
+  sameCells(t, chunk, expected, 'the chunk holds the first 50,000 rows as they were');
+  t.notOk(chunk.columns.has('appended_meanwhile'), 'no column only later rows have');
+  t.ok([...chunk.columns.values()].every((column) => column.tags.length === 50_000), 'every column has those rows alone');
+  // A cached snapshot is taken as it is.
+  while (next < rows.length) await new Promise((resolve) => setImmediate(resolve));
+  const cached = buffer.snapshot();
+  t.equal(await buffer.detachedSnapshotInSteps(), cached, 'the cached snapshot, not a copy');
+  t.not(buffer.snapshot(), cached, 'which the buffer then no longer hands out');
+});
+
 t.test('after dropPrefix every kind of value and a missing one come back', async (t) => {
   const events = [
     { s: 'drop me', n: 1, b: true, l: [1], z: null, gone: 'x' },

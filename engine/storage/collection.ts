@@ -14,7 +14,7 @@ import type { LeafView } from '../schema/leaf-codec.js';
 import { WriteBuffer, type ViewCache } from './buffer.js';
 import type { ColumnChunk, SchemaType, ScanSource, SegmentFooter, SegmentRef } from './chunk.js';
 import type { ManifestCollection, ManifestSegment } from './manifest.js';
-import { partitionIndex, partitionKey } from './partition.js';
+import { PARTITION_SPAN_MS, partitionIndex, partitionKey } from './partition.js';
 import { TokenIndex } from './tokens.js';
 
 /** One segment of a flush: the rows of the flushed chunk at `indices` (every row when null). */
@@ -100,10 +100,10 @@ export class CollectionStore {
    * What a flush of the buffer as it is now must write: one segment per day. The buffer keeps
    * serving scans until finishFlush swaps the written rows for the new segments in one step.
    */
-  planFlush(): FlushPlan | null {
+  async planFlush(): Promise<FlushPlan | null> {
     const buffer = this.buffer;
     if (buffer.rows === 0) return null;
-    const chunk = buffer.detachedSnapshot();
+    const chunk = await buffer.detachedSnapshotInSteps();
     const parts: FlushPart[] = [];
     for (const [day, indices] of rowsByPartition(chunk)) {
       const whole = indices.length === chunk.rows;
@@ -195,20 +195,49 @@ export class CollectionStore {
   }
 }
 
-function rowsByPartition(chunk: ColumnChunk): Map<string, Int32Array> {
-  const counts = new Map<number, number>();
-  for (let i = 0; i < chunk.rows; i++) {
+/**
+ * Each day partition's rows of `chunk`, in row order. Counted in a typed array over the days the
+ * chunk spans (a Map per row took 25 ms of the write thread for a 250,000-row flush).
+ */
+export function rowsByPartition(chunk: ColumnChunk): Map<string, Int32Array> {
+  const rows = chunk.rows;
+  const day = new Float64Array(rows);
+  let first = Infinity;
+  let last = -Infinity;
+  for (let i = 0; i < rows; i++) {
     const p = partitionIndex(chunk.ts[i]);
-    counts.set(p, (counts.get(p) ?? 0) + 1);
-  }
-  const lists = new Map<number, { indices: Int32Array; fill: number }>();
-  for (const [p, count] of counts) lists.set(p, { indices: new Int32Array(count), fill: 0 });
-  for (let i = 0; i < chunk.rows; i++) {
-    const list = lists.get(partitionIndex(chunk.ts[i]))!;
-    list.indices[list.fill++] = i;
+    day[i] = p;
+    if (p < first) first = p;
+    if (p > last) last = p;
   }
   const out = new Map<string, Int32Array>();
-  for (const [p, list] of lists) out.set(partitionKey(p * 86_400_000), list.indices);
+  if (rows === 0) return out;
+  if (last - first >= PARTITION_SPAN_DAYS_MAX) return rowsByPartitionMap(day, rows);
+  const counts = new Int32Array(last - first + 1);
+  for (let i = 0; i < rows; i++) counts[day[i] - first]++;
+  const lists: (Int32Array | undefined)[] = new Array(counts.length);
+  for (let d = 0; d < counts.length; d++) if (counts[d] > 0) lists[d] = new Int32Array(counts[d]);
+  const fill = new Int32Array(counts.length);
+  for (let i = 0; i < rows; i++) {
+    const d = day[i] - first;
+    lists[d]![fill[d]++] = i;
+  }
+  for (let d = 0; d < lists.length; d++) if (lists[d] !== undefined) out.set(partitionKey((first + d) * PARTITION_SPAN_MS), lists[d]!);
+  return out;
+}
+
+/** Days a flush's rows may span before rowsByPartition counts them in a Map instead. */
+const PARTITION_SPAN_DAYS_MAX = 1 << 16;
+
+function rowsByPartitionMap(day: Float64Array, rows: number): Map<string, Int32Array> {
+  const lists = new Map<number, number[]>();
+  for (let i = 0; i < rows; i++) {
+    let list = lists.get(day[i]);
+    if (list === undefined) lists.set(day[i], list = []);
+    list.push(i);
+  }
+  const out = new Map<string, Int32Array>();
+  for (const [p, list] of lists) out.set(partitionKey(p * PARTITION_SPAN_MS), Int32Array.from(list));
   return out;
 }
 
