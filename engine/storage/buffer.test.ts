@@ -199,21 +199,46 @@ function appendRows(buffer: WriteBuffer, rows: readonly Row[]): WriteBuffer {
 
 /** Appends `rows` as batches of `sizes` (cycled): each batch encoded once, viewed once, with one cache. */
 function appendViews(buffer: WriteBuffer, rows: readonly Row[], sizes: readonly number[] = [rows.length]): WriteBuffer {
+  appendBatches([buffer], rows, sizes);
+  return buffer;
+}
+
+/**
+ * Appends `rows` as batches of `sizes` (cycled), each encoded once and viewed once. A row's
+ * `results` follow its own leaves as the fast batch reader gives them (one leaf each, the result
+ * its value), so the record keeps them in its fragment table. Rows go to `buffers` in turn (one
+ * store each, with its own cache, as a batch spans collections); rows for which `refused` is true
+ * are in the record but not applied.
+ */
+function appendBatches(
+  buffers: readonly WriteBuffer[], rows: readonly (Row & { readonly results?: ResultRow['results'] })[],
+  sizes: readonly number[], refused = (_seq: number) => false,
+): void {
   const encoder = new LeafEncoder();
   for (let at = 0, batch = 0; at < rows.length; batch++) {
     const batchRows = rows.slice(at, at + sizes[batch % sizes.length]);
     at += batchRows.length;
     const leaves = newLeaves();
     const ranges: [number, number][] = [];
-    for (const { event } of batchRows) {
+    let hidden = 0;
+    for (const { event, results = [] } of batchRows) {
+      const from = leaves.count + hidden;
       flattenEvent(event, leaves);
-      ranges.push([leaves.start, leaves.count]);
+      for (const [name, fragment] of results) {
+        leaves.paths[leaves.count] = name;
+        leaves.values[leaves.count++] = fragment;
+        hidden += fragment.leafPaths.length - 1;
+      }
+      ranges.push([from, leaves.count + hidden]);
     }
     const view = viewLeaves(encoder.encode(leaves, leaves.count));
-    const cache = newViewCache(view);
-    batchRows.forEach(({ seq }, i) => buffer.appendView(tsOf(seq), 2_000 + seq, seq, view, ranges[i][0], ranges[i][1], cache));
+    const caches = buffers.map(() => newViewCache(view));
+    batchRows.forEach(({ seq }, i) => {
+      if (refused(seq)) return;
+      const b = seq % buffers.length;
+      buffers[b].appendView(tsOf(seq), 2_000 + seq, seq, view, ranges[i][0], ranges[i][1], caches[b]);
+    });
   }
-  return buffer;
 }
 
 /**
@@ -310,41 +335,6 @@ function whole({ event, results }: ResultRow): Record<string, unknown> {
   return out;
 }
 
-/**
- * Appends `rows` as batches of `sizes` through views of records with fragment tables. Rows go to
- * `buffers` in turn (one store each, with its own cache, as a batch spans collections); rows for
- * which `refused` is true are in the record but not applied.
- */
-function appendResultViews(
-  buffers: readonly WriteBuffer[], rows: readonly ResultRow[], sizes: readonly number[], refused = (_seq: number) => false,
-): void {
-  const encoder = new LeafEncoder();
-  for (let at = 0, batch = 0; at < rows.length; batch++) {
-    const batchRows = rows.slice(at, at + sizes[batch % sizes.length]);
-    at += batchRows.length;
-    const leaves = newLeaves();
-    const ranges: [number, number][] = [];
-    let hidden = 0;
-    for (const { event, results } of batchRows) {
-      const from = leaves.count + hidden;
-      flattenEvent(event, leaves);
-      for (const [name, fragment] of results) {
-        leaves.paths[leaves.count] = name;
-        leaves.values[leaves.count++] = fragment;
-        hidden += fragment.leafPaths.length - 1;
-      }
-      ranges.push([from, leaves.count + hidden]);
-    }
-    const view = viewLeaves(encoder.encode(leaves, leaves.count));
-    const caches = buffers.map(() => newViewCache(view));
-    batchRows.forEach(({ seq }, i) => {
-      if (refused(seq)) return;
-      const b = seq % buffers.length;
-      buffers[b].appendView(tsOf(seq), 2_000 + seq, seq, view, ranges[i][0], ranges[i][1], caches[b]);
-    });
-  }
-}
-
 t.test('appendView: add-on results the record keeps once give the rows their leaves give', async (t) => {
   const places = Array.from({ length: 40 }, (_, k) => makeFragment({
     city: k % 9 === 0 ? null : `city ${k % 13}`, country: ['FR', 'DE', 'ünï 😀'][k % 3], latitude: k === 0 ? -0 : k / 3,
@@ -372,7 +362,7 @@ t.test('appendView: add-on results the record keeps once give the rows their lea
   t.equal(expected.columns.get('ids.id')!.repeats, true, 'the results\' id column switched to repeats');
   for (const sizes of [[6_000], [1, 500, 37, 2_000, 3], [1]]) {
     const buffer = new WriteBuffer();
-    appendResultViews([buffer], rows, sizes);
+    appendBatches([buffer], rows, sizes);
     const chunk = buffer.snapshot();
     sameCells(t, chunk, expected, `batches of ${sizes.join(', ')}: the same rows, columns and values`);
     t.same(members(chunk), members(expected), `batches of ${sizes.join(', ')}: the same members, and repeats`);
@@ -380,7 +370,7 @@ t.test('appendView: add-on results the record keeps once give the rows their lea
   // Two stores in one batch, their rows interleaved, and rows refused between applied ones.
   const refused = (seq: number) => seq % 5 === 1 || (seq >= 700 && seq < 760);
   const buffers = [new WriteBuffer(), new WriteBuffer()];
-  appendResultViews(buffers, rows, [1_000, 333], refused);
+  appendBatches(buffers, rows, [1_000, 333], refused);
   for (const [b, buffer] of buffers.entries()) {
     const kept = rows.filter(({ seq }) => seq % 2 === b && !refused(seq));
     sameCells(t, buffer.snapshot(), expectedOf(kept).snapshot(), `store ${b} of two, with refused rows: its rows`);
