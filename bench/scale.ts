@@ -9,10 +9,11 @@
  * whether the answers are equal; then bytes per event on disk (right after the load and once
  * flushes and compaction have settled), the server's peak RSS and the batched ingest rate.
  *
- *   node dist/bench/scale.js [--events 10000000] [--order time|random] [--skip-duckdb] [--keep]
+ *   node dist/bench/scale.js [--events 10000000] [--order time|random] [--skip-duckdb] [--keep] [--trivial-series]
  *   TALLY_SERVER_ARGS="--memory-budget 1g" node dist/bench/scale.js ...
  */
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
@@ -208,6 +209,20 @@ const QUERIES: Query[] = [
     duck: (rows) => rows.map((row) => `${row[0]}/${row[1]}/${num(row[2])}`).sort() },
 ];
 
+/**
+ * Runs this process's `fetch` a few hundred times against a local stub server, so that the trivial
+ * query's figure is the server's latency and not the first calls of the load generator's own HTTP
+ * client (undici compiling: ~0.5 ms a call for its first tens of calls here). Tally is not involved.
+ */
+async function warmClient(): Promise<void> {
+  const stub = http.createServer((_request, response) => response.end('{}'));
+  await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
+  const { port } = stub.address() as { port: number };
+  for (let i = 0; i < 300; i++) await fetch(`http://127.0.0.1:${port}/3.0/warm?i=${i}`).then((r) => r.text());
+  stub.closeAllConnections();
+  await new Promise<void>((resolve) => stub.close(() => resolve()));
+}
+
 async function tallyQuery(server: TestServer, query: Query): Promise<{ ms: number; result: unknown }> {
   const started = performance.now();
   const response = await fetch(`${server.url}/3.0/projects/${server.projectId}/queries/${query.analysis}`, {
@@ -255,6 +270,7 @@ async function main(): Promise<void> {
   await fetch(`${server.url}/3.0/projects/${server.projectId}/events/tiny`, {
     method: 'POST', body: '{"a":1}', headers: { Authorization: server.keys.write, 'Content-Type': 'application/json' },
   });
+  await warmClient();
   const requests = path.join(work, 'requests.bin');
   const generated = generate(server, requests, duck === null ? null : path.join(work, 'views.csv'));
   console.log(`generated ${(generated.offsets[generated.offsets.length - 1] / 1e9).toFixed(2)} GB of requests in ${generated.seconds.toFixed(1)} s (not timed)`);
@@ -275,6 +291,7 @@ async function main(): Promise<void> {
       `&event_collection=tiny&timeframe=this_100_years`).then((r) => r.text());
     trivial.push(performance.now() - started);
   }
+  if (process.argv.includes('--trivial-series')) console.log(`trivial queries in order (ms): ${trivial.map((ms) => ms.toFixed(2)).join(' ')}`);
   trivial.sort((a, b) => a - b);
   table.push(['trivial: count of a 1-event collection (p50 of 30)', trivial[15].toFixed(2), trivial[0].toFixed(2), '', '', '']);
   if (duck !== null) {

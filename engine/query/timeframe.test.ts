@@ -2,7 +2,8 @@
 import t, { type Test } from 'tap';
 import { ApiError } from '../errors.js';
 import { cutBuckets, parseInterval } from './interval.js';
-import { parseTimezone, resolveTimeframe } from './timeframe.js';
+import { mulberry32 } from '../../test/helpers/random.js';
+import { computeRelative, parseTimezone, resolveTimeframe } from './timeframe.js';
 
 function throwsCode(t: Test, fn: () => unknown, code: string, name: string): void {
   try {
@@ -123,4 +124,51 @@ t.test('too many buckets and bad intervals', async (t) => {
   for (const bad of ['fortnightly', 'every_0_days', 'every_x_days', 3]) {
     throwsCode(t, () => parseInterval(bad), 'InvalidQueryError', String(bad));
   }
+});
+
+t.test('a remembered relative timeframe equals the one computed afresh, at instants back and forth', async (t) => {
+  // Around DST switches (Santiago's are at midnight, Lord Howe's are 30 minutes), month and year
+  // ends, and fixed offsets; instants step by a few ms to a few weeks, forward and backward, so
+  // each name is asked just before, at and just after the edges of its remembered unit.
+  const zones = ['UTC', 'America/New_York', 'Europe/Berlin', 'America/Santiago', 'Australia/Lord_Howe', 'Asia/Kolkata', -28800, 19800];
+  const names = ['this_day', 'today', 'yesterday', 'previous_2_hours', 'this_90_minutes', 'last_3_weeks', 'this_1_months',
+    'previous_month', 'this_100_years', 'previous_7_days'];
+  const edges = ['2024-03-10T07:00:00Z', '2024-04-07T03:00:00Z', '2024-09-08T04:00:00Z', '2024-10-06T15:00:00Z',
+    '2024-10-27T01:00:00Z', '2024-12-31T23:59:59.999Z', '2025-01-01T00:00:00Z'].map(Date.parse);
+  const steps = [1, 997, 60_000, 1_799_999, 3_600_000, 86_400_000, 604_800_000];
+  const random = mulberry32(2026_11_25);
+  let compared = 0, mismatches = 0;
+  for (const zoneValue of zones) {
+    const zone = parseTimezone(zoneValue);
+    for (const edge of edges) {
+      let now = edge;
+      for (let i = 0; i < 60; i++) {
+        const step = steps[Math.floor(random() * steps.length)]!;
+        now += (random() < 0.5 ? -1 : 1) * Math.floor(step * (0.5 + random()));
+        const name = names[Math.floor(random() * names.length)]!;
+        const fresh = computeRelative(name, zone, now);
+        const got = resolveTimeframe(name, zone, now);
+        compared++;
+        if (got.startMs !== fresh.startMs || got.endMs !== fresh.endMs) {
+          mismatches++;
+          if (mismatches <= 5) t.fail(`${name} in ${zoneValue} at ${new Date(now).toISOString()}: ${JSON.stringify(got)} != ${JSON.stringify(fresh)}`);
+        }
+      }
+    }
+  }
+  t.equal(mismatches, 0, `${compared} resolutions equal their fresh computation`);
+  t.ok(compared >= 3000);
+});
+
+t.test('a timeframe is remembered only for its own unit of instants', async (t) => {
+  const zone = parseTimezone('America/New_York');
+  const before = Date.parse('2024-03-10T04:59:59.999Z'); // 23:59:59.999 on the 9th in New York
+  const at = before + 1;
+  t.same(range('this_day', 'America/New_York', new Date(before).toISOString()), ['2024-03-09T05:00:00.000Z', '2024-03-10T05:00:00.000Z']);
+  t.same(range('this_day', 'America/New_York', new Date(at).toISOString()), ['2024-03-10T05:00:00.000Z', '2024-03-11T04:00:00.000Z']);
+  t.same(range('this_day', 'America/New_York', new Date(before).toISOString()), ['2024-03-09T05:00:00.000Z', '2024-03-10T05:00:00.000Z']);
+  const unit = computeRelative('this_day', zone, at);
+  t.equal(unit.fromMs, at, 'the day starts at midnight');
+  t.equal(unit.untilMs, Date.parse('2024-03-11T04:00:00Z'), 'and lasts 23 hours');
+  throwsCode(t, () => resolveTimeframe('this_day', zone, Number.NaN), 'TimeframeDefinitionError', 'an invalid instant is refused, not remembered');
 });

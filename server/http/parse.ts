@@ -31,7 +31,13 @@ export function lenientParams(query: URLSearchParams): Record<string, unknown> {
   return params;
 }
 
+/** How a JSON text can start after its whitespace; JSON.parse throws for any other value. */
+const JSON_START = /^[\t\n\r ]*(?:[-0-9"[{]|(?:true|false|null)[\t\n\r ]*$)/;
+
 function parseLenient(value: string): unknown {
+  // Most values are plain words (a collection, "this_7_days"): a thrown SyntaxError per value cost
+  // more than the rest of a trivial count's parameters together.
+  if (!JSON_START.test(value)) return value;
   try {
     return JSON.parse(value);
   } catch {
