@@ -223,6 +223,27 @@ async function warmClient(): Promise<void> {
   await new Promise<void>((resolve) => stub.close(() => resolve()));
 }
 
+/** Longest wait, after the fixed 25 s, for the buffers to be empty and every day one segment. */
+const SETTLE_WAIT_MAX_MS = 180_000;
+
+/**
+ * Waits until /metrics shows no buffered rows and no compaction backlog, so that "settled" bytes
+ * are those of the compacted store and not of a merge still under way. Says how long it took.
+ */
+async function untilSettled(server: TestServer, waitMaxMs: number): Promise<string> {
+  const started = performance.now();
+  const sample = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  for (;;) {
+    const text = await fetch(`${server.url}/metrics`, { headers: { Authorization: server.orgKey } }).then((r) => r.text());
+    const waitedS = ((performance.now() - started) / 1000).toFixed(0);
+    if (sample(text, 'tally_buffer_rows') === 0 && sample(text, 'tally_compaction_backlog') === 0) {
+      return `compacted, ${waitedS} s after the first 25`;
+    }
+    if (performance.now() - started > waitMaxMs) return `NOT compacted after 25 + ${waitedS} s`;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
 async function tallyQuery(server: TestServer, query: Query): Promise<{ ms: number; result: unknown }> {
   const started = performance.now();
   const response = await fetch(`${server.url}/3.0/projects/${server.projectId}/queries/${query.analysis}`, {
@@ -329,13 +350,14 @@ async function main(): Promise<void> {
 
   const queryPeakMb = phasePeakMb();
   await new Promise((resolve) => setTimeout(resolve, 25_000)); // flushes and compaction settle
+  const settledAfterS = await untilSettled(server, SETTLE_WAIT_MAX_MS);
   const settlePeakMb = phasePeakMb();
   const bytesSettled = du(server.dataDir);
   const duckBytes = duck === null ? NaN : fs.statSync(path.join(work, 'views.duckdb')).size;
   clearInterval(sampler);
   const peakKb = Math.max(rssMaxKb, statusKb(pid, 'VmHWM'));
   console.log(`Tally data dir: ${(bytesAfterLoad / EVENTS).toFixed(1)} B/event right after the load, ` +
-    `${(bytesSettled / EVENTS).toFixed(1)} B/event settled; DuckDB file: ${(duckBytes / EVENTS).toFixed(1)} B/event`);
+    `${(bytesSettled / EVENTS).toFixed(1)} B/event settled (${settledAfterS}); DuckDB file: ${(duckBytes / EVENTS).toFixed(1)} B/event`);
   console.log(`Tally server peak RSS: ${(peakKb / 1024).toFixed(0)} MB (load ${loadPeakMb}, queries ${queryPeakMb}, ` +
     `settling ${settlePeakMb}; now ${(statusKb(pid, 'VmRSS') / 1024).toFixed(0)})`);
   await server.stop();
