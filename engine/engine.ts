@@ -656,7 +656,9 @@ class Engine implements TallyEngine {
     if (this.writes.busy) return;
     let rows = 0;
     for (const store of this.stores.values()) rows += store.buffer.trim();
-    if (rows >= QUIET_COLLECT_ROWS) collectGarbage();
+    if (rows < QUIET_COLLECT_ROWS) return;
+    collectGarbage();
+    void this.ingest?.collectIdle();
   }
 
   /**

@@ -27,6 +27,11 @@ export class JobWorker<Reply extends { readonly id: number }, Result> {
     return this.waiting.size;
   }
 
+  /** True while a thread is started (from its first job until close() or its death). */
+  get running(): boolean {
+    return this.worker !== null;
+  }
+
   /** Posts `message` (which carries `id`), moving `transfer`; resolves with its settled reply. */
   run(id: number, message: unknown, transfer: readonly Transferable[] = []): Promise<Result> {
     return new Promise((resolve, reject) => {

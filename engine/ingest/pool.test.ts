@@ -44,3 +44,20 @@ t.test('a worker that cannot start fails its jobs instead of leaving them waitin
   await t.rejects(pool.run(body(), ctx, NOW, NOW_ISO), /ENOENT|exited/, 'the next job gets a new worker, which fails too');
   t.ok(pool.idle, 'no job is left waiting');
 });
+
+t.test('idle workers collect their heaps on request; a batch sent meanwhile waits its turn', async (t) => {
+  const pool = new IngestPool(2, {});
+  t.teardown(() => pool.close());
+  const body = (n: number) => Buffer.from(JSON.stringify({ a: Array.from({ length: n }, (_, i) => ({ i, s: `v${i}` })) }));
+  await pool.collectIdle();
+  t.equal(pool.running, 0, 'a worker that never started is not started to collect');
+  t.same((await pool.run(body(5_000), ctx, NOW, NOW_ISO)).collections, [['a', 5_000]]);
+  t.equal(pool.running, 1);
+  const collecting = pool.collectIdle();
+  const during = pool.run(body(3), ctx, NOW, NOW_ISO);
+  await collecting;
+  const packed = await during;
+  t.same(packed.collections, [['a', 3]], 'the batch after a collection is answered in full');
+  t.same(decodeLeaves(packed.leaves, newLeaves()).values.slice(0, 6), [0, 'v0', 1, 'v1', 2, 'v2']);
+  t.ok(pool.idle);
+});

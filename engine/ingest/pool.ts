@@ -8,15 +8,15 @@ import type { EnricherOptions } from '../enrich/pipeline.js';
 import { ApiError } from '../errors.js';
 import { JobWorker } from '../job-worker.js';
 import type { PackedBatch } from './batch.js';
-import type { IngestJob, IngestReply } from './worker.js';
+import type { CollectJob, IngestJob, IngestReply } from './worker.js';
 
 export class IngestPool {
-  private readonly workers: JobWorker<IngestReply, PackedBatch>[];
+  private readonly workers: JobWorker<IngestReply, PackedBatch | null>[];
   private nextId = 1;
 
   constructor(size: number, enricher: EnricherOptions) {
     const url = new URL('./worker.js', import.meta.url);
-    this.workers = Array.from({ length: size }, () => new JobWorker<IngestReply, PackedBatch>('ingest', url, settle,
+    this.workers = Array.from({ length: size }, () => new JobWorker<IngestReply, PackedBatch | null>('ingest', url, settle,
       { workerData: enricher }));
   }
 
@@ -32,7 +32,25 @@ export class IngestPool {
     const owned = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer;
     const sent = owned ? body : new Uint8Array(body);
     const job: IngestJob = { id: this.nextId++, body: sent, ctx: { ip: ctx.ip, userAgent: ctx.userAgent }, now, nowIso };
-    return worker.run(job.id, job, [sent.buffer as ArrayBuffer]);
+    // A batch job is answered with its packed batch (null answers a collect job only).
+    return worker.run(job.id, job, [sent.buffer as ArrayBuffer]) as Promise<PackedBatch>;
+  }
+
+  /** Workers started and not stopped. */
+  get running(): number {
+    return this.workers.filter((worker) => worker.running).length;
+  }
+
+  /**
+   * Asks each started worker without a job to let go of its last batch and collect its heap: an
+   * idle worker's garbage otherwise stays until its next batch (writes have stopped).
+   */
+  collectIdle(): Promise<unknown> {
+    const idle = this.workers.filter((worker) => worker.running && worker.pending === 0);
+    return Promise.all(idle.map((worker) => {
+      const job: CollectJob = { id: this.nextId++, collect: true };
+      return worker.run(job.id, job).catch(() => undefined);
+    }));
   }
 
   async close(): Promise<void> {
@@ -40,8 +58,9 @@ export class IngestPool {
   }
 }
 
-function settle(reply: IngestReply): PackedBatch {
+function settle(reply: IngestReply): PackedBatch | null {
   if ('packed' in reply) return reply.packed;
+  if ('collected' in reply) return null;
   if ('refused' in reply) throw new ApiError(reply.refused.code, reply.refused.message);
   throw new Error(`ingest worker failed: ${reply.failure}`);
 }

@@ -11,6 +11,7 @@ import { isApiError, type ErrorCode } from '../errors.js';
 import { EventPreparer } from '../event-preparer.js';
 import { newLeaves } from '../schema/flatten.js';
 import { LeafEncoder } from '../schema/leaf-codec.js';
+import { collectGarbage } from '../memory.js';
 import { packBatch, packedTransferables, parseBatchBody, preparedOf, type PackedBatch } from './batch.js';
 import { FastBatchReader } from './fast-batch.js';
 
@@ -22,8 +23,15 @@ export interface IngestJob {
   readonly nowIso: string;
 }
 
+/** Sent when writes go quiet: drop the last batch's objects and collect this thread's heap. */
+export interface CollectJob {
+  readonly id: number;
+  readonly collect: true;
+}
+
 export type IngestReply =
   | { readonly id: number; readonly packed: PackedBatch }
+  | { readonly id: number; readonly collected: true }
   | { readonly id: number; readonly refused: { code: ErrorCode; message: string } }
   | { readonly id: number; readonly failure: string };
 
@@ -34,7 +42,17 @@ const leaves = newLeaves();
 const encoder = new LeafEncoder();
 const reader = new FastBatchReader(enricher);
 
-port.on('message', (job: IngestJob) => {
+port.on('message', (job: IngestJob | CollectJob) => {
+  if ('collect' in job) {
+    // The last batch's strings and results stay reachable from these until the next batch.
+    leaves.paths.length = 0;
+    leaves.values.length = 0;
+    leaves.start = 0;
+    leaves.count = 0;
+    collectGarbage();
+    port.postMessage({ id: job.id, collected: true } satisfies IngestReply);
+    return;
+  }
   try {
     const fast = reader.read(job.body, job.ctx, job.now, leaves);
     const packed: PackedBatch = fast !== null
