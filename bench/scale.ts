@@ -223,6 +223,13 @@ async function warmClient(): Promise<void> {
   await new Promise<void>((resolve) => stub.close(() => resolve()));
 }
 
+/** Rows not yet flushed and day partitions not yet merged, from /metrics. */
+async function storeState(server: TestServer): Promise<{ bufferRows: number; backlog: number }> {
+  const text = await fetch(`${server.url}/metrics`, { headers: { Authorization: server.orgKey } }).then((r) => r.text());
+  const sample = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { bufferRows: sample('tally_buffer_rows'), backlog: sample('tally_compaction_backlog') };
+}
+
 /** Longest wait, after the fixed 25 s, for the buffers to be empty and every day one segment. */
 const SETTLE_WAIT_MAX_MS = 180_000;
 
@@ -232,11 +239,10 @@ const SETTLE_WAIT_MAX_MS = 180_000;
  */
 async function untilSettled(server: TestServer, waitMaxMs: number): Promise<string> {
   const started = performance.now();
-  const sample = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
   for (;;) {
-    const text = await fetch(`${server.url}/metrics`, { headers: { Authorization: server.orgKey } }).then((r) => r.text());
+    const { bufferRows, backlog } = await storeState(server);
     const waitedS = ((performance.now() - started) / 1000).toFixed(0);
-    if (sample(text, 'tally_buffer_rows') === 0 && sample(text, 'tally_compaction_backlog') === 0) {
+    if (bufferRows === 0 && backlog === 0) {
       return `compacted, ${waitedS} s after the first 25`;
     }
     if (performance.now() - started > waitMaxMs) return `NOT compacted after 25 + ${waitedS} s`;
@@ -321,6 +327,8 @@ async function main(): Promise<void> {
     await duck.run('CHECKPOINT');
     console.log(`DuckDB load from CSV: ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
+  const atQueries = await storeState(server);
+  console.log(`when the queries start: ${atQueries.bufferRows} rows not flushed, ${atQueries.backlog} day partitions not merged`);
   let atOrUnder = 0, equalCount = 0;
   for (const query of QUERIES) {
     const runs = [await tallyQuery(server, query)];
