@@ -9,9 +9,9 @@ import type { WriteContext } from '../api.js';
 import { createEnricher, type EnricherOptions } from '../enrich/pipeline.js';
 import { isApiError, type ErrorCode } from '../errors.js';
 import { EventPreparer } from '../event-preparer.js';
+import { collectGarbage } from '../memory.js';
 import { newLeaves } from '../schema/flatten.js';
 import { LeafEncoder } from '../schema/leaf-codec.js';
-import { collectGarbage } from '../memory.js';
 import { packBatch, packedTransferables, parseBatchBody, preparedOf, type PackedBatch } from './batch.js';
 import { FastBatchReader } from './fast-batch.js';
 

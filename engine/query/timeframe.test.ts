@@ -1,8 +1,8 @@
 /** Relative and absolute timeframes and interval buckets across DST and half-hour offsets. */
 import t, { type Test } from 'tap';
+import { mulberry32 } from '../../test/helpers/random.js';
 import { ApiError } from '../errors.js';
 import { cutBuckets, parseInterval } from './interval.js';
-import { mulberry32 } from '../../test/helpers/random.js';
 import { computeRelative, parseTimezone, resolveTimeframe } from './timeframe.js';
 
 function throwsCode(t: Test, fn: () => unknown, code: string, name: string): void {
