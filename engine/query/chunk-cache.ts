@@ -56,8 +56,8 @@ export class ChunkCache {
       return hit.footer;
     }
     const footer = this.files.readFooter(ref.file);
-    let bytes = 1024;
-    for (const sketch of Object.values(footer.sketches)) bytes += sketch.byteLength + 64;
+    // The sketches as they will be once decoded (a footer decodes them when first asked).
+    let bytes = 1024 + footer.sketchBytes;
     for (const { values } of Object.values(footer.values)) {
       for (const value of values) bytes += typeof value === 'string' ? 32 + 2 * value.length : 32;
     }

@@ -1,8 +1,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { crc32c } from '@node-rs/crc32';
+import { pack, unpack } from 'msgpackr';
 import t from 'tap';
 import type { SchemaType } from '../chunk.js';
+import { zstdCompress, zstdDecompress } from './arrow.js';
 import { readFooter, readSegment, verifySegment } from './reader.js';
 import { buildChunk, viewChunk, type TestRow, type TestValue } from './test-chunk.js';
 import { writeSegment } from './writer.js';
@@ -115,6 +118,82 @@ t.test('detects a truncated or corrupted sidecar', async (t) => {
   fs.writeFileSync(meta, Buffer.alloc(0));
   t.throws(() => readFooter(file), /shorter than its header/);
   fs.writeFileSync(meta, good);
+  t.ok(verifySegment(file));
+});
+
+/** Sketches as plain byte lists: TSM1's are Buffers over the file read, the others Uint8Arrays. */
+function bytesOf(sketches: Record<string, Uint8Array>): Record<string, number[]> {
+  return Object.fromEntries(Object.entries(sketches).map(([path, sketch]) => [path, [...sketch]]));
+}
+
+/** A sidecar in an older layout (footer.ts): TSM1 (msgpack) or TSZ1 (zstd of it), whole. */
+function olderSidecar(magic: 'TSM1' | 'TSZ1', payload: object): Buffer {
+  const packed = pack(payload);
+  const stored = magic === 'TSZ1' ? zstdCompress(packed) : packed;
+  const bytes = Buffer.alloc(12 + stored.length);
+  bytes.write(magic, 0, 'latin1');
+  bytes.writeUInt32LE(crc32c(stored), 4);
+  bytes.writeUInt32LE(stored.length, 8);
+  stored.copy(bytes, 12);
+  return bytes;
+}
+
+t.test('a sidecar keeps its sketches apart: they decode when first asked, and older layouts still read', async (t) => {
+  const rows: TestRow[] = Array.from({ length: 500 }, (_, index) => ({
+    ts: T0 + index, props: { country: `C${index % 7}`, user: `u${index}`, amount: index / 4, ok: index % 3 === 0 },
+  }));
+  const { file } = roundTrip(rows, { country: 'string', user: 'string', amount: 'num', ok: 'bool' });
+  const meta = file + '.meta';
+  const stored = fs.readFileSync(meta);
+  t.equal(stored.toString('latin1', 0, 4), 'TSZ2', 'written as TSZ2');
+  // The head alone: footer, value counts, and what the sketches hold, beside them.
+  const headLength = stored.readUInt32LE(12);
+  const head = unpack(zstdDecompress(stored.subarray(16, 16 + headLength))) as Record<string, unknown>;
+  t.same(Object.keys(head).sort(), ['footer', 'sketchBytes', 'values', 'version']);
+  const sketches = unpack(zstdDecompress(stored.subarray(16 + headLength))) as Record<string, Uint8Array>;
+  t.same(Object.keys(sketches).sort(), ['amount', 'country', 'ok', 'user']);
+  t.equal(head.sketchBytes, Object.values(sketches).reduce((sum, sketch) => sum + sketch.byteLength + 64, 0));
+
+  const read = readFooter(file);
+  t.equal(read.sketchBytes, head.sketchBytes, 'sketchBytes known before the sketches are decoded');
+  t.notOk(Object.keys(read).includes('sketchBytes'), 'and not one of the footer\'s own fields');
+  t.same(read.sketches, sketches, 'the sketches, decoded when asked');
+  t.equal(read.sketches, read.sketches, 'once');
+  const { sketches: _sketches, values, ...footer } = read;
+  t.same(values, head.values);
+  t.same(footer, head.footer);
+
+  // The same footer from each older layout, with its sketches and values.
+  for (const magic of ['TSM1', 'TSZ1'] as const) {
+    fs.writeFileSync(meta, olderSidecar(magic, { version: 1, footer: head.footer, sketches, values: head.values }));
+    const older = readFooter(file);
+    t.same(bytesOf(older.sketches), bytesOf(sketches), `${magic}: sketches`);
+    t.same(older.values, head.values, `${magic}: values`);
+    t.equal(older.sketchBytes, head.sketchBytes, `${magic}: sketchBytes`);
+    t.ok(verifySegment(file), `${magic}: the segment verifies`);
+  }
+  // TSM1 before value counts existed.
+  fs.writeFileSync(meta, olderSidecar('TSM1', { version: 1, footer: head.footer, sketches }));
+  t.same(readFooter(file).values, {}, 'no values in the oldest sidecars');
+
+  // Sketches that do not decode, checksummed as if written so: the footer and its value counts
+  // still read, since nothing decodes the sketches until they are asked for.
+  const badTail = Buffer.from(stored);
+  badTail.fill(0x5a, 16 + headLength + 4);
+  badTail.writeUInt32LE(crc32c(badTail.subarray(12)), 4);
+  fs.writeFileSync(meta, badTail);
+  const lazy = readFooter(file);
+  t.same(lazy.values, head.values, 'value counts read without the sketches');
+  t.throws(() => lazy.sketches, 'the sketches fail when first asked for');
+
+  // A head length past the end, checksummed as if written so.
+  const damaged = Buffer.from(stored);
+  damaged.writeUInt32LE(stored.length, 12);
+  damaged.writeUInt32LE(crc32c(damaged.subarray(12)), 4);
+  fs.writeFileSync(meta, damaged);
+  t.throws(() => readFooter(file), /sidecar .* is corrupt: head past the end/);
+  t.notOk(verifySegment(file));
+  fs.writeFileSync(meta, stored);
   t.ok(verifySegment(file));
 });
 
