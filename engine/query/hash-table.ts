@@ -195,14 +195,24 @@ const PARTITION_BITS = 8;
 /** Keys buffered before they are sorted into partitions; bounds the buffer at 4 MiB. */
 const PENDING_MAX = 1 << 19;
 const PENDING_MIN = 1 << 12;
+/**
+ * Keys a PartitionedPairSet holds in one PairSet before it partitions them. Its 256 partitions
+ * are 768 typed arrays, each an allocation (~10 µs) and, in a fanned-out query, an ArrayBuffer to
+ * post and rebuild: a count_unique of 50 countries spent ~8 ms a query making them. A set this
+ * small fits in cache whole, so partitioning buys it nothing.
+ */
+const SMALL_KEYS_MAX = 1 << 14;
 
 /**
  * A large set of 64-bit keys built cache-friendly: keys are buffered, then radix-partitioned by
  * hash into 256 small PairSets, each of which fits in cache while it is filled. For one big
- * distinct count (count_unique without group_by) this avoids a cache miss per key.
+ * distinct count (count_unique without group_by) this avoids a cache miss per key. Up to
+ * SMALL_KEYS_MAX keys live in one PairSet instead, made partitioned when they outgrow it.
  */
 export class PartitionedPairSet {
-  private readonly parts: PairSet[] = Array.from({ length: 1 << PARTITION_BITS }, () => new PairSet());
+  /** The keys while there are few of them; null once `parts` holds them. */
+  private small: PairSet | null = new PairSet();
+  private parts: PairSet[] | null = null;
   // The key buffer grows from small to PENDING_MAX: a count_unique of a few values need not
   // allocate (and the GC then sweep) 4 MiB per query.
   private pendingHi = new Int32Array(PENDING_MIN);
@@ -238,19 +248,32 @@ export class PartitionedPairSet {
     return this.stored;
   }
 
-  forEach(fn: (hi: number, lo: number) => void): void {
-    this.flush();
-    for (const part of this.parts) part.forEach(fn);
+  /** Whether the keys are in partitions (else in one small set). */
+  get partitioned(): boolean {
+    return this.parts !== null;
   }
 
-  /** Adds every key of `other`, partition by partition (both partition keys alike). */
+  forEach(fn: (hi: number, lo: number) => void): void {
+    this.flush();
+    if (this.small !== null) this.small.forEach(fn);
+    else for (const part of this.parts!) part.forEach(fn);
+  }
+
+  /** Adds every key of `other`, partition by partition when both are partitioned. */
   addAll(other: PartitionedPairSet): void {
     this.flush();
     other.flush();
+    if (other.small !== null) {
+      other.small.forEach((hi, lo) => this.add(hi, lo));
+      this.flush();
+      return;
+    }
+    this.partition();
+    const parts = this.parts!;
     let stored = 0;
-    for (let p = 0; p < this.parts.length; p++) {
-      this.parts[p].addAll(other.parts[p]);
-      stored += this.parts[p].size;
+    for (let p = 0; p < parts.length; p++) {
+      parts[p].addAll(other.parts![p]);
+      stored += parts[p].size;
     }
     this.stored = stored;
   }
@@ -262,12 +285,37 @@ export class PartitionedPairSet {
     this.pendingLo = new Int32Array(0);
   }
 
+  /** Moves the keys of the small set into partitions (from now on, for good), with the buffered ones. */
+  private partition(): void {
+    const small = this.small;
+    if (small === null) return;
+    this.small = null;
+    this.parts = Array.from({ length: 1 << PARTITION_BITS }, () => new PairSet());
+    this.stored = 0;
+    small.forEach((hi, lo) => this.add(hi, lo));
+    this.flush();
+  }
+
   private flush(): void {
     const n = this.pending;
     if (n === 0) return;
+    const small = this.small;
+    if (small !== null) {
+      // Buffered keys that might outgrow the small set go to partitions with its keys.
+      if (small.size + n > SMALL_KEYS_MAX) {
+        this.partition();
+        return;
+      }
+      const { pendingHi, pendingLo } = this;
+      for (let k = 0; k < n; k++) small.add(pendingHi[k], pendingLo[k]);
+      this.pending = 0;
+      this.stored = small.size;
+      return;
+    }
     // Radix-partition the buffered keys with their hashes (interleaved hi, lo, hash: one write
     // stream per partition), then fill each partition's small set while it is in cache. Each
     // key is hashed once: its top bits pick the partition, the rest its slot.
+    const parts = this.parts!;
     const shift = 32 - PARTITION_BITS;
     const { hashes, triples } = flushScratch();
     const pendingHi = this.pendingHi;
@@ -289,7 +337,7 @@ export class PartitionedPairSet {
     }
     let stored = 0;
     for (let p = 0; p < 1 << PARTITION_BITS; p++) {
-      const part = this.parts[p];
+      const part = parts[p];
       part.addTriples(triples, 3 * starts[p], 3 * starts[p + 1]);
       stored += part.size;
     }

@@ -95,5 +95,10 @@ async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promis
   port!.postMessage(reply);
 }
 port.postMessage('ready');
-// Load the reader now, while no query waits: the first query after startup does not pay for it.
-setImmediate(() => void segmentFiles());
+// Load the reader now, while no query waits, and run its sidecar decoding once over a made-up
+// sidecar: the first query after startup pays for neither. A task that needs segment files and
+// comes meanwhile waits for both (the warm-up runs first when the import resolves); others do not.
+setImmediate(() => void segmentFiles().then(async () => {
+  const { warmSidecarDecoding } = await import('../storage/segment/footer.js');
+  warmSidecarDecoding();
+}, () => undefined)); // a reader that fails to load fails the first task that needs it

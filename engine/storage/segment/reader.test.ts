@@ -6,6 +6,8 @@ import { pack, unpack } from 'msgpackr';
 import t from 'tap';
 import type { SchemaType } from '../chunk.js';
 import { zstdCompress, zstdDecompress } from './arrow.js';
+import { warmSidecarDecoding } from './footer.js';
+import { HyperLogLog } from '../../sketch/hyperloglog.js';
 import { readFooter, readSegment, verifySegment } from './reader.js';
 import { buildChunk, viewChunk, type TestRow, type TestValue } from './test-chunk.js';
 import { writeSegment } from './writer.js';
@@ -195,6 +197,20 @@ t.test('a sidecar keeps its sketches apart: they decode when first asked, and ol
   t.notOk(verifySegment(file));
   fs.writeFileSync(meta, stored);
   t.ok(verifySegment(file));
+});
+
+t.test('the sidecar warm-up decodes a sidecar shaped like a segment\'s', async (t) => {
+  const footer = warmSidecarDecoding();
+  t.equal(Object.keys(footer.columns).length, 8);
+  t.same(Object.keys(footer.values).sort(), ['column0', 'column1', 'column2', 'column3', 'column4', 'column5']);
+  t.same(footer.values.column2, { values: [true, false], rows: [1, 8] }, 'booleans');
+  t.equal(footer.values.column4.values[3], 0.75, 'numbers');
+  t.equal(footer.values.column3.values[1], 'value 1', 'strings');
+  // Its sketches are real ones, sparse and dense, that estimate what was added.
+  const sizes = Object.values(footer.sketches).map((sketch) => sketch.byteLength);
+  t.ok(Math.min(...sizes) < 1_000 && Math.max(...sizes) > 10_000, `sparse and dense sketches (${sizes.join(', ')} bytes)`);
+  const estimate = HyperLogLog.deserialize(footer.sketches.column7).estimate();
+  t.ok(Math.abs(estimate - 140_000) < 140_000 * 0.03, `column7 estimates ~140,000 (${Math.round(estimate)})`);
 });
 
 t.test('verifySegment is false when a file is missing or the Arrow file is torn', async (t) => {

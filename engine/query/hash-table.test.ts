@@ -1,0 +1,89 @@
+/**
+ * PartitionedPairSet: one small set up to SMALL_KEYS_MAX keys, partitions past it. Whatever the
+ * way keys arrive (one by one, merged in any mix of small and partitioned sets, after a trip
+ * between threads), it holds exactly the distinct keys, compared with a JS Set of the same keys.
+ */
+import t from 'tap';
+import { PartitionedPairSet } from './hash-table.js';
+import { pack, unpack } from './partial.js';
+import { random } from './test-support.js';
+
+/** `count` keys drawn from `distinct` possible ones (so with repeats), including (0, 0) and negatives. */
+function keys(count: number, distinct: number, seed: number): [number, number][] {
+  const next = random(seed);
+  return Array.from({ length: count }, () => {
+    const k = Math.floor(next() * distinct);
+    return k === 0 ? [0, 0] : [Math.imul(k, 0x9e3779b1) | 0, (k * 7919) - (distinct >> 1)];
+  });
+}
+
+function setOf(...lists: [number, number][][]): Set<string> {
+  return new Set(lists.flat().map(([hi, lo]) => `${hi},${lo}`));
+}
+
+function contents(set: PartitionedPairSet): string[] {
+  const out: string[] = [];
+  set.forEach((hi, lo) => out.push(`${hi},${lo}`));
+  return out.sort();
+}
+
+function filled(list: [number, number][]): PartitionedPairSet {
+  const set = new PartitionedPairSet();
+  for (const [hi, lo] of list) set.add(hi, lo);
+  return set;
+}
+
+/** A copy that went through pack, a structured clone and unpack, as partial states go between threads. */
+function travelled(set: PartitionedPairSet): PartitionedPairSet {
+  return unpack(structuredClone(pack(set))) as PartitionedPairSet;
+}
+
+t.test('holds the distinct keys whether few or many, added one by one', async (t) => {
+  for (const [count, distinct] of [[0, 1], [1, 1], [200, 50], [40_000, 16_000], [40_000, 17_000], [300_000, 120_000]]) {
+    const list = keys(count, distinct, count + distinct);
+    const expected = setOf(list);
+    const set = filled(list);
+    t.equal(set.size, expected.size, `${count} keys of ${distinct}: size`);
+    t.same(contents(set), [...expected].sort(), `${count} keys of ${distinct}: the keys`);
+    // Partitioned once the keys may outgrow 16,384 (buffered keys count with their repeats).
+    if (expected.size > 16_384) t.ok(set.partitioned, `${count} keys of ${distinct}: partitioned`);
+    if (count <= 16_384) t.notOk(set.partitioned, `${count} keys of ${distinct}: one small set`);
+    const copy = travelled(set);
+    t.same(contents(copy), [...expected].sort(), `${count} keys of ${distinct}: the same after a trip between threads`);
+    copy.add(123_456, -7);
+    t.equal(copy.size, expected.size + (expected.has('123456,-7') ? 0 : 1), `${count} keys of ${distinct}: takes keys after the trip`);
+  }
+});
+
+t.test('addAll merges small and partitioned sets in every combination', async (t) => {
+  const sizes: Record<string, [number, number]> = { small: [3_000, 2_000], partitioned: [60_000, 30_000] };
+  for (const [left, [leftCount, leftDistinct]] of Object.entries(sizes)) {
+    for (const [right, [rightCount, rightDistinct]] of Object.entries(sizes)) {
+      // Overlapping key ranges: some keys are in both.
+      const a = keys(leftCount, leftDistinct, 1);
+      const b = keys(rightCount, rightDistinct, 2);
+      const expected = [...setOf(a, b)].sort();
+      const target = filled(a);
+      target.addAll(travelled(filled(b)));
+      t.same(contents(target), expected, `${left} + ${right}: the union`);
+      t.equal(target.size, expected.length, `${left} + ${right}: its size`);
+      t.equal(target.partitioned, left === 'partitioned' || right === 'partitioned', `${left} + ${right}: partitioned when either was`);
+    }
+  }
+  // Two small sets whose union outgrows the small set.
+  const a = keys(16_000, 30_000, 3);
+  const b = keys(16_000, 30_000, 4).map(([hi, lo]) => [hi ^ 0x55, lo] as [number, number]);
+  const union = filled(a);
+  union.addAll(filled(b));
+  t.same(contents(union), [...setOf(a, b)].sort(), 'small + small past the bound: the union');
+  t.ok(setOf(a, b).size > 16_384 && union.partitioned, 'small + small past the bound: partitioned');
+  t.notOk(filled(a).partitioned, 'each alone: one small set');
+});
+
+t.test('storedSize is a lower bound that flushing makes exact', async (t) => {
+  const set = new PartitionedPairSet();
+  for (let k = 0; k < 100; k++) set.add(k, k);
+  t.ok(set.storedSize <= 100, 'buffered keys may not be counted yet');
+  t.equal(set.size, 100);
+  t.equal(set.storedSize, 100, 'counted once flushed');
+});
