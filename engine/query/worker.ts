@@ -95,9 +95,9 @@ async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promis
   port!.postMessage(reply);
 }
 port.postMessage('ready');
-// Load the reader now, while no query waits, and run its sidecar decoding once over a made-up
-// sidecar: the first query after startup pays for neither. A task that needs segment files and
-// comes meanwhile waits for both (the warm-up runs first when the import resolves); others do not.
+// Load the reader now, while no query waits, then run its sidecar decoding over a made-up
+// sidecar (~20-30 ms): the first query after startup pays for neither. A task that needs segment
+// files and comes before the import resolves waits for the import, as it always did.
 setImmediate(() => void segmentFiles().then(async () => {
   const { warmSidecarDecoding } = await import('../storage/segment/footer.js');
   warmSidecarDecoding();
