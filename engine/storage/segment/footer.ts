@@ -164,6 +164,7 @@ export function decodeSidecar(bytes: Buffer, file: string): FooterWithSketches {
       version: number; footer: SegmentFooter; values: Record<string, ValueCounts>; sketchBytes: number;
     };
     if (head.version !== SIDECAR_SPLIT_VERSION) throw corrupt(`unknown version ${head.version}`);
+    if (!Number.isSafeInteger(head.sketchBytes) || head.sketchBytes < 0) throw corrupt('bad sketch size');
     // A copy: the footer cache keeps it, not the whole file read.
     const tail = Uint8Array.prototype.slice.call(stored, 4 + headLength);
     let sketches: Record<string, Uint8Array> | null = null;

@@ -188,6 +188,18 @@ t.test('a sidecar keeps its sketches apart: they decode when first asked, and ol
   t.same(lazy.values, head.values, 'value counts read without the sketches');
   t.throws(() => lazy.sketches, 'the sketches fail when first asked for');
 
+  // A head whose sketch size is not a count, checksummed as if written so.
+  const badHead = zstdCompress(pack({ ...head, sketchBytes: 'lots' }));
+  const withBadHead = Buffer.alloc(16 + badHead.length + (stored.length - 16 - headLength));
+  stored.copy(withBadHead, 0, 0, 12);
+  withBadHead.writeUInt32LE(withBadHead.length - 12, 8);
+  withBadHead.writeUInt32LE(badHead.length, 12);
+  badHead.copy(withBadHead, 16);
+  stored.copy(withBadHead, 16 + badHead.length, 16 + headLength);
+  withBadHead.writeUInt32LE(crc32c(withBadHead.subarray(12)), 4);
+  fs.writeFileSync(meta, withBadHead);
+  t.throws(() => readFooter(file), /sidecar .* is corrupt: bad sketch size/);
+
   // A head length past the end, checksummed as if written so.
   const damaged = Buffer.from(stored);
   damaged.writeUInt32LE(stored.length, 12);
