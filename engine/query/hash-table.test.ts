@@ -1,5 +1,5 @@
 /**
- * PartitionedPairSet: one small set up to SMALL_KEYS_MAX keys, partitions past it. Whatever the
+ * PartitionedPairSet: one small set up to 16,384 distinct keys, partitions past it. Whatever the
  * way keys arrive (one by one, merged in any mix of small and partitioned sets, after a trip
  * between threads), it holds exactly the distinct keys, compared with a JS Set of the same keys.
  */
@@ -39,15 +39,13 @@ function travelled(set: PartitionedPairSet): PartitionedPairSet {
 }
 
 t.test('holds the distinct keys whether few or many, added one by one', async (t) => {
-  for (const [count, distinct] of [[0, 1], [1, 1], [200, 50], [40_000, 16_000], [40_000, 17_000], [300_000, 120_000]]) {
+  for (const [count, distinct] of [[0, 1], [1, 1], [200, 50], [40_000, 16_000], [40_000, 17_000], [600_000, 16_000], [300_000, 120_000]]) {
     const list = keys(count, distinct, count + distinct);
     const expected = setOf(list);
     const set = filled(list);
     t.equal(set.size, expected.size, `${count} keys of ${distinct}: size`);
     t.same(contents(set), [...expected].sort(), `${count} keys of ${distinct}: the keys`);
-    // Partitioned once the keys may outgrow 16,384 (buffered keys count with their repeats).
-    if (expected.size > 16_384) t.ok(set.partitioned, `${count} keys of ${distinct}: partitioned`);
-    if (count <= 16_384) t.notOk(set.partitioned, `${count} keys of ${distinct}: one small set`);
+    t.equal(set.partitioned, expected.size > 16_384, `${count} keys of ${distinct}: partitioned past 16,384 distinct keys`);
     const copy = travelled(set);
     t.same(contents(copy), [...expected].sort(), `${count} keys of ${distinct}: the same after a trip between threads`);
     copy.add(123_456, -7);
@@ -67,7 +65,8 @@ t.test('addAll merges small and partitioned sets in every combination', async (t
       target.addAll(travelled(filled(b)));
       t.same(contents(target), expected, `${left} + ${right}: the union`);
       t.equal(target.size, expected.length, `${left} + ${right}: its size`);
-      t.equal(target.partitioned, left === 'partitioned' || right === 'partitioned', `${left} + ${right}: partitioned when either was`);
+      t.equal(target.partitioned, left === 'partitioned' || right === 'partitioned' || expected.length > 16_384,
+        `${left} + ${right}: partitioned when either was or the union is past 16,384 keys`);
     }
   }
   // Two small sets whose union outgrows the small set.

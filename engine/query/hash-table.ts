@@ -301,13 +301,19 @@ export class PartitionedPairSet {
     if (n === 0) return;
     const small = this.small;
     if (small !== null) {
-      // Buffered keys that might outgrow the small set go to partitions with its keys.
-      if (small.size + n > SMALL_KEYS_MAX) {
-        this.partition();
-        return;
-      }
+      // Into the small set, until a key past SMALL_KEYS_MAX: then its keys and the buffered
+      // keys not yet added go to partitions. Repeated keys (a value in many segments) cost nothing.
       const { pendingHi, pendingLo } = this;
-      for (let k = 0; k < n; k++) small.add(pendingHi[k], pendingLo[k]);
+      for (let k = 0; k < n; k++) {
+        small.add(pendingHi[k], pendingLo[k]);
+        if (small.size > SMALL_KEYS_MAX) {
+          pendingHi.copyWithin(0, k + 1, n);
+          pendingLo.copyWithin(0, k + 1, n);
+          this.pending = n - k - 1;
+          this.partition();
+          return;
+        }
+      }
       this.pending = 0;
       this.stored = small.size;
       return;
