@@ -5,8 +5,8 @@
  * weak maps owned by one ColumnViews (one per worker or service), never at module level.
  */
 import { isUniformTags, TAG_NUM, uniformTags, type Column, type ColumnChunk, type Utf8Column } from '../storage/chunk.js';
-import { utf8Keys } from './aggregate/value-key.js';
-import { SegmentColumn } from '../storage/segment/decode-column.js';
+import { paddedKeys, utf8Keys } from './aggregate/value-key.js';
+import { SegmentColumn, type PaddedUtf8 } from '../storage/segment/decode-column.js';
 import type { ValueCounts } from '../storage/segment/sketches.js';
 import type { Summary } from './value-counts.js';
 
@@ -21,7 +21,7 @@ export class ColumnViews {
   private readonly virtual = new WeakMap<ColumnChunk, Map<string, Column>>();
   private readonly masks = new WeakMap<Column, number>();
   private readonly ranges = new WeakMap<ColumnChunk, [number, number]>();
-  private readonly keys = new WeakMap<readonly string[] | Utf8Column, DictKeys>();
+  private readonly keys = new WeakMap<readonly string[] | Utf8Column | PaddedUtf8, DictKeys>();
   private readonly summaries = new WeakMap<ValueCounts, Summary>();
 
   /**
@@ -39,18 +39,20 @@ export class ColumnViews {
   }
 
   /**
-   * dictKeys of a dictionary as stored (SegmentColumn.utf8): all computed at once from its bytes,
-   * and counted with the column's decoded bytes, so the chunk cache's budget covers them.
+   * dictKeys of a segment column's dictionary as stored (padded or with offsets): all computed at
+   * once from its bytes, and counted with the column's decoded bytes, so the chunk cache's budget
+   * covers them.
    */
-  utf8Keys(column: Column & { readonly utf8: Utf8Column }): DictKeys {
-    const utf8 = column.utf8;
-    let keys = this.keys.get(utf8);
+  storedKeys(column: SegmentColumn): DictKeys {
+    const stored = column.padded ?? column.utf8!;
+    let keys = this.keys.get(stored);
     if (!keys) {
-      const size = utf8.offsets.length - 1;
+      const size = column.dictSize;
       keys = { hi: new Int32Array(size), lo: new Int32Array(size), done: null };
-      utf8Keys(utf8, keys.hi, keys.lo);
-      this.keys.set(utf8, keys);
-      if (column instanceof SegmentColumn) column.decodedBytes += 8 * size;
+      if (column.padded !== null) paddedKeys(column.padded, keys.hi, keys.lo);
+      else utf8Keys(column.utf8!, keys.hi, keys.lo);
+      this.keys.set(stored, keys);
+      column.decodedBytes += 8 * size;
     }
     return keys;
   }

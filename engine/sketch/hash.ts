@@ -52,21 +52,44 @@ export function hashString(value: string, seed: number): number {
 }
 
 /**
- * hashString of the string whose UTF-16 code units are bytes[start..end): equal to it for ASCII
- * text (one code unit per byte), so a dictionary read from a segment is hashed without making a
- * JS string per entry. Callers check the bytes are ASCII.
+ * hashString, with seeds seed1 and seed2 at once, of the string whose UTF-16 code units are
+ * bytes[start..end): into out[0] and out[1] (as int32), each block mixed once for both. Equal to
+ * hashString for ASCII text (one code unit per byte), so a dictionary read from a segment is
+ * hashed without making a JS string per entry. False, `out` untouched, when a byte is not ASCII.
  */
-export function hashAscii(bytes: Uint8Array, start: number, end: number, seed: number): number {
+export function hashAsciiPair(bytes: Uint8Array, start: number, end: number, seed1: number, seed2: number, out: Int32Array): boolean {
   const length = end - start;
-  let h = seed | 0;
+  let h1 = seed1 | 0;
+  let h2 = seed2 | 0;
+  let high = 0;
   let index = start;
-  for (; index + 1 < end; index += 2) h = mixBlock(h, bytes[index] | (bytes[index + 1] << 16));
-  if (index < end) {
-    let k = Math.imul(bytes[index], C1);
+  for (; index + 1 < end; index += 2) {
+    const a = bytes[index];
+    const b = bytes[index + 1];
+    high |= a | b;
+    let k = Math.imul(a | (b << 16), C1);
     k = (k << 15) | (k >>> 17);
-    h ^= Math.imul(k, C2);
+    k = Math.imul(k, C2);
+    h1 ^= k;
+    h1 = (h1 << 13) | (h1 >>> 19);
+    h1 = (Math.imul(h1, 5) + 0xe6546b64) | 0;
+    h2 ^= k;
+    h2 = (h2 << 13) | (h2 >>> 19);
+    h2 = (Math.imul(h2, 5) + 0xe6546b64) | 0;
   }
-  return finalize(h ^ (length * 2));
+  if (index < end) {
+    const a = bytes[index];
+    high |= a;
+    let k = Math.imul(a, C1);
+    k = (k << 15) | (k >>> 17);
+    k = Math.imul(k, C2);
+    h1 ^= k;
+    h2 ^= k;
+  }
+  if (high >= 0x80) return false;
+  out[0] = finalize(h1 ^ (length * 2));
+  out[1] = finalize(h2 ^ (length * 2));
+  return true;
 }
 
 /**

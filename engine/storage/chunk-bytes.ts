@@ -35,7 +35,7 @@ export function columnsBytes(chunk: ColumnChunk): number {
 /** Bytes of one column as built (a segment column's dictionary strings, once made, not included). */
 export function columnBytes(column: Column): number {
   let bytes = (isUniformTags(column.tags) ? 0 : column.tags.byteLength) + (column.num?.byteLength ?? 0) + (column.str?.byteLength ?? 0);
-  if (column instanceof SegmentColumn) bytes += (column.utf8?.bytes.byteLength ?? 0) + (column.utf8?.offsets.byteLength ?? 0);
+  if (column instanceof SegmentColumn) bytes += column.dictBytes;
   else for (const value of column.dict ?? []) bytes += 16 + value.length * 2;
   if (column.lists) bytes += column.lists.length * 8;
   for (const list of column.lists ?? []) bytes += list === null ? 0 : 16 + list.length * 16;

@@ -48,6 +48,8 @@ export interface Column {
    * hash the bytes, so a high-cardinality column never costs a JS string per value.
    */
   readonly utf8?: Utf8Column | null;
+  /** With `utf8`: how many entries the dictionary has, known without reading `utf8`. */
+  readonly dictSize?: number;
   /** With `utf8`: dictionary entry `code` alone, without making every string (SegmentColumn). */
   stringAt?(code: number): string;
 }
@@ -99,6 +101,7 @@ export function stringAt(column: Column, code: number): string {
 
 /** How many entries a string column's dictionary has (without making a segment column's strings). */
 export function dictLength(column: Column): number {
+  if (column.dictSize !== undefined) return column.dictSize;
   return column.utf8 != null ? column.utf8.offsets.length - 1 : column.dict!.length;
 }
 

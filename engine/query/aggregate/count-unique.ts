@@ -6,9 +6,8 @@
  */
 import { ApiError } from '../../errors.js';
 import { HyperLogLog } from '../../sketch/hyperloglog.js';
-import {
-  TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Column, type Utf8Column,
-} from '../../storage/chunk.js';
+import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Column } from '../../storage/chunk.js';
+import { SegmentColumn } from '../../storage/segment/decode-column.js';
 import type { ColumnViews, DictKeys } from '../columns.js';
 import { PartitionedPairSet, TripleSet } from '../hash-table.js';
 import { sketchHash, valueKeys, type KeyPair } from './value-key.js';
@@ -67,11 +66,11 @@ export class CountUniqueAggregator implements Aggregator {
   private updateStrings(column: Column, input: UpdateInput): void {
     // A stored dictionary is hashed from its bytes; `dict` is only read for a buffer's strings.
     const { tags, str } = column as Column & { str: Int32Array };
-    const utf8 = column.utf8 ?? null;
-    const dict = utf8 === null ? column.dict! : null;
+    const stored = column instanceof SegmentColumn;
+    const dict = stored ? null : column.dict!;
     const { idx, n, cells, cellCount } = input;
-    const keys = utf8 !== null ? this.views.utf8Keys(column as Column & { readonly utf8: Utf8Column }) : this.views.dictKeys(dict!);
-    const width = utf8 !== null ? utf8.offsets.length - 1 : dict!.length;
+    const keys = stored ? this.views.storedKeys(column) : this.views.dictKeys(dict!);
+    const width = stored ? column.dictSize : dict!.length;
     const cellsUsed = cells === null ? 1 : cellCount;
     if (cellsUsed * width <= SEEN_BITMAP_MAX) {
       const seen = new Uint8Array(cellsUsed * width);

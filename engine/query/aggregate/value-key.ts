@@ -4,8 +4,9 @@
  * hash), fixed NaN patterns for booleans, and hashes of a list's JSON. Kinds never collide in
  * practice (the chance is 2^-64 per pair).
  */
-import { hashAscii, hashString } from '../../sketch/hash.js';
+import { hashAsciiPair, hashString } from '../../sketch/hash.js';
 import type { Utf8Column } from '../../storage/chunk.js';
+import type { PaddedUtf8 } from '../../storage/segment/decode-column.js';
 
 export interface KeyPair {
   hi: number;
@@ -19,6 +20,8 @@ const SEED_LIST = 0x1b873593;
 /** A quiet-NaN pattern no arithmetic produces, marking booleans. */
 const BOOL_HI = 0x7ff8dead;
 
+/** hashAsciiPair's output (scratch: no value survives between calls). */
+const pairScratch = new Int32Array(2);
 const bits = new Float64Array(1);
 const halves = new Int32Array(bits.buffer);
 
@@ -60,18 +63,31 @@ export function sketchHash(hi: number, lo: number): number {
 export function utf8Keys(utf8: Utf8Column, hi: Int32Array, lo: Int32Array): void {
   const { bytes, offsets } = utf8;
   const count = offsets.length - 1;
+  for (let code = 0; code < count; code++) keyOfBytes(bytes, offsets[code], offsets[code + 1], code, hi, lo);
+}
+
+/**
+ * utf8Keys of a padded dictionary (storage/segment/decode-column.ts PaddedUtf8), read in place:
+ * each entry ends at its last non-zero byte, as unpadding it would.
+ */
+export function paddedKeys(padded: PaddedUtf8, hi: Int32Array, lo: Int32Array): void {
+  const { bytes, width, count } = padded;
   for (let code = 0; code < count; code++) {
-    const start = offsets[code];
-    const end = offsets[code + 1];
-    let high = 0;
-    for (let at = start; at < end; at++) high |= bytes[at];
-    if (high < 0x80) {
-      hi[code] = hashAscii(bytes, start, end, SEED_HI) | 0;
-      lo[code] = hashAscii(bytes, start, end, SEED_LO) | 0;
-    } else {
-      const text = Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8');
-      hi[code] = hashString(text, SEED_HI) | 0;
-      lo[code] = hashString(text, SEED_LO) | 0;
-    }
+    const start = code * width;
+    let end = start + width;
+    while (end > start && bytes[end - 1] === 0) end--;
+    keyOfBytes(bytes, start, end, code, hi, lo);
+  }
+}
+
+/** valueKeys.string of the UTF-8 string bytes[start..end), into hi/lo at `code`. */
+function keyOfBytes(bytes: Uint8Array, start: number, end: number, code: number, hi: Int32Array, lo: Int32Array): void {
+  if (hashAsciiPair(bytes, start, end, SEED_HI, SEED_LO, pairScratch)) {
+    hi[code] = pairScratch[0];
+    lo[code] = pairScratch[1];
+  } else {
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8');
+    hi[code] = hashString(text, SEED_HI) | 0;
+    lo[code] = hashString(text, SEED_LO) | 0;
   }
 }

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { compress as wasmCompress } from '@bokuweb/zstd-wasm';
 import { codecBytes as bytes } from '../../../test/helpers/random.js';
-import { frameContentBound, zstdCompress, zstdDecompress } from './arrow.js';
+import { frameContentBound, zstdCompress, zstdDecompress, zstdDecompressNative } from './arrow.js';
 
 t.test('decodes what the segment writer encodes: empty, small, multi-block, incompressible, runs', async (t) => {
   for (const length of [0, 1, 100, 131_072, 131_073, 1_000_000, 4 * 1024 * 1024 + 17]) {
@@ -16,6 +16,20 @@ t.test('decodes what the segment writer encodes: empty, small, multi-block, inco
       t.equal(output.byteOffset % 8, 0, 'aligned for typed-array views');
     }
   }
+});
+
+t.test('the native decoder segment columns are read with gives the same bytes, and refuses what it cannot read', async (t) => {
+  for (const length of [0, 1, 131_073, 1_000_000]) {
+    for (const kind of ['text', 'noise', 'run'] as const) {
+      const input = bytes(length, kind);
+      const output = zstdDecompressNative(zstdCompress(input));
+      t.ok(Buffer.from(output.buffer, output.byteOffset, output.byteLength).equals(input), `${length} ${kind}: same bytes`);
+    }
+  }
+  t.ok(Buffer.from(zstdDecompressNative(wasmCompress(bytes(300_000, 'text'), 3))).equals(bytes(300_000, 'text')), 'another writer\'s frame');
+  const frame = Buffer.from(zstdCompress(bytes(200_000, 'text')));
+  t.throws(() => zstdDecompressNative(frame.subarray(0, frame.length - 3)), 'truncated');
+  t.throws(() => zstdDecompressNative(Buffer.from('not a zstd frame at all')), 'not a frame');
 });
 
 t.test('decodes frames that state their content size (other writers)', async (t) => {

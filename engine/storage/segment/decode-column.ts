@@ -37,7 +37,19 @@ interface Members {
   num: Float64Array | Uint8Array | null;
   str: Codes | null;
   utf8: Utf8Column | null;
+  padded: PaddedUtf8 | null;
   lists: (readonly Primitive[] | null)[] | null;
+}
+
+/**
+ * A dictionary as stored when it is sorted (arrow-data.ts dictionaryData): FixedSizeBinary, each
+ * entry `width` bytes, its UTF-8 followed by zero bytes. Ids and other long dictionaries are kept
+ * so; distinct counts hash them as they lie (aggregate/value-key.ts paddedKeys).
+ */
+export interface PaddedUtf8 {
+  readonly bytes: Uint8Array;
+  readonly width: number;
+  readonly count: number;
 }
 
 /**
@@ -50,7 +62,17 @@ export class SegmentColumn implements Column {
   readonly tags: Uint8Array;
   readonly num: Float64Array | Uint8Array | null;
   readonly str: Codes | null;
-  readonly utf8: Utf8Column | null;
+  /**
+   * The dictionary with offsets. A padded dictionary is unpadded when this is first read (then
+   * kept), so a distinct count, which hashes `padded`, never copies it.
+   */
+  declare readonly utf8: Utf8Column | null;
+  /** The dictionary as stored when it is padded (else null); see PaddedUtf8. */
+  readonly padded: PaddedUtf8 | null;
+  /** Entries in the dictionary (0 without one), known without unpadding it. */
+  readonly dictSize: number;
+  /** Bytes of the dictionary as stored (its unpadded copy, once made, counts in decodedBytes). */
+  readonly dictBytes: number;
   readonly lists: readonly (readonly Primitive[] | null)[] | null;
   declare readonly dict: readonly string[] | null;
   /**
@@ -60,13 +82,29 @@ export class SegmentColumn implements Column {
   decodedBytes = 0;
   /** The strings once made; stringAt reads them, or decodes one entry while there are none. */
   private strings: readonly string[] | null = null;
+  private offsetUtf8: Utf8Column | null;
 
   constructor(readonly path: string, members: Members) {
     this.tags = members.tags;
     this.num = members.num;
     this.str = members.str;
-    this.utf8 = members.utf8;
+    this.offsetUtf8 = members.utf8;
+    this.padded = members.padded;
     this.lists = members.lists;
+    const padded = members.padded;
+    this.dictSize = padded !== null ? padded.count : members.utf8 !== null ? members.utf8.offsets.length - 1 : 0;
+    this.dictBytes = padded !== null ? padded.bytes.byteLength
+      : members.utf8 !== null ? members.utf8.bytes.byteLength + members.utf8.offsets.byteLength : 0;
+    // Own enumerable accessors, so a copy made with spread (`{ ...column, tags }`) gets values.
+    Object.defineProperty(this, 'utf8', {
+      enumerable: true,
+      get: (): Utf8Column | null => {
+        if (this.offsetUtf8 !== null || padded === null) return this.offsetUtf8;
+        this.offsetUtf8 = unpadded(padded.bytes, padded.width, padded.count);
+        this.decodedBytes += this.offsetUtf8.bytes.byteLength + this.offsetUtf8.offsets.byteLength;
+        return this.offsetUtf8;
+      },
+    });
     Object.defineProperty(this, 'dict', {
       enumerable: true,
       get: (): readonly string[] | null => {
@@ -83,6 +121,13 @@ export class SegmentColumn implements Column {
   /** Entry `code` of the dictionary: an extraction of a few rows decodes a few strings, not all. */
   stringAt(code: number): string {
     if (this.strings !== null) return this.strings[code];
+    const padded = this.padded;
+    if (padded !== null && this.offsetUtf8 === null) {
+      const start = code * padded.width;
+      let end = start + padded.width;
+      while (end > start && padded.bytes[end - 1] === 0) end--;
+      return Buffer.from(padded.bytes.buffer, padded.bytes.byteOffset, padded.bytes.byteLength).toString('utf8', start, end);
+    }
     const { bytes, offsets } = this.utf8!;
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8', offsets[code], offsets[code + 1]);
   }
@@ -100,7 +145,7 @@ export function decodeColumn(path: string, fields: readonly StoredField[], rows:
   const tags = whole ? uniformTags(tagOf(kindOf(ordered[0])), rows) : new Uint8Array(rows);
   // Booleans with no numbers beside them (no num or datetime field) are kept as a byte a row.
   const numbers = ordered.some((field) => kindOf(field) === 'num' || kindOf(field) === 'timestamp');
-  const members: Members = { tags, num: numbers ? new Float64Array(rows) : null, str: null, utf8: null, lists: null };
+  const members: Members = { tags, num: numbers ? new Float64Array(rows) : null, str: null, utf8: null, padded: null, lists: null };
   for (const field of ordered) decodeField(members, field, rows, !whole);
   return new SegmentColumn(path, members);
 }
@@ -146,7 +191,9 @@ function decodeField(members: Members, field: StoredField, rows: number, mark: b
     // Kept in the stored width (Int8 for up to 128 entries, Int16 up to 32,768): a country or a
     // device costs a byte a row in the caches, not four, and reading it copies nothing.
     members.str = own((data.values as Codes).subarray(0, rows));
-    members.utf8 = ownUtf8(data.dictionary!.data[0]);
+    const dictionary = data.dictionary!.data[0];
+    if (dictionary.valueOffsets === undefined) members.padded = ownPadded(dictionary);
+    else members.utf8 = ownUtf8(dictionary);
   } else if (kind === 'list') {
     members.lists ??= new Array<readonly Primitive[] | null>(rows).fill(null);
     readLists(data, members.lists);
@@ -159,15 +206,17 @@ function decodeField(members: Members, field: StoredField, rows: number, mark: b
  */
 function ownUtf8(data: Data): Utf8Column {
   const count = data.length;
-  if (data.valueOffsets === undefined) {
-    // FixedSizeBinary values padded with zero bytes (arrow-data.ts dictionaryData); apache-arrow's
-    // Data carries the width in its type, ipc-read.ts's in byteWidth.
-    const width = data.byteWidth ?? (data as { type?: { byteWidth?: number } }).type?.byteWidth;
-    assert(width !== undefined && width > 0, 'a dictionary without offsets is FixedSizeBinary');
-    return unpadded(data.values as Uint8Array, width, count);
-  }
   const offsets = own((data.valueOffsets as Int32Array).subarray(0, count + 1));
   return { bytes: own((data.values as Uint8Array).subarray(0, offsets[count])), offsets };
+}
+
+/** A FixedSizeBinary dictionary (arrow-data.ts dictionaryData), its bytes owned as ownUtf8's are. */
+function ownPadded(data: Data): PaddedUtf8 {
+  // apache-arrow's Data carries the width in its type, ipc-read.ts's in byteWidth.
+  const width = data.byteWidth ?? (data as { type?: { byteWidth?: number } }).type?.byteWidth;
+  assert(width !== undefined && width > 0, 'a dictionary without offsets is FixedSizeBinary');
+  const count = data.length;
+  return { bytes: own((data.values as Uint8Array).subarray(0, width * count)), width, count };
 }
 
 /** `view` itself, or a copy of it when it is a view into a much larger buffer (a file read whole). */
@@ -199,9 +248,30 @@ function readScaled(values: Int8Array | Int16Array | Int32Array, factor: number,
   else for (let row = 0; row < rows; row++) target[row] = values[row] / factor;
 }
 
+/** The valid rows' booleans as 0/1, a byte of the bitmaps at a time (a flag column is read often). */
 function readBools(data: Data, target: Float64Array | Uint8Array): void {
   const values = data.values as Uint8Array;
-  for (let row = 0; row < target.length; row++) {
+  const rows = target.length;
+  const bitmap = data.nullCount === 0 || data.nullBitmap === undefined || data.nullBitmap.length === 0 ? null : data.nullBitmap;
+  const whole = rows >>> 3;
+  for (let byte = 0; byte < whole; byte++) {
+    const bits = values[byte];
+    const base = byte << 3;
+    if (bitmap === null || bitmap[byte] === 0xff) {
+      target[base] = bits & 1;
+      target[base + 1] = (bits >>> 1) & 1;
+      target[base + 2] = (bits >>> 2) & 1;
+      target[base + 3] = (bits >>> 3) & 1;
+      target[base + 4] = (bits >>> 4) & 1;
+      target[base + 5] = (bits >>> 5) & 1;
+      target[base + 6] = (bits >>> 6) & 1;
+      target[base + 7] = (bits >>> 7) & 1;
+    } else {
+      const valid = bitmap[byte];
+      for (let bit = 0; bit < 8; bit++) if ((valid >>> bit) & 1) target[base + bit] = (bits >>> bit) & 1;
+    }
+  }
+  for (let row = whole << 3; row < rows; row++) {
     if (isValid(data, row)) target[row] = (values[row >>> 3] >>> (row & 7)) & 1;
   }
 }

@@ -7,12 +7,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { utf8Keys, valueKeys, type KeyPair } from '../../query/aggregate/value-key.js';
+import { paddedKeys, utf8Keys, valueKeys, type KeyPair } from '../../query/aggregate/value-key.js';
 import { QueryService } from '../../query/service.js';
 import { makeChunk, type TestEvent } from '../../query/test-support.js';
-import { hashAscii, hashString } from '../../sketch/hash.js';
+import { hashAsciiPair, hashString } from '../../sketch/hash.js';
 import { chunkBytes } from '../chunk-bytes.js';
-import type { ScanSource, Utf8Column } from '../chunk.js';
+import { dictLength, type ScanSource } from '../chunk.js';
 import { ColumnViews } from '../../query/columns.js';
 import { SegmentColumn } from './decode-column.js';
 import { readSegment } from './reader.js';
@@ -27,13 +27,18 @@ function tempDir(): string {
 const VALUES = ['', 'a', 'ab', 'abc', 'u123456', 'é', 'naïve café', '😀 x', '日本語', 'x'.repeat(300)];
 const START = Date.UTC(2024, 4, 1);
 
-t.test('hashAscii of bytes equals hashString of the same ASCII text', async (t) => {
+t.test('hashAsciiPair of bytes equals hashString of the same ASCII text, with both seeds', async (t) => {
+  const out = new Int32Array(2);
   for (const text of ['', 'a', 'ab', 'abc', 'abcd', 'u1234567', '/p/999', '~'.repeat(33)]) {
     const bytes = Buffer.from(`..${text}..`, 'latin1');
-    for (const seed of [0, 0x5bd1e995, -1]) {
-      t.equal(hashAscii(bytes, 2, 2 + text.length, seed), hashString(text, seed), `${JSON.stringify(text)} seed ${seed}`);
+    for (const [one, two] of [[0, 0x5bd1e995], [-1, 7]]) {
+      t.ok(hashAsciiPair(bytes, 2, 2 + text.length, one, two, out));
+      t.same([out[0], out[1]], [hashString(text, one) | 0, hashString(text, two) | 0], `${JSON.stringify(text)} seeds ${one}, ${two}`);
     }
   }
+  out.fill(9);
+  t.notOk(hashAsciiPair(Buffer.from('..é..'), 2, 4, 0, 1, out), 'not ASCII');
+  t.same([...out], [9, 9], 'and nothing written');
 });
 
 t.test('a stored dictionary is kept as UTF-8, hashed from its bytes and decoded once on demand', async (t) => {
@@ -79,17 +84,65 @@ t.test('the distinct keys a count makes of a stored dictionary are counted with 
   const events: TestEvent[] = Array.from({ length: 300 }, (_, i) => ({ ts: START + i * 1000, props: { s: `v${i % 120}` } }));
   writeSegment(file, makeChunk(events), {});
   const chunk = readSegment(file);
-  const column = chunk.columns.get('s') as SegmentColumn & { utf8: Utf8Column };
+  const column = chunk.columns.get('s') as SegmentColumn;
+  t.equal(column.padded, null, 'a short dictionary is stored with offsets');
   const before = chunkBytes(chunk);
   const views = new ColumnViews();
-  const keys = views.utf8Keys(column);
+  const keys = views.storedKeys(column);
   t.equal(keys.hi.length, 120);
   t.equal(column.decodedBytes, 8 * 120, 'two Int32 a dictionary entry');
   t.equal(chunkBytes(chunk), before + 8 * 120, 'the cache sees them');
-  t.equal(views.utf8Keys(column), keys, 'kept, not made again');
+  t.equal(views.storedKeys(column), keys, 'kept, not made again');
   t.equal(column.decodedBytes, 8 * 120, 'and counted once');
   column.dict;
   t.ok(column.decodedBytes > 8 * 120, 'strings made later add to the keys, not replace them');
+});
+
+t.test('a padded dictionary is read in place: keys, entries and its size without unpadding it', async (t) => {
+  const file = path.join(tempDir(), 'padded.arrow');
+  // 600 distinct values of up to 12 bytes: sorted and stored padded (arrow-data.ts dictionaryData).
+  const value = (i: number) => i % 7 === 0 ? `é${i}` : `u${(i * 7919) % 100_000}`;
+  const events: TestEvent[] = Array.from({ length: 1_500 }, (_, i) => ({ ts: START + i * 1000, props: { s: value(i % 600) } }));
+  writeSegment(file, makeChunk(events), {});
+  const chunk = readSegment(file);
+  const column = chunk.columns.get('s') as SegmentColumn;
+  t.ok(column.padded !== null, 'stored padded');
+  const size = column.padded!.count;
+  t.equal(size, 600);
+  t.equal(dictLength(column), 600, 'its size, known without unpadding');
+  const before = chunkBytes(chunk);
+  t.equal(before, chunkBytes(chunk), 'measuring it does not unpad it');
+  t.equal(column.decodedBytes, 0, 'nothing made yet');
+  const entries = Array.from({ length: size }, (_, code) => column.stringAt(code));
+  t.same([...entries].sort(), Array.from({ length: 600 }, (_, i) => value(i)).sort(), 'each entry read in place, unicode included');
+  const hi = new Int32Array(size);
+  const lo = new Int32Array(size);
+  paddedKeys(column.padded!, hi, lo);
+  const pair: KeyPair = { hi: 0, lo: 0 };
+  let equal = 0;
+  for (let code = 0; code < size; code++) {
+    valueKeys.string(entries[code], pair);
+    if (hi[code] === pair.hi && lo[code] === pair.lo) equal++;
+  }
+  t.equal(equal, size, 'keys of the padded bytes equal the strings\' keys');
+  const keys = new ColumnViews().storedKeys(column);
+  t.same([keys.hi, keys.lo], [hi, lo], 'the count\'s keys are those');
+  t.equal(column.decodedBytes, 8 * size, 'the keys counted, and nothing unpadded');
+  t.equal(chunkBytes(chunk), before + 8 * size);
+  const utf8 = column.utf8!;
+  t.equal(utf8.offsets.length, size + 1, 'unpadded when first asked for');
+  const hi2 = new Int32Array(size);
+  const lo2 = new Int32Array(size);
+  utf8Keys(utf8, hi2, lo2);
+  t.same([hi2, lo2], [hi, lo], 'the unpadded entries hash the same');
+  t.equal(column.decodedBytes, 8 * size + utf8.bytes.byteLength + utf8.offsets.byteLength, 'and the copy is counted');
+  t.equal(column.utf8, utf8, 'once');
+  t.same(column.dict, entries, 'the strings');
+  for (let row = 0; row < events.length; row++) {
+    if (column.dict![column.str![row]] !== events[row].props.s) t.fail(`row ${row}`);
+  }
+  const fresh = readSegment(file).columns.get('s')!;
+  t.same({ ...fresh, tags: fresh.tags.slice() }.dict, entries, 'a spread copy of an untouched padded column has its strings');
 });
 
 t.test('a segment rewritten from a read chunk keeps its strings', async (t) => {
