@@ -23,6 +23,8 @@ export class ColumnViews {
   private readonly ranges = new WeakMap<ColumnChunk, [number, number]>();
   private readonly keys = new WeakMap<readonly string[] | Utf8Column | PaddedUtf8, DictKeys>();
   private readonly summaries = new WeakMap<ValueCounts, Summary>();
+  /** Segment columns every row of which is a string and every dictionary entry of which is used. */
+  private readonly allUsed = new WeakSet<Column>();
 
   /**
    * Per dictionary code, the 64-bit distinct key of that string (aggregate/value-key.ts), filled
@@ -55,6 +57,20 @@ export class ColumnViews {
       column.decodedBytes += 8 * size;
     }
     return keys;
+  }
+
+  /**
+   * Whether each entry of the column's dictionary is some row's value: then a distinct count of
+   * all its rows takes the dictionary's keys without reading the rows (count-unique.ts). Known
+   * once a scan of all its rows has found so (markAllUsed); a rewritten segment can keep entries
+   * no row uses (deletes), so it is never assumed.
+   */
+  allCodesUsed(column: Column): boolean {
+    return this.allUsed.has(column);
+  }
+
+  markAllUsed(column: Column): void {
+    this.allUsed.add(column);
   }
 
   /** A segment column's summary (value-counts.ts), kept with the sidecar counts it is made of. */

@@ -86,3 +86,24 @@ t.test('storedSize is a lower bound that flushing makes exact', async (t) => {
   t.equal(set.size, 100);
   t.equal(set.storedSize, 100, 'counted once flushed');
 });
+
+t.test('addKeys adds runs of keys as add() does one by one, across buffer flushes and partitioning', async (t) => {
+  // Runs of 3 to 700,000 keys (past the 524,288-key buffer), mixed with single adds.
+  const runs = [3, 20_000, 600_000, 1, 50_000].map((count, index) => keys(count, 20_000 * (index + 1), 40 + index));
+  const byRuns = new PartitionedPairSet();
+  const oneByOne = new PartitionedPairSet();
+  for (const run of runs) {
+    byRuns.add(5, 5);
+    byRuns.addKeys(Int32Array.from(run, ([hi]) => hi), Int32Array.from(run, ([, lo]) => lo), run.length);
+    for (const [hi, lo] of [[5, 5] as [number, number], ...run]) oneByOne.add(hi, lo);
+  }
+  const expected = setOf([[5, 5]], ...runs);
+  const added = contents(byRuns);
+  t.equal(added.length, expected.size);
+  t.ok(added.every((key) => expected.has(key)), 'exactly the keys added');
+  t.same(added, contents(oneByOne));
+  const small = new PartitionedPairSet();
+  small.addKeys(new Int32Array([1, 2, 3, 1]), new Int32Array([9, 9, 9, 9]), 3);
+  t.equal(small.size, 3, 'only the first `count` keys');
+  t.notOk(small.partitioned);
+});

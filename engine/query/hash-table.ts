@@ -227,6 +227,20 @@ export class PartitionedPairSet {
     if (++this.pending === PENDING_MAX) this.flush();
   }
 
+  /** add() of (hi[k], lo[k]) for k < count, copied into the key buffer in runs. */
+  addKeys(hi: Int32Array, lo: Int32Array, count: number): void {
+    let from = 0;
+    while (from < count) {
+      if (this.pending === this.pendingHi.length) this.growPending();
+      const take = Math.min(count - from, this.pendingHi.length - this.pending);
+      this.pendingHi.set(hi.subarray(from, from + take), this.pending);
+      this.pendingLo.set(lo.subarray(from, from + take), this.pending);
+      this.pending += take;
+      from += take;
+      if (this.pending === PENDING_MAX) this.flush();
+    }
+  }
+
   private growPending(): void {
     const size = Math.min(PENDING_MAX, Math.max(PENDING_MIN, 4 * this.pendingHi.length));
     const hi = new Int32Array(size);

@@ -72,10 +72,17 @@ export class CountUniqueAggregator implements Aggregator {
     const keys = stored ? this.views.storedKeys(column) : this.views.dictKeys(dict!);
     const width = stored ? column.dictSize : dict!.length;
     const cellsUsed = cells === null ? 1 : cellCount;
+    const allRows = cells === null && input.dense && input.tagMask === 1 << TAG_STR;
+    if (allRows && stored && this.single !== null && this.views.allCodesUsed(column)) {
+      // Every row, every entry used: the dictionary's keys are the column's distinct values.
+      this.single.addKeys(keys.hi, keys.lo, width);
+      return;
+    }
     if (cellsUsed * width <= SEEN_BITMAP_MAX) {
       const seen = new Uint8Array(cellsUsed * width);
-      if (cells === null && input.dense && input.tagMask === 1 << TAG_STR) {
+      if (allRows) {
         for (let i = 0; i < n; i++) seen[str[i]] = 1;
+        if (stored && seen.indexOf(0) === -1) this.views.markAllUsed(column);
       } else if (cells === null) {
         for (let k = 0; k < n; k++) {
           const i = idx[k];

@@ -1,7 +1,8 @@
 import t from 'tap';
 import { compress as wasmCompress } from '@bokuweb/zstd-wasm';
 import { codecBytes as bytes } from '../../../test/helpers/random.js';
-import { frameContentBound, zstdCompress, zstdDecompress, zstdDecompressNative } from './arrow.js';
+import { setImmediate as turn } from 'node:timers/promises';
+import { frameContentBound, NATIVE_BYTES_PER_TURN, zstdCompress, zstdDecompress, zstdDecompressColumn } from './arrow.js';
 
 t.test('decodes what the segment writer encodes: empty, small, multi-block, incompressible, runs', async (t) => {
   for (const length of [0, 1, 100, 131_072, 131_073, 1_000_000, 4 * 1024 * 1024 + 17]) {
@@ -22,14 +23,31 @@ t.test('the native decoder segment columns are read with gives the same bytes, a
   for (const length of [0, 1, 131_073, 1_000_000]) {
     for (const kind of ['text', 'noise', 'run'] as const) {
       const input = bytes(length, kind);
-      const output = zstdDecompressNative(zstdCompress(input));
+      const output = zstdDecompressColumn(zstdCompress(input));
       t.ok(Buffer.from(output.buffer, output.byteOffset, output.byteLength).equals(input), `${length} ${kind}: same bytes`);
     }
   }
-  t.ok(Buffer.from(zstdDecompressNative(wasmCompress(bytes(300_000, 'text'), 3))).equals(bytes(300_000, 'text')), 'another writer\'s frame');
+  t.ok(Buffer.from(zstdDecompressColumn(wasmCompress(bytes(300_000, 'text'), 3))).equals(bytes(300_000, 'text')), 'another writer\'s frame');
   const frame = Buffer.from(zstdCompress(bytes(200_000, 'text')));
-  t.throws(() => zstdDecompressNative(frame.subarray(0, frame.length - 3)), 'truncated');
-  t.throws(() => zstdDecompressNative(Buffer.from('not a zstd frame at all')), 'not a frame');
+  t.throws(() => zstdDecompressColumn(frame.subarray(0, frame.length - 3)), 'truncated');
+  t.throws(() => zstdDecompressColumn(Buffer.from('not a zstd frame at all')), 'not a frame');
+});
+
+t.test('a thread decodes columns natively up to a bound a turn of its event loop, then with WebAssembly', async (t) => {
+  await turn();
+  const input = bytes(4 * 1024 * 1024, 'text');
+  const frame = zstdCompress(input);
+  const frames = Math.ceil(NATIVE_BYTES_PER_TURN / input.length) + 3;
+  const native: boolean[] = [];
+  for (let k = 0; k < frames; k++) {
+    const output = zstdDecompressColumn(frame);
+    if (!Buffer.from(output.buffer, output.byteOffset, output.byteLength).equals(input)) t.fail(`frame ${k}`);
+    native.push(Buffer.isBuffer(output)); // the binding returns Buffers, the WebAssembly decoder Uint8Arrays
+  }
+  const bound = NATIVE_BYTES_PER_TURN / input.length;
+  t.same(native, Array.from({ length: frames }, (_, k) => k < bound), 'native up to the bound, then not');
+  await turn();
+  t.ok(Buffer.isBuffer(zstdDecompressColumn(frame)), 'native again after a turn');
 });
 
 t.test('decodes frames that state their content size (other writers)', async (t) => {

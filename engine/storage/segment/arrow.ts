@@ -31,7 +31,7 @@ await initWasmZstd();
 
 /**
  * The content of one ZSTD frame, in memory V8 allocated, decoded by zstd's WebAssembly build:
- * for sidecars and apache-arrow's reader (segment columns: zstdDecompressNative).
+ * for sidecars and apache-arrow's reader (segment columns: zstdDecompressColumn).
  * The native binding returns external buffers that Node frees only on a later turn of the event
  * loop, so a query or compaction that decodes a whole store's columns in one synchronous job held
  * every decoded byte twice until it ended (a loop decoding 180 frames, 125 MB, grew RSS by 160 MB
@@ -52,18 +52,36 @@ export function zstdDecompress(frame: Uint8Array): Uint8Array {
 }
 
 /**
- * The content of one ZSTD frame decoded by the native binding, returned as the binding made it
- * (no copy). For reading segment columns (ipc-read.ts): 2-4x the WebAssembly decoder's speed on
- * them (10M events of bench/scale, 990 column frames, 223 MB: 174-374 ms against 734-854), and
- * decoding was most of a cold scan. The buffer is external memory that Node frees only on a later
- * turn of the event loop once it is garbage (zstdDecompress's note), so the reader keeps what it
- * returns as the column itself: a synchronous job leaves as garbage only what it converts (scaled
- * numbers, deltas), not every byte it decoded. The binding grows its output as it decodes; kept,
- * those 223 MB took 265 MB of RSS (the WebAssembly decoder's copies 226).
+ * The content of one ZSTD frame of a segment column (ipc-read.ts). The native binding decodes
+ * these 2-4x as fast as the WebAssembly build (10M events of bench/scale, 990 column frames,
+ * 223 MB: 174-374 ms against 734-854), and decoding was most of a cold scan. Its output is
+ * returned as the binding made it (no copy), so a column that is kept costs nothing more. But
+ * that memory is external: once garbage, Node frees it only on a later turn of the event loop
+ * (zstdDecompress's note), and a query or merge that decodes more than the caches keep runs as one
+ * synchronous job. A loop decoding those 223 MB and keeping 40 peaked at 445-499 MB of RSS against
+ * 266-295 with the WebAssembly decoder, and at 50M events the server's peak rose from 754-783 MB
+ * to 1,023. So a thread decodes natively at most NATIVE_BYTES_PER_TURN between two turns of its
+ * event loop, and with the WebAssembly decoder past that.
  */
-export function zstdDecompressNative(frame: Uint8Array): Uint8Array {
-  return decoder.decodeSync(asBuffer(frame));
+export function zstdDecompressColumn(frame: Uint8Array): Uint8Array {
+  if (nativeBytesThisTurn >= NATIVE_BYTES_PER_TURN) return zstdDecompress(frame);
+  const out = decoder.decodeSync(asBuffer(frame));
+  nativeBytesThisTurn += out.byteLength;
+  if (!turnResetScheduled) {
+    turnResetScheduled = true;
+    setImmediate(() => {
+      nativeBytesThisTurn = 0;
+      turnResetScheduled = false;
+    });
+  }
+  return out;
 }
+
+/** Native output a thread may leave as garbage within one job (see zstdDecompressColumn). */
+export const NATIVE_BYTES_PER_TURN = 32 * 1024 * 1024;
+// Per-thread bookkeeping of zstdDecompressColumn (each worker has its own module instance).
+let nativeBytesThisTurn = 0;
+let turnResetScheduled = false;
 
 const ZSTD_MAGIC = 0xfd2fb528;
 const BLOCK_CONTENT_MAX = 128 * 1024;

@@ -14,7 +14,7 @@
  *   Buffer  => (compressed body) uncompressedLength:i64 (-1: stored as is) bytes
  */
 import fs from 'node:fs';
-import { zstdDecompressNative } from './arrow.js';
+import { zstdDecompressColumn } from './arrow.js';
 import { decompressFrame } from './lz4-frame.js';
 
 const MAGIC = 'ARROW1';
@@ -244,7 +244,7 @@ export class IpcFile {
     // uncompressed one, and both frame formats carry their own.
     if (uncompressed === -1) return raw.subarray(8);
     const frame = Buffer.from(raw.buffer, raw.byteOffset + 8, raw.byteLength - 8);
-    const out = batch.codec === 'zstd' ? zstdDecompressNative(frame) : decompressFrame(frame);
+    const out = batch.codec === 'zstd' ? zstdDecompressColumn(frame) : decompressFrame(frame);
     return out.byteOffset % 8 === 0 ? out : new Uint8Array(out);
   }
 }

@@ -8,11 +8,13 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { paddedKeys, utf8Keys, valueKeys, type KeyPair } from '../../query/aggregate/value-key.js';
+import { CountUniqueAggregator } from '../../query/aggregate/count-unique.js';
+import { identityOf } from '../../query/scan.js';
 import { QueryService } from '../../query/service.js';
 import { makeChunk, type TestEvent } from '../../query/test-support.js';
 import { hashAsciiPair, hashString } from '../../sketch/hash.js';
 import { chunkBytes } from '../chunk-bytes.js';
-import { dictLength, type ScanSource } from '../chunk.js';
+import { dictLength, TAG_STR, type Column, type ScanSource } from '../chunk.js';
 import { ColumnViews } from '../../query/columns.js';
 import { SegmentColumn } from './decode-column.js';
 import { readSegment } from './reader.js';
@@ -173,4 +175,41 @@ t.test('count_unique counts a value once whether it comes from a segment or the 
   t.equal(await run({ force_exact: true }), VALUES.length + 2);
   const daily = await run({ interval: 'daily' }) as { value: number }[];
   t.same(daily.slice(0, 2).map((bucket) => bucket.value), [VALUES.length, recent.length]);
+});
+
+t.test('count_unique of every row takes a dictionary\'s keys alone only once a scan found each entry used', async (t) => {
+  const dir = tempDir();
+  // 400 and 300 distinct values (past the sidecar's value counts, so the rows are scanned), the
+  // first segment's dictionary holding three entries no row has, as a rewritten one can.
+  const events = (from: number, to: number, offset: number) => Array.from({ length: 2 * (to - from) }, (_, i): TestEvent => ({
+    ts: START + offset + i * 1000, props: { s: `v${from + (i % (to - from))}` },
+  }));
+  const withGhosts = makeChunk(events(0, 400, 0));
+  const column = withGhosts.columns.get('s')!;
+  (withGhosts.columns as Map<string, Column>).set('s', { ...column, dict: [...column.dict!, 'ghost-1', 'ghost-2', 'v999'] });
+  const a = path.join(dir, 'a.arrow');
+  const b = path.join(dir, 'b.arrow');
+  const segments = [
+    { file: a, footer: writeSegment(a, withGhosts, {}) },
+    { file: b, footer: writeSegment(b, makeChunk(events(200, 500, 3_600_000), 5_000), {}) },
+  ];
+  const source = { idKey: 0, memoryVersion: 0, segments, memory: null, schema: {} } as unknown as ScanSource;
+  const service = new QueryService({ source: () => source, clock: () => START + 10 * 86_400_000, workers: 0 });
+  t.teardown(() => service.close());
+  const params = { event_collection: 'e', timeframe: { start: '2024-05-01T00:00:00Z', end: '2024-05-05T00:00:00Z' }, target_property: 's' };
+  for (let run = 0; run < 3; run++) {
+    const { result } = await service.run('p', 'count_unique', params) as { result: unknown };
+    t.equal(result, 500, `run ${run + 1}: the rows' values, not the unused entries`);
+  }
+  const views = new ColumnViews();
+  const [ghosts, whole] = [readSegment(a).columns.get('s')!, readSegment(b).columns.get('s')!];
+  const aggregator = new CountUniqueAggregator('s', 1_000_000, false, views);
+  for (let run = 0; run < 2; run++) {
+    for (const read of [ghosts, whole]) {
+      aggregator.update({ column: read, idx: identityOf(read.tags.length), n: read.tags.length, cells: null, cellCount: 1, dense: true, tagMask: 1 << TAG_STR });
+    }
+  }
+  t.notOk(views.allCodesUsed(ghosts), 'a dictionary with unused entries is never taken whole');
+  t.ok(views.allCodesUsed(whole), 'one whose entries all are, once scanned');
+  t.equal(aggregator.finalize(0), 500);
 });
