@@ -52,16 +52,17 @@ export function zstdDecompress(frame: Uint8Array): Uint8Array {
 }
 
 /**
- * The content of one ZSTD frame of a segment column (ipc-read.ts). The native binding decodes
- * these 2-4x as fast as the WebAssembly build (10M events of bench/scale, 990 column frames,
- * 223 MB: 174-374 ms against 734-854), and decoding was most of a cold scan. Its output is
- * returned as the binding made it (no copy), so a column that is kept costs nothing more. But
- * that memory is external: once garbage, Node frees it only on a later turn of the event loop
- * (zstdDecompress's note), and a query or merge that decodes more than the caches keep runs as one
- * synchronous job. A loop decoding those 223 MB and keeping 40 peaked at 445-499 MB of RSS against
- * 266-295 with the WebAssembly decoder, and at 50M events the server's peak rose from 754-783 MB
- * to 1,023. So a thread decodes natively at most NATIVE_BYTES_PER_TURN between two turns of its
- * event loop, and with the WebAssembly decoder past that.
+ * The content of one ZSTD frame of a segment column that is kept as decoded: dictionary codes and
+ * dictionary values (ipc-read.ts readField). The native binding decodes segment buffers 2-4x as
+ * fast as the WebAssembly build (10M events of bench/scale, 990 column frames, 223 MB: 174-374 ms
+ * against 734-854), and its output is returned as the binding made it (no copy). But that memory
+ * is external: once garbage, Node frees it only on a later turn of the event loop (zstdDecompress's
+ * note), and a query or merge that decodes more than the caches keep runs as one synchronous job.
+ * Decoding every buffer natively, a loop decoding those 223 MB and keeping 40 peaked at 445-499 MB
+ * of RSS against 266-295 with WebAssembly, and at 50M events the server's peak rose from 754-783
+ * MB to 1,023; bounded as below, to 905. So only buffers kept as they are come here, and a thread
+ * decodes natively at most NATIVE_BYTES_PER_TURN between two turns of its event loop, with the
+ * WebAssembly decoder past that; buffers that are converted (numbers, times) always use WebAssembly.
  */
 export function zstdDecompressColumn(frame: Uint8Array): Uint8Array {
   if (nativeBytesThisTurn >= NATIVE_BYTES_PER_TURN) return zstdDecompress(frame);

@@ -14,7 +14,7 @@
  *   Buffer  => (compressed body) uncompressedLength:i64 (-1: stored as is) bytes
  */
 import fs from 'node:fs';
-import { zstdDecompressColumn } from './arrow.js';
+import { zstdDecompress, zstdDecompressColumn } from './arrow.js';
 import { decompressFrame } from './lz4-frame.js';
 
 const MAGIC = 'ARROW1';
@@ -201,23 +201,34 @@ export class IpcFile {
     for (const block of this.dictionaryBlocks) {
       const parsed = readBatchHeader(this.fd, block, HEADER_DICTIONARY_BATCH);
       if (parsed === null || parsed.id !== id) continue;
-      return this.readField(parsed.header, { ...field, dictionary: null }, { node: 0, buffer: 0 }, null);
+      return this.readField(parsed.header, { ...field, dictionary: null }, { node: 0, buffer: 0 }, null, true);
     }
     throw new Error(`Arrow file: dictionary ${id} of field ${field.name} is missing`);
   }
 
-  private readField(batch: BatchHeader, field: FieldInfo, cursor: { node: number; buffer: number }, index: TypeInfo | null): FieldData {
+  /**
+   * `index`: the field's dictionary index type (its values are then codes); `dictionaryValues`:
+   * the field is a dictionary's values. Codes and dictionary values are what a segment column
+   * keeps as read (decode-column.ts), so only they are decoded by the native binding; buffers
+   * that are converted (numbers, times, booleans, validity, lists) use the WebAssembly decoder,
+   * whose output V8 frees as soon as it is garbage (arrow.ts zstdDecompressColumn).
+   */
+  private readField(
+    batch: BatchHeader, field: FieldInfo, cursor: { node: number; buffer: number }, index: TypeInfo | null,
+    dictionaryValues = false,
+  ): FieldData {
     const node = batch.nodes[cursor.node++];
     const type = index ?? field.type;
-    const take = () => this.buffer(batch, cursor.buffer++);
+    const kept = index !== null || dictionaryValues;
+    const take = (native = false) => this.buffer(batch, cursor.buffer++, native && kept);
     if (type.kind === TYPE_NULL && index === null) {
       return fieldData(node.length, node.nullCount, undefined, new Uint8Array(0), undefined, []);
     }
     const validity = take();
     const bitmap = node.nullCount === 0 || validity.byteLength === 0 ? undefined : validity;
     if (type.kind === TYPE_UTF8 || type.kind === TYPE_BINARY) {
-      const offsets = int32s(take(), node.length + 1);
-      return fieldData(node.length, node.nullCount, bitmap, take(), offsets, []);
+      const offsets = int32s(take(true), node.length + 1);
+      return fieldData(node.length, node.nullCount, bitmap, take(true), offsets, []);
     }
     if (type.kind === TYPE_LIST) {
       const offsets = int32s(take(), node.length + 1);
@@ -225,15 +236,18 @@ export class IpcFile {
       return fieldData(node.length, node.nullCount, bitmap, new Uint8Array(0), offsets, [child]);
     }
     if (type.kind === TYPE_FIXED_SIZE_BINARY) {
-      const values = take();
+      const values = take(true);
       if (values.byteLength < node.length * type.precision) throw new Error('Arrow file: values buffer too short');
       return { ...fieldData(node.length, node.nullCount, bitmap, values, undefined, []), byteWidth: type.precision };
     }
-    return fieldData(node.length, node.nullCount, bitmap, typedValues(type, take(), node.length), undefined, []);
+    return fieldData(node.length, node.nullCount, bitmap, typedValues(type, take(true), node.length), undefined, []);
   }
 
-  /** Buffer `index` of a batch, decompressed (a fresh, 8-aligned copy, or a view of one). */
-  private buffer(batch: BatchHeader, index: number): Uint8Array {
+  /**
+   * Buffer `index` of a batch, decompressed (a fresh, 8-aligned copy, or a view of one); by the
+   * native zstd binding when `native` (see readField).
+   */
+  private buffer(batch: BatchHeader, index: number, native: boolean): Uint8Array {
     const { offset, length } = batch.buffers[index];
     if (length === 0) return new Uint8Array(0);
     const raw = readAt(this.fd, batch.bodyOffset + offset, length);
@@ -244,7 +258,7 @@ export class IpcFile {
     // uncompressed one, and both frame formats carry their own.
     if (uncompressed === -1) return raw.subarray(8);
     const frame = Buffer.from(raw.buffer, raw.byteOffset + 8, raw.byteLength - 8);
-    const out = batch.codec === 'zstd' ? zstdDecompressColumn(frame) : decompressFrame(frame);
+    const out = batch.codec === 'zstd' ? (native ? zstdDecompressColumn(frame) : zstdDecompress(frame)) : decompressFrame(frame);
     return out.byteOffset % 8 === 0 ? out : new Uint8Array(out);
   }
 }
