@@ -88,7 +88,7 @@ t.test('storedSize is a lower bound that flushing makes exact', async (t) => {
 });
 
 t.test('addKeys adds runs of keys as add() does one by one, across buffer flushes and partitioning', async (t) => {
-  // Runs of 3 to 700,000 keys (past the 524,288-key buffer), mixed with single adds.
+  // Runs of 1 to 600,000 keys (past the 524,288-key buffer), mixed with single adds.
   const runs = [3, 20_000, 600_000, 1, 50_000].map((count, index) => keys(count, 20_000 * (index + 1), 40 + index));
   const byRuns = new PartitionedPairSet();
   const oneByOne = new PartitionedPairSet();

@@ -78,6 +78,11 @@ export function zstdDecompressColumn(frame: Uint8Array): Uint8Array {
   return out;
 }
 
+/** Bytes this thread has decoded natively since its event loop last turned (reader tests). */
+export function nativeBytesDecodedThisTurn(): number {
+  return nativeBytesThisTurn;
+}
+
 /** Native output a thread may leave as garbage within one job (see zstdDecompressColumn). */
 export const NATIVE_BYTES_PER_TURN = 32 * 1024 * 1024;
 // Per-thread bookkeeping of zstdDecompressColumn (each worker has its own module instance).

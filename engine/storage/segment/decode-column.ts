@@ -54,7 +54,7 @@ export interface PaddedUtf8 {
 
 /**
  * A column as read from a segment: its dictionary stays the stored UTF-8 until `dict` is first
- * read (then its strings are made once and kept). Distinct counts hash `utf8` directly. `dict`
+ * read (then its strings are made once and kept). Distinct counts hash the stored bytes. `dict`
  * is an own enumerable accessor, so a copy made with spread (`{ ...column, tags }`, as deletes
  * and the writer do) gets the strings, not undefined.
  */

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setImmediate as turn } from 'node:timers/promises';
 import t from 'tap';
 import { paddedKeys, utf8Keys, valueKeys, type KeyPair } from '../../query/aggregate/value-key.js';
 import { CountUniqueAggregator } from '../../query/aggregate/count-unique.js';
@@ -14,7 +15,8 @@ import { QueryService } from '../../query/service.js';
 import { makeChunk, type TestEvent } from '../../query/test-support.js';
 import { hashAsciiPair, hashString } from '../../sketch/hash.js';
 import { chunkBytes } from '../chunk-bytes.js';
-import { dictLength, TAG_STR, type Column, type ScanSource } from '../chunk.js';
+import { dictLength, numbersOf, TAG_STR, type Column, type ScanSource } from '../chunk.js';
+import { nativeBytesDecodedThisTurn } from './arrow.js';
 import { ColumnViews } from '../../query/columns.js';
 import { SegmentColumn } from './decode-column.js';
 import { readSegment } from './reader.js';
@@ -212,4 +214,22 @@ t.test('count_unique of every row takes a dictionary\'s keys alone only once a s
   t.notOk(views.allCodesUsed(ghosts), 'a dictionary with unused entries is never taken whole');
   t.ok(views.allCodesUsed(whole), 'one whose entries all are, once scanned');
   t.equal(aggregator.finalize(0), 500);
+});
+
+t.test('only dictionary codes and values are decoded natively; converted buffers are not', async (t) => {
+  const file = path.join(tempDir(), 'kinds.arrow');
+  const events: TestEvent[] = Array.from({ length: 300_000 }, (_, i) => ({
+    ts: START + i * 1000, props: { n: (i % 9_973) / 100, b: i % 3 === 0, s: `u${(i * 7919) % 5_000}` },
+  }));
+  writeSegment(file, makeChunk(events), {});
+  await turn();
+  const numbers = readSegment(file, ['n', 'b']);
+  numbers.ts;
+  t.equal(nativeBytesDecodedThisTurn(), 0, 'numbers, booleans and times are converted, so not decoded natively');
+  t.equal(numbersOf(numbers.columns.get('n')!)[12_345], (12_345 % 9_973) / 100);
+  const strings = readSegment(file, ['s']).columns.get('s')!;
+  t.ok(nativeBytesDecodedThisTurn() >= 300_000 * 2, 'codes (and the dictionary) natively');
+  t.equal(strings.dict![strings.str![4_321]], `u${(4_321 * 7919) % 5_000}`);
+  await turn();
+  t.equal(nativeBytesDecodedThisTurn(), 0, 'counted per turn of the event loop');
 });
