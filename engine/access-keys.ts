@@ -137,6 +137,21 @@ export function withForcedFilters(filters: unknown, forced: readonly unknown[] |
   return [...filters, ...forced];
 }
 
+/**
+ * True when a stored query (a saved query's definition, an extraction job's parameters) already
+ * carries every filter an access key forces: in `filters`, or in every step's for a funnel. Who may
+ * read a stored result rests on this: such a result holds nothing the key could not query itself.
+ */
+export function carriesForcedFilters(query: Readonly<Record<string, unknown>>, forced: readonly unknown[] | undefined): boolean {
+  if (forced === undefined || forced.length === 0) return true;
+  const has = (filters: unknown) => Array.isArray(filters)
+    && forced.every((f) => filters.some((own) => JSON.stringify(own) === JSON.stringify(f)));
+  const steps = query.steps;
+  return query.analysis_type === 'funnel' && Array.isArray(steps)
+    ? steps.length > 0 && steps.every((step) => has((step as Record<string, unknown>)?.filters))
+    : has(query.filters);
+}
+
 function definition(body: unknown, activeDefault: boolean): Pick<AccessKey, 'name' | 'is_active' | 'permitted' | 'options'> {
   if (!isObject(body)) throw invalid('The body must be a JSON object: {"name", "permitted", "options"?, "is_active"?}.');
   const { name, permitted, options, is_active: active } = body;

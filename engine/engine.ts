@@ -144,6 +144,7 @@ class Engine implements TallyEngine {
     engine.extractions = new ExtractionJobs({
       dataDir, clock, queries, source: (project, collection, start, end) => engine.scanSource(project, collection, start, end),
       lease: () => engine.retired.lease(),
+      logFailure: (job, error) => logger.write('error', 'extraction job failed', { job: job.id, project: job.project, error }),
     });
     engine.accessKeys = new AccessKeys(dataDir, clock);
     engine.datasets = new Datasets({

@@ -30,6 +30,7 @@ export const ERROR_STATUS = {
   ResourceNotFoundError: 404,
   MethodNotAllowedError: 405,
   ExtractionNotReadyError: 409,
+  ExtractionFailedError: 410,
   RequestTooLargeError: 413,
   RateLimitExceededError: 429,
   TooManyConcurrentQueriesError: 429,

@@ -44,6 +44,8 @@ export interface ExtractionJobsDeps {
   source(projectId: string, collection: string, startMs: number, endMs: number): ScanSource;
   /** Keeps the segment files the job lists on disk until the returned function is called. */
   lease?(): () => void;
+  /** Where a failed job's cause (with its stack) is logged; the job itself keeps one sentence. */
+  logFailure?(job: ExtractionJob, error: unknown): void;
 }
 
 /** Runs of one job before it fails (a read that failed on I/O may pass on the next run). */
@@ -146,7 +148,7 @@ export class ExtractionJobs {
     return job !== undefined && job.project === projectId ? job : undefined;
   }
 
-  /** The finished file of a job: 404 unknown or expired, 409 not done yet (or failed). */
+  /** The finished file of a job: 404 unknown or expired, 409 not done yet, the job's own error if it failed. */
   result(projectId: string, id: string): { file: string; contentType: string } {
     const job = this.get(projectId, id);
     if (job === undefined)
@@ -154,12 +156,17 @@ export class ExtractionJobs {
         'ResourceNotFoundError',
         `no extraction job "${id}" (jobs expire after 24 hours)`,
       );
+    if (job.status === 'failed') {
+      // 410, not 409 (which tells a client to wait): this result will never exist; submit again.
+      throw new ApiError(
+        'ExtractionFailedError',
+        `extraction job "${id}" failed and has no result: ${job.error?.message ?? 'no cause recorded'}`,
+      );
+    }
     if (job.status !== 'done') {
       throw new ApiError(
         'ExtractionNotReadyError',
-        job.status === 'failed'
-          ? `extraction job "${id}" failed: ${job.error?.message}`
-          : `extraction job "${id}" is ${job.status}; poll its status until it is done`,
+        `extraction job "${id}" is ${job.status}; poll its status until it is done`,
       );
     }
     const contentType =
@@ -215,16 +222,24 @@ export class ExtractionJobs {
   }
 
   private fail(job: ExtractionJob, error: unknown): void {
-    fs.rmSync(`${this.fileOf(job)}.part`, { force: true });
+    try {
+      fs.rmSync(`${this.fileOf(job)}.part`, { force: true, recursive: true });
+    } catch {
+      // Left for expire(); the job fails either way.
+    }
     if (this.closed) return;
     job.status = 'failed';
-    job.error =
-      error instanceof ApiError
-        ? { message: error.message, error_code: error.error_code }
-        : {
-            message: `the extraction failed: ${(error as Error)?.message ?? error}`,
-            error_code: 'InternalServerError',
-          };
+    if (error instanceof ApiError) {
+      job.error = { message: error.message, error_code: error.error_code };
+      return;
+    }
+    // An internal failure: the cause goes to the log, the client reads one sentence (no stack,
+    // no file paths) naming the job to report.
+    this.deps.logFailure?.(job, error);
+    job.error = {
+      message: `The extraction failed on an internal error after ${ATTEMPTS_MAX} attempts; report job ${job.id} to the operator.`,
+      error_code: 'InternalServerError',
+    };
   }
 
   /** One run of the job from scratch; throws when it fails. */
@@ -244,10 +259,14 @@ export class ExtractionJobs {
     const segments = [...whole.segments].sort((a, b) =>
       plan.latest === null ? a.footer.tsMin - b.footer.tsMin : b.footer.tsMax - a.footer.tsMax,
     );
+    // A segment's share carries no buffer rows, and names none (memoryVersion 0): a share that
+    // named the buffer snapshot would have a query worker that holds it add its rows to every
+    // segment's (duplicated rows), or fail on one that does not.
     const shares: ScanSource[] = segments.map((ref) => ({
       ...whole,
       segments: [ref],
       memory: null,
+      memoryVersion: 0,
     }));
     const memory: ScanSource = { ...whole, segments: [] };
     if (plan.latest === null) shares.push(memory);

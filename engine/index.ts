@@ -16,7 +16,7 @@ export * as limits from './limits.js';
 export { openEngine } from './engine.js';
 export type { RunInformation, SavedQuery } from './saved-queries.js';
 export type { DatasetDefinition, DatasetView } from './datasets.js';
-export { PERMISSIONS, applyAutofill, withForcedFilters, type AccessKey, type AccessKeyOptions, type NameList, type Permission } from './access-keys.js';
+export { PERMISSIONS, applyAutofill, carriesForcedFilters, withForcedFilters, type AccessKey, type AccessKeyOptions, type NameList, type Permission } from './access-keys.js';
 export { LOG_LEVELS, jsonLogger, type LogFields, type LogLevel, type Logger } from './logger.js';
 export { MEMORY_BUDGET_MIN_BYTES, defaultMemoryBudget, parseBytes } from './memory.js';
 export { parseJson, parseJsonBody } from './ingest/batch.js';

@@ -28,6 +28,8 @@ export interface Config {
   readonly ingestWorkers: number | undefined;
   /** Bytes for caches and buffers (--memory-budget); undefined = the engine's default. */
   readonly memoryBudgetBytes: number | undefined;
+  /** How often buffered rows become segments, in ms (--flush-interval); undefined = the engine's default. */
+  readonly flushIntervalMs: number | undefined;
   /** fsync before acknowledging; only benchmarks turn it off (`--no-fsync`). */
   readonly fsync: boolean;
   /** Lowest level of the JSON log lines on stderr (--log-level). */
@@ -64,6 +66,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'query-workers', arg: 'N', help: 'query worker threads (default one per core; 0 = inline)' },
   { name: 'ingest-workers', arg: 'N', help: 'threads that parse large batch bodies (default one per core but one; 0 = inline)' },
   { name: 'memory-budget', arg: 'BYTES', help: 'bytes for caches and write buffers, e.g. 1g (default: 1/32 of RAM, 256m-2g)' },
+  { name: 'flush-interval', arg: 'MS', help: 'how often buffered events are written into segments (default 10000)' },
   { name: 'log-level', arg: 'LEVEL', help: 'debug (adds a line per request), info (default), warn or error' },
   { name: 'no-fsync', help: 'acknowledge writes before fsync (benchmarks only; unsafe)' },
   { name: 'help', help: 'print this help and exit' },
@@ -128,6 +131,15 @@ function parseBudget(raw: string | undefined): number | undefined {
   return bytes;
 }
 
+function parseInterval(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < 50 || ms > 3_600_000) {
+    throw new ConfigError(`--flush-interval must be milliseconds 50-3600000, got "${raw}"`);
+  }
+  return ms;
+}
+
 function parseLogLevel(raw: string | undefined): LogLevel {
   if (raw === undefined) return 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
@@ -171,6 +183,7 @@ export function readConfig(
     queryWorkers: parseCount('query-workers', flags.get('query-workers')),
     ingestWorkers: parseCount('ingest-workers', flags.get('ingest-workers')),
     memoryBudgetBytes: parseBudget(flags.get('memory-budget')),
+    flushIntervalMs: parseInterval(flags.get('flush-interval')),
     fsync: !flags.has('no-fsync'),
     logLevel: parseLogLevel(flags.get('log-level')),
     help: flags.has('help'),

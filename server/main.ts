@@ -113,6 +113,7 @@ function openOptions(config: Config): Parameters<typeof openEngine>[0] {
     ...(config.queryWorkers !== undefined && { queryWorkers: config.queryWorkers }),
     ...(config.ingestWorkers !== undefined && { ingestWorkers: config.ingestWorkers }),
     ...(config.memoryBudgetBytes !== undefined && { memoryBudgetBytes: config.memoryBudgetBytes }),
+    ...(config.flushIntervalMs !== undefined && { flushIntervalMs: config.flushIntervalMs }),
     fsync: config.fsync,
     logger,
   };

@@ -3,7 +3,8 @@
  * `email` becomes a job (202 with its status and result URLs); the job's status (Read Key); the
  * finished file, streamed as NDJSON or CSV. The engine owns the jobs; this file only shapes them.
  */
-import { ApiError, type ExtractionJob } from '../../../engine/index.js';
+import { ApiError, carriesForcedFilters, type ExtractionJob } from '../../../engine/index.js';
+import type { Ctx } from '../types.js';
 import { requireScope } from '../auth.js';
 import { json } from '../respond.js';
 import type { Handler, Reply } from '../types.js';
@@ -44,31 +45,30 @@ export function submitExtraction(
   };
 }
 
-function requireJob(
-  engine: Parameters<Handler>[1]['engine'],
-  project: string,
-  id: string,
-): ExtractionJob {
+/**
+ * The job, if this key may see it: the Master and Read Keys see the project's jobs; an access key
+ * sees a job only when the job's query already carries every filter the key forces (as for saved
+ * and cached results), so a key limited to one tenant never reads a job that another key, or the
+ * Master Key, submitted over all of them (403, as for a saved query it may not read).
+ */
+function requireJob(ctx: Ctx, engine: Parameters<Handler>[1]['engine']): ExtractionJob {
+  const { project, id } = ctx.params as { project: string; id: string };
+  const { access } = requireScope(engine, project, ctx.key, ['read'], 'queries');
   const job = engine.getExtractionJob(project, id);
   if (job === undefined) {
-    throw new ApiError(
-      'ResourceNotFoundError',
-      `no extraction job "${id}" (jobs expire after 24 hours)`,
-    );
+    throw new ApiError('ResourceNotFoundError', `no extraction job "${id}" (jobs expire after 24 hours)`);
+  }
+  if (access !== null && !carriesForcedFilters(job.query, access.options.queries?.filters)) {
+    throw new ApiError('KeyNotPermittedError',
+      `The extraction job "${id}" does not carry this access key's filters.`);
   }
   return job;
 }
 
-export const getExtractionJob: Handler = (ctx, { engine }) => {
-  const { project, id } = ctx.params as { project: string; id: string };
-  // Job ids are 96 random bits: knowing one is what lets an access key read that job.
-  requireScope(engine, project, ctx.key, ['read'], 'queries');
-  return json(200, jobView(requireJob(engine, project, id)));
-};
+export const getExtractionJob: Handler = (ctx, { engine }) => json(200, jobView(requireJob(ctx, engine)));
 
 export const getExtractionResult: Handler = (ctx, { engine }) => {
-  const { project, id } = ctx.params as { project: string; id: string };
-  requireScope(engine, project, ctx.key, ['read'], 'queries');
-  const { file, contentType } = engine.extractionResult(project, id);
+  const job = requireJob(ctx, engine);
+  const { file, contentType } = engine.extractionResult(job.project, job.id);
   return { status: 200, file, contentType };
 };

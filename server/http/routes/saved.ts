@@ -3,7 +3,7 @@
  * with the Read or Master Key; `/result` serves a cached query from memory (no rate limit) and
  * runs any other as an ad-hoc query would. Every answer but DELETE's has a JSON body.
  */
-import { ApiError, isApiError, type AccessKey, type NameList, type SavedQuery, type TallyEngine } from '../../../engine/index.js';
+import { ApiError, carriesForcedFilters, isApiError, type AccessKey, type NameList, type SavedQuery, type TallyEngine } from '../../../engine/index.js';
 import { requireProjectKey, requireScope } from '../auth.js';
 import { parseJsonBody } from '../parse.js';
 import { json } from '../respond.js';
@@ -20,16 +20,6 @@ function listed(list: NameList | undefined, name: string): boolean {
 
 function keyNotPermitted(why: string): ApiError {
   return new ApiError('KeyNotPermittedError', why);
-}
-
-/** Every filter an access key forces is among the saved query's own (every step's, for a funnel). */
-function carriesForcedFilters(saved: SavedQuery, forced: readonly unknown[]): boolean {
-  const has = (filters: unknown) => Array.isArray(filters)
-    && forced.every((f) => filters.some((own) => JSON.stringify(own) === JSON.stringify(f)));
-  const steps = saved.query.steps;
-  return saved.query.analysis_type === 'funnel' && Array.isArray(steps)
-    ? steps.every((step) => has((step as Record<string, unknown>)?.filters))
-    : has(saved.query.filters);
 }
 
 /**
@@ -52,7 +42,7 @@ function authorizeRead(engine: TallyEngine, project: string, key: string, name: 
   const saved = engine.getSavedQuery(project, name);
   if (via === 'cached_queries' && saved.refresh_rate === 0) throw keyNotPermitted(`"${name}" is not a cached query.`);
   const forced = access.options.queries?.filters;
-  if (forced !== undefined && forced.length > 0 && !carriesForcedFilters(saved, forced)) {
+  if (!carriesForcedFilters(saved.query, forced)) {
     throw keyNotPermitted(`The saved query "${name}" does not carry this access key's filters.`);
   }
 }
