@@ -65,8 +65,10 @@ export interface LogRecord {
   readonly id: string;
   /** svc.created_at in ms, the record timestamp. */
   readonly createdAtMs: number;
-  /** The stored event JSON, enriched, with its svc object. */
+  /** The stored event JSON, enriched, with its svc object; empty when `matches` is false. */
   readonly json: string;
+  /** Set when the read was given filters: whether the event passes them. */
+  readonly matches?: boolean;
 }
 
 export interface CommittedOffset {

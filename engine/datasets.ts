@@ -11,10 +11,9 @@ import path from 'node:path';
 import { DateTime, type Zone } from 'luxon';
 import type { LogRecord } from './api.js';
 import { ApiError } from './errors.js';
-import { parseFilters, TIME_PATHS } from './query/filter.js';
-import { milesBetween } from './query/filter-eval.js';
+import { parseFilters } from './query/filter.js';
 import { cutBuckets, parseInterval } from './query/interval.js';
-import type { FilterNode, FilterScalar } from './query/plan.js';
+import type { FilterNode } from './query/plan.js';
 import { parseTimezone, resolveTimeframe, startOfUnit, type CalendarUnit } from './query/timeframe.js';
 import { readJsonIfExists, writeFileDurable } from './storage/files.js';
 
@@ -48,7 +47,9 @@ export interface DatasetView extends DatasetDefinition {
 export interface DatasetHost {
   readonly dataDir: string;
   readonly clock: () => number;
-  readLog(projectId: string, collection: string, fromOffset: number, maxRecords: number, maxBytes: number): LogRecord[];
+  /** With `filters`, each record says whether its event passes them, by the query engine's own evaluation. */
+  readLog(projectId: string, collection: string, fromOffset: number, maxRecords: number, maxBytes: number,
+    filters?: readonly FilterNode[]): LogRecord[];
   logBounds(projectId: string, collection: string): { start: number; end: number };
   onAppend(listener: (projectId: string, collection: string) => void): () => void;
   onDelete(listener: (projectId: string, collection: string) => void): () => void;
@@ -231,9 +232,12 @@ export class Datasets {
           const { start, end } = this.host.logBounds(live.project, live.collection);
           if (live.cursor < start) live.cursor = start;
           if (live.cursor >= end) break;
-          const records = this.host.readLog(live.project, live.collection, live.cursor, READ_RECORDS, READ_BYTES);
+          const records = this.host.readLog(live.project, live.collection, live.cursor, READ_RECORDS, READ_BYTES, live.filters);
           if (records.length === 0) break;
-          for (const record of records) this.apply(live, JSON.parse(record.json) as Record<string, unknown>);
+          for (const record of records) {
+            live.events++;
+            if (record.matches !== false) this.apply(live, JSON.parse(record.json) as Record<string, unknown>);
+          }
           live.cursor = records[records.length - 1]!.offset + 1;
           await new Promise((resolve) => setImmediate(resolve));
         }
@@ -247,9 +251,8 @@ export class Datasets {
     });
   }
 
+  /** Adds one event that passed the filters to its bucket. */
   private apply(live: Live, event: Record<string, unknown>): void {
-    live.events++;
-    for (const filter of live.filters) if (!matches(filter, event)) return;
     const ts = Date.parse(valueAt(event, 'svc.timestamp') as string);
     if (!Number.isFinite(ts)) return;
     let value: unknown = null;
@@ -330,45 +333,4 @@ function valueAt(event: Record<string, unknown>, dotted: string): unknown {
     at = (at as Record<string, unknown>)[part];
   }
   return at;
-}
-
-/** A §6 filter on one event as JSON, with the column evaluator's meaning (missing matches only exists:false and negations). */
-function matches(node: FilterNode, event: Record<string, unknown>): boolean {
-  if (node.kind === 'or') return node.any.some((child) => matches(child, event));
-  let value = valueAt(event, node.path);
-  if (TIME_PATHS.has(node.path) && typeof value === 'string') value = Date.parse(value);
-  switch (node.kind) {
-    case 'exists': return (value !== undefined && value !== null) === node.exists;
-    case 'set': return node.values.some((v) => same(value, v)) !== node.negate;
-    case 'compare': {
-      if (node.operator === 'eq') return same(value, node.value);
-      if (node.operator === 'ne') return !same(value, node.value);
-      if (typeof value !== typeof node.value || (typeof value !== 'number' && typeof value !== 'string')) return false;
-      const a = value as number | string;
-      const b = node.value as number | string;
-      return node.operator === 'lt' ? a < b : node.operator === 'lte' ? a <= b : node.operator === 'gt' ? a > b : a >= b;
-    }
-    case 'text': {
-      const hit = textMatches(node.operator, value, node.value);
-      return hit === null ? false : hit !== node.negate;
-    }
-    case 'within': {
-      const coords = valueAt(event, 'svc.location.coordinates');
-      return Array.isArray(coords) && typeof coords[0] === 'number' && typeof coords[1] === 'number'
-        && milesBetween(coords[0], coords[1], node.lng, node.lat) <= node.miles;
-    }
-  }
-}
-
-function same(value: unknown, wanted: FilterScalar): boolean {
-  if (Array.isArray(value)) return value.some((item) => item === wanted);
-  return value === wanted || (value === undefined && wanted === null);
-}
-
-function textMatches(operator: string, value: unknown, wanted: FilterScalar): boolean | null {
-  if (Array.isArray(value) && operator === 'contains') return value.some((item) => item === wanted);
-  if (typeof value !== 'string' || typeof wanted !== 'string') return null;
-  if (operator === 'contains') return value.includes(wanted);
-  if (operator === 'starts_with') return value.startsWith(wanted);
-  return new RegExp(wanted).test(value);
 }

@@ -34,6 +34,7 @@ import { jsonLogger, type Logger } from './logger.js';
 import { SavedQueries, type SavedQuery } from './saved-queries.js';
 import { AccessKeys, type AccessKey } from './access-keys.js';
 import { Datasets, type DatasetView } from './datasets.js';
+import type { FilterNode } from './query/plan.js';
 import { LogReader } from './log.js';
 import { RetiredFiles } from './storage/retired-files.js';
 import { collectGarbage, defaultMemoryBudget, planMemory, type MemoryPlan } from './memory.js';
@@ -149,7 +150,7 @@ class Engine implements TallyEngine {
     engine.accessKeys = new AccessKeys(dataDir, clock);
     engine.datasets = new Datasets({
       dataDir, clock,
-      readLog: (project, collection, from, records, bytes) => engine.readLog(project, collection, from, records, bytes),
+      readLog: (project, collection, from, records, bytes, filters) => engine.readLog(project, collection, from, records, bytes, filters),
       logBounds: (project, collection) => engine.logBounds(project, collection),
       onAppend: (listener) => engine.onAppend(listener),
       onDelete: (listener) => engine.onDelete(listener),
@@ -514,8 +515,10 @@ class Engine implements TallyEngine {
     return this.log.bounds(projectId, collection);
   }
 
-  readLog(projectId: string, collection: string, fromOffset: number, maxRecords: number, maxBytes: number): LogRecord[] {
-    return this.log.read(projectId, collection, fromOffset, maxRecords, maxBytes);
+  /** With `filters` (cached datasets), each record says whether its event passes them (log.ts). */
+  readLog(projectId: string, collection: string, fromOffset: number, maxRecords: number, maxBytes: number,
+    filters?: readonly FilterNode[]): LogRecord[] {
+    return this.log.read(projectId, collection, fromOffset, maxRecords, maxBytes, filters);
   }
 
   offsetForTime(projectId: string, collection: string, timestampMs: number): number {

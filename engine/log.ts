@@ -9,7 +9,8 @@ import type { LogRecord } from './api.js';
 import { hideProperties, keptRows, type DeleteEntry } from './deletes/predicate.js';
 import { eventId } from './ids.js';
 import { ColumnViews } from './query/columns.js';
-import { Scratch } from './query/filter-eval.js';
+import { compileFilters, Scratch } from './query/filter-eval.js';
+import type { FilterNode } from './query/plan.js';
 import type { ColumnChunk } from './storage/chunk.js';
 import { EventBuilder } from './storage/event-json.js';
 import { chunkBytes } from './storage/chunk-bytes.js';
@@ -51,7 +52,14 @@ export class LogReader {
     return { start, end: store.buffer.rows > 0 ? store.buffer.lastSeq + 1 : store.flushedSeq };
   }
 
-  read(project: string, collection: string, from: number, maxRecords: number, maxBytes: number): LogRecord[] {
+  /**
+   * Up to maxRecords records from offset `from`, in log order. With `filters`, each record says
+   * whether its event passes them (`matches`), evaluated by the query engine's own filter code on
+   * the columns (a cached dataset counts what a query counts), and one that does not pass comes
+   * without its JSON (`json` empty): the reader only needs to step over it.
+   */
+  read(project: string, collection: string, from: number, maxRecords: number, maxBytes: number,
+    filters?: readonly FilterNode[]): LogRecord[] {
     const store = this.storeOf(project, collection);
     if (!store || maxRecords <= 0) return [];
     const candidates = store.segments.filter((s) => s.footer.seqMax >= from)
@@ -74,8 +82,14 @@ export class LogReader {
     const out: LogRecord[] = [];
     let bytes = 0;
     const builders = new Map<ColumnChunk, EventBuilder>();
+    const passing = filters === undefined || filters.length === 0 ? null
+      : this.passingRows(picked.slice(0, maxRecords), filters, deletes);
     for (const { chunk, row } of picked) {
       if (out.length === maxRecords || (out.length > 0 && bytes >= maxBytes)) break;
+      if (passing !== null && passing.get(chunk)?.has(row) !== true) {
+        out.push({ offset: chunk.seq[row], id: eventId(store.idKey, chunk.seq[row]), createdAtMs: chunk.createdAt[row], json: '', matches: false });
+        continue;
+      }
       let builder = builders.get(chunk);
       if (builder === undefined) {
         // Deleted properties are not in the rebuilt event (hideProperties turns them missing).
@@ -85,10 +99,31 @@ export class LogReader {
       }
       const json = builder.json(row);
       bytes += json.length;
-      out.push({ offset: chunk.seq[row], id: eventId(store.idKey, chunk.seq[row]), createdAtMs: chunk.createdAt[row], json });
+      out.push({ offset: chunk.seq[row], id: eventId(store.idKey, chunk.seq[row]), createdAtMs: chunk.createdAt[row], json,
+        ...(passing !== null && { matches: true }) });
     }
     this.builders = builders;
     return out;
+  }
+
+  /** Per chunk, the picked rows that pass `filters` (deleted properties read as missing). */
+  private passingRows(picked: readonly { chunk: ColumnChunk; row: number }[], filters: readonly FilterNode[],
+    deletes: readonly DeleteEntry[]): Map<ColumnChunk, Set<number>> {
+    const rowsOf = new Map<ColumnChunk, number[]>();
+    for (const { chunk, row } of picked) {
+      let rows = rowsOf.get(chunk);
+      if (rows === undefined) rowsOf.set(chunk, (rows = []));
+      rows.push(row);
+    }
+    const passing = new Map<ColumnChunk, Set<number>>();
+    for (const [chunk, rows] of rowsOf) {
+      const visible = deletes.length === 0 ? chunk : hideProperties(chunk, deletes);
+      const selection = Int32Array.from(rows);
+      this.scratch.ensure(chunk.rows);
+      const n = compileFilters(filters, visible, this.views, this.scratch)(selection, selection, selection.length);
+      passing.set(chunk, new Set(selection.subarray(0, n)));
+    }
+    return passing;
   }
 
   offsetForTime(project: string, collection: string, timestampMs: number): number {

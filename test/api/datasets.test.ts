@@ -129,6 +129,49 @@ t.test('errors have the documented shapes', async (t) => {
   t.equal((await api.send('DELETE', `${base()}/datasets/x`, { key: server.keys.master })).status, 204);
 });
 
+t.test('a dataset filters as the query engine does: lists, text operators, missing values', async (t) => {
+  const { server, api } = shared;
+  const at = (daysAgo: number) => ({ timestamp: new Date(today - daysAgo * DAY + 3_600_000).toISOString() });
+  const events = [
+    { tags: ['alpha', 'beta'], path: '/home', n: 1 },
+    { tags: ['gamma'], path: '/about', n: 2 },
+    { tags: 'alphabet', path: ['/x', '/home/y'], n: 3 },
+    { tags: [], n: 4 },
+    { path: null, n: 5 },
+    { tags: ['beta', 'alpine'], path: '/h', n: 6, nested: { tags: ['alpha'] } },
+  ].flatMap((event, i) => [{ ...event, group: 'g', svc: at(i % 3) }, { ...event, group: 'g', svc: at(4) }]);
+  t.equal((await api.post(`${base()}/events`, { key: server.keys.write, body: { tagged: events } })).status, 200);
+  const cases: readonly [string, unknown[]][] = [
+    ['starts_with on a list', [{ property_name: 'tags', operator: 'starts_with', property_value: 'alp' }]],
+    ['regex on a list', [{ property_name: 'tags', operator: 'regex', property_value: '^b.t' }]],
+    ['regex on a list of paths', [{ property_name: 'path', operator: 'regex', property_value: '^/home' }]],
+    ['contains on lists and strings', [{ property_name: 'tags', operator: 'contains', property_value: 'alpha' }]],
+    ['not_contains', [{ property_name: 'tags', operator: 'not_contains', property_value: 'alpha' }]],
+    ['in', [{ property_name: 'tags', operator: 'in', property_value: ['gamma', 'alphabet'] }]],
+    ['not_in', [{ property_name: 'tags', operator: 'not_in', property_value: ['gamma'] }]],
+    ['ne on a list', [{ property_name: 'tags', operator: 'ne', property_value: 'beta' }]],
+    ['exists false', [{ property_name: 'path', operator: 'exists', property_value: false }]],
+    ['a nested list', [{ property_name: 'nested.tags', operator: 'starts_with', property_value: 'al' }]],
+    ['or', [{ operator: 'or', property_value: [
+      { property_name: 'tags', operator: 'starts_with', property_value: 'gam' },
+      { property_name: 'n', operator: 'gte', property_value: 6 },
+    ] }]],
+  ];
+  for (const [index, [what, filters]] of cases.entries()) {
+    const name = `tagged-${index}`;
+    const put = await api.send('PUT', `${base()}/datasets/${name}`, { key: server.keys.master, body: {
+      query: { analysis_type: 'count', event_collection: 'tagged', timeframe: 'this_90_days', interval: 'daily', timezone: 'UTC', filters },
+      index_by: ['group'],
+    } });
+    t.equal(put.status, 201, put.text);
+    t.ok(await ready(name), `${what}: bootstrapped`);
+    const got = await results(name, 'g');
+    const want = await adHoc('count', filters, { event_collection: 'tagged' });
+    t.same(got, want, `${what}: every bucket equals the ad-hoc count`);
+    t.equal((await api.send('DELETE', `${base()}/datasets/${name}`, { key: server.keys.master })).status, 204);
+  }
+});
+
 t.test('definitions survive a restart and the buckets are rebuilt', async (t) => {
   const { server } = shared;
   const before = await results('sales-by-country', 'FR');
