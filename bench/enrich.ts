@@ -5,7 +5,7 @@
  * event parses from scratch; "new IP each" reuses the 50 values but never an IP (worst case for
  * geo: a tree walk per event); "warm" draws IPs from 2,000 clients, so every cache hits.
  * Estimate: the write path's goal is ≥ 50,000 events/s batched with all five add-ons, so apply()
- * should stay well above 100,000 events/s warm; geo lookups alone are ~230k/s (spec/enrichment.md).
+ * should stay well above 100,000 events/s warm; geo lookups alone are ~230k/s (docs/enrichment.md).
  * Run: npx tsc -p tsconfig.json && node dist/bench/enrich.js
  */
 import os from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * Access keys (spec/api.md §8): per-project keys with a scope. Records live in `access-keys.json`
+ * Access keys (docs/api.md §8): per-project keys with a scope. Records live in `access-keys.json`
  * in the data directory, rewritten durably on every change. A key is 64 hex characters; finding one
  * compares the candidate against every key of the project in constant time per key. What a key may
  * do is checked by the routes (server/http/access.ts); this module owns the records and the two

@@ -188,11 +188,11 @@ export interface TallyEngine {
   /** The same rows as chunks, read in this process (embedded use); holds a lease while iterating. */
   scan(projectId: string, collection: string, startMs: number, endMs: number): Iterable<ColumnChunk>;
 
-  /** Runs an analysis (spec/api.md §6); throws ApiError for bad queries and limits. */
+  /** Runs an analysis (docs/api.md §6); throws ApiError for bad queries and limits. */
   query(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown>;
 
   /**
-   * Queues an asynchronous extraction (spec/api.md §11) after validating it as a synchronous one
+   * Queues an asynchronous extraction (docs/api.md §11) after validating it as a synchronous one
    * would be validated (ApiError 400s, 429 in the extractions category). The job survives restarts.
    */
   submitExtraction(projectId: string, params: Readonly<Record<string, unknown>>): ExtractionJob;
@@ -202,7 +202,7 @@ export interface TallyEngine {
   extractionResult(projectId: string, id: string): { file: string; contentType: string };
 
   /**
-   * Deletes events (spec/api.md §7): those matching `filters`/`timeframe`/`timezone`, or with none
+   * Deletes events (docs/api.md §7): those matching `filters`/`timeframe`/`timezone`, or with none
    * of them the whole collection and its schema. Durable when it resolves; rows leave the disk in
    * the background. ResourceNotFoundError for an unknown collection; rate-limited (429).
    */
@@ -227,7 +227,7 @@ export interface TallyEngine {
   commitOffsets(projectId: string, groupId: string, offsets: readonly CommittedOffset[]): Promise<void>;
   fetchOffsets(projectId: string, groupId: string): CommittedOffset[];
 
-  // Access keys (spec/api.md §8; engine/access-keys.ts). Unknown keys → 404 ResourceNotFoundError.
+  // Access keys (docs/api.md §8; engine/access-keys.ts). Unknown keys → 404 ResourceNotFoundError.
   createAccessKey(projectId: string, body: unknown): AccessKey;
   listAccessKeys(projectId: string, name?: string): AccessKey[];
   getAccessKey(projectId: string, key: string): AccessKey;
@@ -237,7 +237,7 @@ export interface TallyEngine {
   /** The access key record `key` names in this project (active or not), or null. */
   findAccessKey(projectId: string, key: string): AccessKey | null;
 
-  // Cached datasets (spec/api.md §10; engine/datasets.ts). Unknown names → 404 ResourceNotFoundError.
+  // Cached datasets (docs/api.md §10; engine/datasets.ts). Unknown names → 404 ResourceNotFoundError.
   putDataset(projectId: string, name: string, body: unknown): DatasetView;
   listDatasets(projectId: string): DatasetView[];
   getDataset(projectId: string, name: string): DatasetView;
@@ -245,7 +245,7 @@ export interface TallyEngine {
   /** Per interval bucket of `timeframe`, the value for one index value (503 until bootstrapped). */
   datasetResults(projectId: string, name: string, indexBy: unknown, timeframe: unknown): { timeframe: { start: string; end: string }; value: unknown }[];
 
-  // Saved and cached queries (spec/api.md §9; engine/saved-queries.ts).
+  // Saved and cached queries (docs/api.md §9; engine/saved-queries.ts).
   listSavedQueries(projectId: string): SavedQuery[];
   /** Throws 404 ResourceNotFoundError for an unknown name. */
   getSavedQuery(projectId: string, name: string): SavedQuery;

@@ -1,5 +1,5 @@
 /**
- * Cached datasets (spec/api.md §10): a query (count, sum, minimum, maximum, average or
+ * Cached datasets (docs/api.md §10): a query (count, sum, minimum, maximum, average or
  * count_unique over a collection, with filters, a named interval and a timezone) precomputed per
  * distinct `index_by` value and per interval bucket, and kept current as events arrive: each new
  * event updates the one bucket it falls in, nothing is re-run. A dataset bootstraps by reading its

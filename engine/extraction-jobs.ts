@@ -1,5 +1,5 @@
 /**
- * Asynchronous extractions (spec/api.md §11): a submitted extraction becomes a job whose record
+ * Asynchronous extractions (docs/api.md §11): a submitted extraction becomes a job whose record
  * (extractions/<id>.json, written durably) survives restarts; jobs run one at a time, one query
  * worker task per segment through the query engine's own extraction code (query/extraction.ts),
  * appending NDJSON or CSV rows to extractions/<id>.part, renamed to its final name when done. A

@@ -1,5 +1,5 @@
 /**
- * svc.id values: 24 lowercase hex characters (spec/api.md §4). An event's id is a function of its
+ * svc.id values: 24 lowercase hex characters (docs/api.md §4). An event's id is a function of its
  * collection and its log offset (seq): 8 hex of the collection's key, then 16 hex of a keyed
  * 64-bit permutation (a 4-round Feistel network) of the seq. It is unique within a collection
  * (a permutation of unique offsets), looks random, and costs no bytes on disk: extraction and the

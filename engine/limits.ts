@@ -20,7 +20,7 @@ export const PROPERTY_NAME_CHARS_MAX = 255;
 export const STRING_VALUE_CHARS_MAX = 9_999;
 /** Distinct property paths per collection (seed) → TooManyPropertiesError. */
 export const COLLECTION_PROPERTIES_MAX = 1_000;
-/** Collection name length (spec/api.md §4) → InvalidCollectionNameError. */
+/** Collection name length (docs/api.md §4) → InvalidCollectionNameError. */
 export const COLLECTION_NAME_CHARS_MAX = 64;
 /** Collections returned by the list endpoint (seed). */
 export const COLLECTIONS_LISTED_MAX = 5_000;
@@ -91,7 +91,7 @@ export const RESPONSE_BYTES_MAX = 150 * 1_000_000;
 export const EXTRACTION_SCAN_MAX = 1_000_000;
 /** Events a synchronous extraction may return (seed) → ExtractionTooLargeError. */
 export const EXTRACTION_RESULT_MAX = 100_000;
-/** Events an asynchronous extraction job may write (spec/api.md §11) → ExtractionTooLargeError. */
+/** Events an asynchronous extraction job may write (docs/api.md §11) → ExtractionTooLargeError. */
 export const ASYNC_EXTRACTION_EVENTS_MAX = 10_000_000;
 /** How long an asynchronous extraction's record and file are kept after it is submitted (spec: 24 h). */
 export const ASYNC_EXTRACTION_TTL_MS = 24 * 3_600_000;
@@ -115,7 +115,7 @@ export const QUERIES_RUNNING_MAX = 4;
 export const QUERIES_WAITING_MAX = 64;
 /** How long a query may wait to start; past it → 503 ServiceUnavailableError (fast failure). */
 export const QUERY_START_DEADLINE_MS = 10_000;
-/** Regex filter pattern length (spec/api.md §6) → InvalidFilterError. */
+/** Regex filter pattern length (docs/api.md §6) → InvalidFilterError. */
 export const REGEX_PATTERN_CHARS_MAX = 256;
 
 // Enrichment (engine/enrich): caches keep add-ons off the write path's critical cost.

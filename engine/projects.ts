@@ -28,7 +28,7 @@ export class ProjectStore {
     const loaded = readJsonIfExists<ProjectsFile>(this.file);
     this.created = loaded === undefined;
     this.state = loaded ?? { orgId, orgKey: orgKey ?? newKey(), projects: [] };
-    // An operator-supplied org id or key wins over the stored one (spec/api.md §1).
+    // An operator-supplied org id or key wins over the stored one (docs/api.md §1).
     if (orgKey !== undefined) this.state.orgKey = orgKey;
     this.state.orgId = orgId;
   }

@@ -1,5 +1,5 @@
 /**
- * Saved and cached queries (spec/api.md §9). Definitions live in `saved-queries.json` in the data
+ * Saved and cached queries (docs/api.md §9). Definitions live in `saved-queries.json` in the data
  * directory (rewritten durably on every change, so they survive restarts). A definition with
  * `refresh_rate` 0 runs when its result is read and counts as an ad-hoc query; one with a refresh
  * rate (14,400-86,400 s) is a cached query: it runs right after it is saved (and after each start),

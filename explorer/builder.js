@@ -1,4 +1,4 @@
-// The query builder: one form for every analysis of spec/api.md §6. fillForm() shows a query,
+// The query builder: one form for every analysis of docs/api.md §6. fillForm() shows a query,
 // readForm() turns the form back into {analysis, params}, the API's own request body.
 
 export const ANALYSES = ['count', 'count_unique', 'minimum', 'maximum', 'sum', 'average', 'median',

@@ -1,4 +1,4 @@
-// Cached datasets (spec/api.md §10) in the sidebar: listed with their status; opening one asks for
+// Cached datasets (docs/api.md §10) in the sidebar: listed with their status; opening one asks for
 // an index_by value and a timeframe and draws the dataset's precomputed buckets (no rate limit).
 
 export function createDatasets({ api, list, onOpen }) {

@@ -1,4 +1,4 @@
-// Saved and cached queries (spec/api.md §9) in the sidebar: listed with the Read Key, opened into
+// Saved and cached queries (docs/api.md §9) in the sidebar: listed with the Read Key, opened into
 // the builder with their stored result (a cached one from the server's cache, no rate limit), and
 // saved from the builder with the Master Key (a Read Key gets the API's 403 message).
 

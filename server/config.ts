@@ -1,6 +1,6 @@
 /**
  * The server's configuration: the only module that reads process.argv and process.env. It turns the
- * flags of spec/api.md §1 into a frozen Config; it does not open files or sockets (main.ts does).
+ * flags of docs/api.md §1 into a frozen Config; it does not open files or sockets (main.ts does).
  */
 import { LOG_LEVELS, MEMORY_BUDGET_MIN_BYTES, parseBytes, type LogLevel } from '../engine/index.js';
 

@@ -1,5 +1,5 @@
 /**
- * Deletes (spec/api.md §7): the durable delete log and what the engine does with it. A delete of
+ * Deletes (docs/api.md §7): the durable delete log and what the engine does with it. A delete of
  * events or of a property appends an entry bound by log offset (`seq < seqBefore`) to
  * `deletes.json` (written and fsynced before the 204); readers apply the entries as a row
  * predicate (predicate.ts) until the background rewrite has removed the rows from every segment

@@ -1,5 +1,5 @@
 /**
- * What a pending delete means for rows already read: the delete entries (spec/api.md §7) as plain
+ * What a pending delete means for rows already read: the delete entries (docs/api.md §7) as plain
  * data that travels with a ScanSource to the query workers, and the pure functions that drop the
  * deleted rows from a selection and hide deleted properties. Entries bind by log offset
  * (`seq < seqBefore`), so events written after the delete are never touched. Filters are evaluated

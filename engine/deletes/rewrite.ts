@@ -1,6 +1,6 @@
 /**
  * The background rewrite of one segment without its deleted rows and properties, so disk space
- * comes back (spec/api.md §7). Runs on the segment worker (storage/segment-worker.ts, op
+ * comes back (docs/api.md §7). Runs on the segment worker (storage/segment-worker.ts, op
  * "rewrite") through the same reader and writer as flushes and compaction; the main thread swaps
  * the result into the manifest. A segment whose every row is deleted produces no file (rows 0);
  * one the entries do not change produces no file either (its row count, and no file at target).

@@ -1,5 +1,5 @@
 /**
- * A batch body (spec/api.md §4: a JSON object of collection name → array of events) parsed and
+ * A batch body (docs/api.md §4: a JSON object of collection name → array of events) parsed and
  * prepared off the thread that serves writes, and handed back in a form that crosses threads
  * cheaply: typed arrays per event and every event's leaves in one byte array (schema/leaf-codec.ts),
  * which the WAL record then holds as it is.

@@ -1,4 +1,4 @@
-/** Every query error of spec/api.md §3 that the query service raises, with its code and status. */
+/** Every query error of docs/api.md §3 that the query service raises, with its code and status. */
 import t from 'tap';
 import { ApiError } from '../errors.js';
 import { QueryService, type QueryLimits } from './service.js';

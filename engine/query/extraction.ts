@@ -4,7 +4,7 @@
  * onto the named dotted paths. A synchronous extraction scans at most extractionScanMax events
  * and returns at most extractionResultMax, else ExtractionTooLargeError. With `latest` the scan
  * visits the write buffer and then segments newest first, and stops once no older segment can
- * hold one of the N newest events, so `latest` never trips the scan limit (spec/api.md §11).
+ * hold one of the N newest events, so `latest` never trips the scan limit (docs/api.md §11).
  */
 import fs from 'node:fs';
 import { ApiError } from '../errors.js';

@@ -2,7 +2,7 @@
  * Evaluates FilterNodes over one chunk by compacting a selection vector (row indexes) in place.
  * Each filter is first reduced to a Matcher: per-tag answers computed once per chunk (string
  * constants become a per-dictionary-code match table), so the row loop reads only typed arrays.
- * A missing property matches only the negated operators and exists:false (spec/api.md §6).
+ * A missing property matches only the negated operators and exists:false (docs/api.md §6).
  */
 import {
   TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR,

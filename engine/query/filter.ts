@@ -1,5 +1,5 @@
 /**
- * Validates the `filters` parameter into FilterNode plan nodes (spec/api.md §6). Timestamp
+ * Validates the `filters` parameter into FilterNode plan nodes (docs/api.md §6). Timestamp
  * values of svc.timestamp / svc.created_at become ms so they compare as instants. Evaluation
  * over chunks lives in filter-eval.ts; this file is pure validation.
  */

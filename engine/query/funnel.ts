@@ -2,7 +2,7 @@
  * funnel: per step, the set of actors (values of actor_property) with a matching event in the
  * step's timeframe; step i counts the actors of every earlier non-optional step that did (or,
  * inverted, did not do) step i. Optional steps do not narrow later steps. Order in time is not
- * enforced (spec/api.md §6). Over funnelActorsMax actors in a step → TooManyGroupsError.
+ * enforced (docs/api.md §6). Over funnelActorsMax actors in a step → TooManyGroupsError.
  */
 import { ApiError } from '../errors.js';
 import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Primitive, type ScanSource } from '../storage/chunk.js';

@@ -1,5 +1,5 @@
 /**
- * Shapes finalized partial states into the response bodies of spec/api.md §6: a scalar, a list
+ * Shapes finalized partial states into the response bodies of docs/api.md §6: a scalar, a list
  * of buckets, a list of groups (sorted by group values, nulls last, or by order_by, then limit),
  * or buckets of groups. Empty buckets hold 0 for counts, [] for select_unique, else null.
  */

@@ -1,5 +1,5 @@
 /**
- * Timeframes and timezones of spec/api.md §6: relative names (this_N_days, previous_week, today,
+ * Timeframes and timezones of docs/api.md §6: relative names (this_N_days, previous_week, today,
  * ...) resolved against `nowMs` in an IANA zone or a fixed offset in seconds, and absolute
  * {start, end} pairs. Weeks start on Sunday. Pure: the clock comes in as an argument.
  */

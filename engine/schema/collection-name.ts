@@ -1,4 +1,4 @@
-/** Collection name rules of spec/api.md §4: 1-64 characters, no `$`, no leading `_`, no leading or trailing `.`. */
+/** Collection name rules of docs/api.md §4: 1-64 characters, no `$`, no leading `_`, no leading or trailing `.`. */
 import { ApiError } from '../errors.js';
 import { COLLECTION_NAME_CHARS_MAX } from '../limits.js';
 

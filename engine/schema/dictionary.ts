@@ -1,5 +1,5 @@
 /**
- * The schema dictionary of one collection: property path → type (spec/api.md §4). A path keeps the
+ * The schema dictionary of one collection: property path → type (docs/api.md §4). A path keeps the
  * first non-null type it was seen with; later values of other types are still stored. Bounded by
  * COLLECTION_PROPERTIES_MAX distinct paths (TooManyPropertiesError rejects the whole event).
  */

@@ -7,7 +7,7 @@
 import { assert } from '../assert.js';
 import type { DeleteEntry } from '../deletes/predicate.js';
 
-/** Schema type strings of spec/api.md §4. */
+/** Schema type strings of docs/api.md §4. */
 export type SchemaType = 'num' | 'bool' | 'string' | 'list' | 'null' | 'datetime' | 'geo';
 
 /** A list element or a scalar as stored. */

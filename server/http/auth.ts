@@ -1,5 +1,5 @@
 /**
- * Key checks for route handlers (spec/api.md §3): no key or a key unknown to the project → 401
+ * Key checks for route handlers (docs/api.md §3): no key or a key unknown to the project → 401
  * InvalidApiKeyError; a valid key of the wrong kind → 403 KeyNotPermittedError. The master key
  * passes every project check. An unknown project id answers 401, like a wrong key: that does not
  * reveal which project ids exist. Key comparison itself is the engine's (constant time).
@@ -41,7 +41,7 @@ export type Scope = { readonly kind: KeyKind; readonly access: null } | { readon
 
 /**
  * Checks `key` for a route that project keys of `allowed` kinds (and the Master Key) may use and,
- * when `permission` is given, access keys whose `permitted` holds it (spec/api.md §8). An access
+ * when `permission` is given, access keys whose `permitted` holds it (docs/api.md §8). An access
  * key elsewhere, revoked, or without the permission → 403; a key of another project → 401.
  */
 export function requireScope(

@@ -3,7 +3,7 @@ import t from 'tap';
 import { mulberry32 } from '../../test/helpers/random.js';
 import { lenientParams } from './parse.js';
 
-/** The rule of spec/api.md §6 as written: JSON.parse, and the raw text when it throws. */
+/** The rule of docs/api.md §6 as written: JSON.parse, and the raw text when it throws. */
 function reference(value: string): unknown {
   try {
     return JSON.parse(value);

@@ -1,6 +1,6 @@
 /**
  * Request parsing shared by routes: JSON bodies, the beacon's base64 `data`, lenient query-string
- * values (spec/api.md §6) and Accept negotiation. Pure functions; they throw ApiError on bad
+ * values (docs/api.md §6) and Accept negotiation. Pure functions; they throw ApiError on bad
  * input.
  */
 import { ApiError, parseJson, parseJsonBody } from '../../engine/index.js';
@@ -41,7 +41,7 @@ function parseLenient(value: string): unknown {
   try {
     return JSON.parse(value);
   } catch {
-    return value; // not JSON: the raw string is the value (spec/api.md §6)
+    return value; // not JSON: the raw string is the value (docs/api.md §6)
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * Access keys (spec/api.md §8) against the real server: management and its error shapes, the
+ * Access keys (docs/api.md §8) against the real server: management and its error shapes, the
  * permission matrix (routes × permitted values × active/revoked), autofill on every write path
  * (HTTP single, batch, beacon, Kafka produce), and forced filters tried as an attacker would.
  */

@@ -1,5 +1,5 @@
 /**
- * Asynchronous extractions (spec/api.md §11) through the real server: submit (202, Location,
+ * Asynchronous extractions (docs/api.md §11) through the real server: submit (202, Location,
  * {"result": {id, url, status}}), poll the job, stream the NDJSON or CSV result; the error shapes;
  * deleted events left out; and a job over two million events that completes after a kill -9 in
  * the middle of it.

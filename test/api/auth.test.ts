@@ -1,5 +1,5 @@
 /**
- * spec/api.md §3 on every route: no key or an unknown key → 401 InvalidApiKeyError, a valid key of the
+ * docs/api.md §3 on every route: no key or an unknown key → 401 InvalidApiKeyError, a valid key of the
  * wrong kind → 403 KeyNotPermittedError, the right kind (and the Master Key) → through. Keys work from
  * the Authorization header and from ?api_key=.
  */

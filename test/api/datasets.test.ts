@@ -1,5 +1,5 @@
 /**
- * Cached datasets (spec/api.md §10) over the real server: definitions and their 400s, bootstrap to
+ * Cached datasets (docs/api.md §10) over the real server: definitions and their 400s, bootstrap to
  * OK, results per index value and bucket equal to the ad-hoc query's, kept current while events
  * stream in, started over after a delete, and rebuilt after a restart.
  */

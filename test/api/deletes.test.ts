@@ -1,5 +1,5 @@
 /**
- * Deletes (spec/api.md §7) through the real server: by filters and timeframe, a whole collection,
+ * Deletes (docs/api.md §7) through the real server: by filters and timeframe, a whole collection,
  * a property; the error shapes; rate-limit categories; the deleted events gone from queries and
  * extractions, after a restart and after kill -9; disk space back once the background rewrite
  * has run. The outbound Kafka view is checked through the embedded engine and kafkajs.

@@ -1,5 +1,5 @@
 /**
- * Synchronous extraction with `latest` (spec/api.md §11): it reads the newest segments first and
+ * Synchronous extraction with `latest` (docs/api.md §11): it reads the newest segments first and
  * stops once older ones cannot hold one of the N newest events, so it returns the N newest in
  * ascending order without scanning the whole collection (and never trips the scan limit).
  */

@@ -1,5 +1,5 @@
 /**
- * Saved and cached queries (spec/api.md §9) over the real server: each endpoint's success and error
+ * Saved and cached queries (docs/api.md §9) over the real server: each endpoint's success and error
  * shapes, results equal to the ad-hoc answer, a cached result served while the ad-hoc rate limit
  * refuses queries, and definitions (and a recomputed cache) after a restart.
  */

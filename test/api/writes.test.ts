@@ -1,5 +1,5 @@
 /**
- * The write rules of the seed and spec/api.md §4, each at its exact boundary, through the real server:
+ * The write rules of the seed and docs/api.md §4, each at its exact boundary, through the real server:
  * property names, string lengths, event and batch sizes, property counts, collection names, svc
  * timestamps, placeholders and per-event batch results.
  */

@@ -1,4 +1,4 @@
-/** sum: total of the numeric values per cell; 0 over none (spec/api.md §6). */
+/** sum: total of the numeric values per cell; 0 over none (docs/api.md §6). */
 import { NumericGather } from './numeric.js';
 import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 

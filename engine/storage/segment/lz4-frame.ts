@@ -1,6 +1,6 @@
 /**
  * A faster LZ4 frame decoder for segment reads: lz4-napi decodes whole frames at ~260 MB/s but
- * raw blocks at ~2 GB/s (spec/enrichment.md), so this walks the frame in JS and hands each block
+ * raw blocks at ~2 GB/s (docs/enrichment.md), so this walks the frame in JS and hands each block
  * to the block decoder. It handles frames with independent blocks (what lz4-napi writes); any
  * other frame goes to lz4-napi's own frame decoder. Content checksums, if present, are skipped.
  *

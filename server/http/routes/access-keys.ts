@@ -1,5 +1,5 @@
 /**
- * Access key management (spec/api.md §8): the project's Master Key or the organization key creates,
+ * Access key management (docs/api.md §8): the project's Master Key or the organization key creates,
  * lists, reads, updates, revokes, unrevokes and deletes the project's access keys. An access key
  * never manages keys (403). Every answer but DELETE's has a JSON body.
  */

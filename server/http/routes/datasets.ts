@@ -1,5 +1,5 @@
 /**
- * Cached datasets (spec/api.md §10): defined and deleted with the Master Key; listed, read and
+ * Cached datasets (docs/api.md §10): defined and deleted with the Master Key; listed, read and
  * queried with the Read or Master Key or an access key permitted `datasets`. Results come from
  * memory and do not count toward the query rate limit.
  */
@@ -22,7 +22,7 @@ interface DatasetOptions {
 }
 
 /**
- * An access key's `options.datasets` (spec/api.md §8): `operations` (list, read = a definition,
+ * An access key's `options.datasets` (docs/api.md §8): `operations` (list, read = a definition,
  * retrieve = results; none given = all), `allowed` datasets with, per index_by property, the
  * values its results may be asked for, and `blocked` datasets. Anything outside them → 403.
  */

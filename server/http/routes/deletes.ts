@@ -1,5 +1,5 @@
 /**
- * Deletes (spec/api.md §7), Master Key only: events of a collection by filters/timeframe/timezone
+ * Deletes (docs/api.md §7), Master Key only: events of a collection by filters/timeframe/timezone
  * or the whole collection, and one property. Parameters come from the query string (parsed
  * leniently, as keen-analysis sends them) and/or a JSON body; unknown ones are ignored.
  */

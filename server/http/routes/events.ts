@@ -1,5 +1,5 @@
 /**
- * Recording events (spec/api.md §4): a single POST, the GET beacon, and the batch POST. Each
+ * Recording events (docs/api.md §4): a single POST, the GET beacon, and the batch POST. Each
  * handler parses the request, makes one engine.appendEvents call and shapes its results;
  * validation and enrichment are the engine's. GET without `data` is inspection (routes/inspect.ts).
  */

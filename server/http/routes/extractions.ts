@@ -1,5 +1,5 @@
 /**
- * Asynchronous extractions (spec/api.md §11): a POST/GET extraction with `async: true` or an
+ * Asynchronous extractions (docs/api.md §11): a POST/GET extraction with `async: true` or an
  * `email` becomes a job (202 with its status and result URLs); the job's status (Read Key); the
  * finished file, streamed as NDJSON or CSV. The engine owns the jobs; this file only shapes them.
  */

@@ -1,5 +1,5 @@
 /**
- * Schema inspection (spec/api.md §5): all collections, one collection, one property. Read or Master
+ * Schema inspection (docs/api.md §5): all collections, one collection, one property. Read or Master
  * Key. Links always use the /3.0 prefix, also when the request came in through /v3.
  */
 import { ApiError, limits, type CollectionSchema } from '../../../engine/index.js';

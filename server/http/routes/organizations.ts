@@ -1,5 +1,5 @@
 /**
- * The organization API (spec/api.md §2): create, list and get projects with the Organization
+ * The organization API (docs/api.md §2): create, list and get projects with the Organization
  * Key, and regenerate a project's write or read key with its Master Key.
  */
 import { ApiError } from '../../../engine/index.js';

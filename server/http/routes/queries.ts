@@ -1,5 +1,5 @@
 /**
- * Analyses (spec/api.md §6): GET (lenient query-string params), POST (one JSON object) and
+ * Analyses (docs/api.md §6): GET (lenient query-string params), POST (one JSON object) and
  * HEAD, with a Read or Master Key. The engine validates the parameters and runs the analysis.
  */
 import { ApiError, isAsyncExtraction, withForcedFilters } from '../../../engine/index.js';
@@ -49,7 +49,7 @@ export const runQuery: Handler = async (ctx, { engine }) => {
   const scope = requireScope(engine, project, ctx.key, ['read'], 'queries');
   if (!ANALYSES.has(analysis)) {
     throw new ApiError('ResourceNotFoundError',
-      `Unknown analysis "${analysis}"; see spec/api.md §6 for the list.`);
+      `Unknown analysis "${analysis}"; see docs/api.md §6 for the list.`);
   }
   const params = scopedParams(analysis, queryParams(ctx), scope);
   if (analysis === 'extraction' && isAsyncExtraction(params)) return submitExtraction(engine, project, params);

@@ -1,5 +1,5 @@
 /**
- * Saved and cached queries (spec/api.md §9): definitions are managed with the Master Key and read
+ * Saved and cached queries (docs/api.md §9): definitions are managed with the Master Key and read
  * with the Read or Master Key; `/result` serves a cached query from memory (no rate limit) and
  * runs any other as an ad-hoc query would. Every answer but DELETE's has a JSON body.
  */
@@ -23,7 +23,7 @@ function keyNotPermitted(why: string): ApiError {
 }
 
 /**
- * Who may read saved query `name` (spec/api.md §8): project Read/Master keys, and access keys with
+ * Who may read saved query `name` (docs/api.md §8): project Read/Master keys, and access keys with
  * `saved_queries` (or, for a cached query's result, `cached_queries`) whose allowed/blocked lists
  * let the name through and whose forced filters the saved query already carries.
  */

@@ -1,5 +1,5 @@
 /**
- * The state of one consumer group of the classic protocol (spec/kafka-protocol.md §3): members,
+ * The state of one consumer group of the classic protocol (docs/kafka-protocol.md §3): members,
  * generation, leader, chosen protocol, and the parked JoinGroup/SyncGroup responses. It holds data
  * and pure helpers; the transitions live in group-coordinator.ts.
  */

@@ -29,7 +29,7 @@ export interface Field {
 export interface MessageSpec {
   readonly apiKey: number;
   readonly name: string;
-  /** The range we advertise in ApiVersions (spec/kafka-protocol.md §1.2). */
+  /** The range we advertise in ApiVersions (docs/kafka-protocol.md §1.2). */
   readonly minVersion: number;
   readonly maxVersion: number;
   /** First flexible version; Infinity when we implement none. */

@@ -154,7 +154,7 @@ async function appendAccepted(
 ): Promise<void> {
   const projectId = session.projectId!;
   const ctxWrite = { ip: session.remoteAddress, userAgent: session.clientId ?? '' };
-  // An access key's autofill (spec/api.md §8) goes into every event, as on the HTTP write paths.
+  // An access key's autofill (docs/api.md §8) goes into every event, as on the HTTP write paths.
   if (session.autofill !== undefined) {
     for (const item of accepted) for (const event of item.events) applyAutofill(event.event, session.autofill);
   }

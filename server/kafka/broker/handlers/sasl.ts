@@ -44,7 +44,7 @@ function authError(code: number, message: string): Struct {
 }
 
 /**
- * An access key as a SASL password (spec/api.md §8): accepted by the inbound listener when active
+ * An access key as a SASL password (docs/api.md §8): accepted by the inbound listener when active
  * and permitted `writes`; its autofill then goes into every event the connection produces.
  */
 function accessKeyLogin(ctx: BrokerContext, session: Session, projectId: string, password: string): string | null {
