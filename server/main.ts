@@ -55,7 +55,7 @@ async function startKafka(
     ? { cert: readFileSync(config.kafkaTlsCert), key: readFileSync(config.kafkaTlsKey) }
     : undefined;
   const listener = await start({
-    engine, host: config.host, port, role, log,
+    engine, host: config.host, port, role, log, stateDir: config.dataDir,
     ...(config.kafkaAdvertisedHost !== undefined && { advertisedHost: config.kafkaAdvertisedHost }),
     ...(tls !== undefined && { tls }),
   });

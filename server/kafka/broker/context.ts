@@ -20,9 +20,8 @@ export interface BrokerContext {
   readonly waiters: FetchWaiters;
   readonly log: (msg: string) => void;
   readonly now: () => number;
+  /** Idempotent producers' batches and the producer ids handed out (durable on inbound). */
   readonly sequences: ProducerSequences;
-  /** Next id for InitProducerId. */
-  nextProducerId: number;
 }
 
 export interface Session {

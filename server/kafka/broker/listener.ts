@@ -24,6 +24,11 @@ export interface KafkaListenerOptions {
   log?: (msg: string) => void;
   /** Delay before an empty group's first generation (tests shorten it). */
   groupInitialDelayMs?: number;
+  /**
+   * The data dir: the inbound listener keeps idempotent producers' state there, so their retries
+   * are recognised across a restart. Without it that state is in memory only.
+   */
+  stateDir?: string;
 }
 
 export interface KafkaListener {
@@ -43,8 +48,8 @@ export async function startKafkaListener(opts: KafkaListenerOptions): Promise<Ka
     waiters: new FetchWaiters(),
     log,
     now: Date.now,
-    sequences: new ProducerSequences(),
-    nextProducerId: Date.now() % 2 ** 31,
+    // Only the inbound listener takes produce: it alone keeps the producer state in the data dir.
+    sequences: new ProducerSequences(opts.role === 'in' ? opts.stateDir : undefined),
   };
   const connections = new Set<Connection>();
   const accept = (socket: net.Socket): void => {
@@ -77,6 +82,8 @@ export async function startKafkaListener(opts: KafkaListenerOptions): Promise<Ka
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const connection of connections) connection.destroy();
       await closed;
+      await ctx.sequences.persist().catch(() => {});
+      ctx.sequences.close();
     },
   };
 }

@@ -1,17 +1,77 @@
 /**
  * Duplicate detection for idempotent producers (KIP-98, minimal): per producer id, epoch and
  * topic, the last few appended batches by sequence. A retried batch that matches one is answered
- * with its original base offset and not stored again. Anything else is accepted: after a restart
- * the cache is empty, and refusing unknown sequences (error 45) would be fatal to librdkafka.
+ * with its original base offset and not stored again. Anything else is accepted: refusing unknown
+ * sequences (error 45) would be fatal to librdkafka.
+ *
+ * Durability (like a Kafka broker's producer-state snapshots). The state survives a restart, also
+ * a kill -9: it lives in `<data dir>/kafka-producer-state.log`, an append-only file of one JSON
+ * line per appended idempotent batch (`{"b":[project, topic, producerId, epoch, baseSequence,
+ * count, baseOffset]}`) and per block of producer ids handed out (`{"ids":next}`). The produce
+ * handler calls `record` once the engine has appended a batch (its WAL append is fsynced), and
+ * `persist` before it answers: the lines of one request, and of all requests waiting meanwhile,
+ * go in one write and one fdatasync (a group commit). So every batch a producer was told is
+ * stored is in this file, and its retry after a restart gets the original base offset.
+ * Non-idempotent batches (producer id -1) cost nothing here.
+ *
+ * Why a file beside the WAL, not the producer fields in the engine's records: the engine's WAL and
+ * segments are shared with the HTTP write path and carry no Kafka metadata; a separate small log
+ * keeps the engine untouched and costs one line per batch (never per event). The one case it
+ * cannot cover is a crash between the engine's WAL fsync and this file's fsync (a window of one
+ * fsync): that batch was never acknowledged, and its retry is stored a second time.
+ *
+ * Producer ids are never reused across restarts: InitProducerId hands ids out of a block whose end
+ * is persisted (fsynced) before the first id of it is given out, and on open the next id is past
+ * every persisted block end and every producer id seen in a batch line.
+ *
+ * On open the file is replayed (a torn last line from a crash is skipped) and rewritten compactly
+ * (only the state kept in memory), through a temporary file, fsync and rename; it is compacted
+ * the same way whenever it has grown past COMPACT_BYTES.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { limits } from '../../../engine/index.js';
 
 const { PRODUCER_BATCHES_KEPT, PRODUCERS_TRACKED_MAX } = limits;
 
+export const PRODUCER_STATE_FILE = 'kafka-producer-state.log';
+/** Producer ids reserved by one persisted line. */
+const ID_BLOCK = 1000;
+/** The file is rewritten from the state in memory once it is past this size. */
+const COMPACT_BYTES = 64 * 1024 * 1024;
+
 interface SeenBatch { baseSequence: number; count: number; baseOffset: number }
+
+type BatchLine = [string, string, number, number, number, number, number];
 
 export class ProducerSequences {
   private readonly seen = new Map<string, SeenBatch[]>();
+  private readonly file: string | null;
+  private readonly fsync: boolean;
+  private fd: number | null = null;
+  private bytes = 0;
+  /** Lines recorded but not yet written; `persist` writes them. */
+  private pending: string[] = [];
+  private flushing: Promise<void> | null = null;
+  private nextId: number;
+  private idsReservedTo: number;
+
+  /**
+   * `dir`: the data dir to keep the state in; without it the state is in memory only (tests,
+   * listeners that take no produce).
+   */
+  constructor(dir?: string, options: { fsync?: boolean; firstId?: number } = {}) {
+    this.fsync = options.fsync ?? true;
+    this.nextId = options.firstId ?? Date.now() % 2 ** 31;
+    this.idsReservedTo = this.nextId;
+    this.file = dir === undefined ? null : path.join(dir, PRODUCER_STATE_FILE);
+    if (this.file === null) {
+      this.idsReservedTo = Number.MAX_SAFE_INTEGER;
+      return;
+    }
+    if (fs.existsSync(this.file)) this.replay(fs.readFileSync(this.file, 'utf8'));
+    this.compact();
+  }
 
   private static key(projectId: string, topic: string, producerId: number, epoch: number): string {
     return `${projectId}\u0000${topic}\u0000${producerId}\u0000${epoch}`;
@@ -25,16 +85,124 @@ export class ProducerSequences {
     return batches?.find((b) => b.baseSequence === baseSequence && b.count === count)?.baseOffset;
   }
 
+  /** Remembers an appended batch; `persist` makes it durable. */
   record(projectId: string, topic: string, producerId: number, epoch: number,
     baseSequence: number, count: number, baseOffset: number): void {
     if (producerId < 0) return;
+    this.remember(projectId, topic, producerId, epoch, { baseSequence, count, baseOffset });
+    if (this.file !== null) {
+      const line: BatchLine = [projectId, topic, producerId, epoch, baseSequence, count, baseOffset];
+      this.pending.push(`${JSON.stringify({ b: line })}\n`);
+    }
+  }
+
+  /** Writes and fsyncs every line recorded so far; resolves once they are durable. */
+  async persist(): Promise<void> {
+    if (this.file === null) return;
+    // A flush under way may have taken only part of the pending lines: wait, then flush the rest.
+    while (this.pending.length > 0 || this.flushing !== null) {
+      if (this.flushing !== null) {
+        await this.flushing;
+        continue;
+      }
+      this.flushing = this.flush().finally(() => { this.flushing = null; });
+      await this.flushing;
+    }
+  }
+
+  /** A producer id never handed out before, also not before a restart. */
+  async newProducerId(): Promise<number> {
+    if (this.nextId >= this.idsReservedTo) {
+      this.idsReservedTo = this.nextId + ID_BLOCK;
+      this.pending.push(`${JSON.stringify({ ids: this.idsReservedTo })}\n`);
+      await this.persist();
+    }
+    return this.nextId++;
+  }
+
+  close(): void {
+    if (this.fd !== null) fs.closeSync(this.fd);
+    this.fd = null;
+  }
+
+  private async flush(): Promise<void> {
+    const text = this.pending.join('');
+    this.pending = [];
+    const fd = this.fd!;
+    await new Promise<void>((resolve, reject) => {
+      fs.write(fd, text, null, 'utf8', (error) => (error ? reject(error) : resolve()));
+    });
+    if (this.fsync) {
+      await new Promise<void>((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+    }
+    this.bytes += Buffer.byteLength(text);
+    if (this.bytes > COMPACT_BYTES) this.compact();
+  }
+
+  private remember(projectId: string, topic: string, producerId: number, epoch: number,
+    batch: SeenBatch): void {
     const key = ProducerSequences.key(projectId, topic, producerId, epoch);
     const batches = this.seen.get(key) ?? [];
-    batches.push({ baseSequence, count, baseOffset });
+    batches.push(batch);
     if (batches.length > PRODUCER_BATCHES_KEPT) batches.shift();
     // Re-insert so the map's order is least recently used first; evict beyond the bound.
     this.seen.delete(key);
     this.seen.set(key, batches);
     if (this.seen.size > PRODUCERS_TRACKED_MAX) this.seen.delete(this.seen.keys().next().value!);
+    if (producerId >= this.nextId) this.nextId = producerId + 1;
+  }
+
+  private replay(text: string): void {
+    for (const line of text.split('\n')) {
+      if (line.length === 0) continue;
+      let entry: { b?: BatchLine; ids?: number };
+      try {
+        entry = JSON.parse(line);
+      } catch {
+        continue; // a torn last line from a crash: never acknowledged
+      }
+      if (typeof entry.ids === 'number') {
+        this.nextId = Math.max(this.nextId, entry.ids);
+      } else if (Array.isArray(entry.b) && entry.b.length === 7) {
+        const [projectId, topic, producerId, epoch, baseSequence, count, baseOffset] = entry.b;
+        this.remember(projectId, topic, producerId, epoch, { baseSequence, count, baseOffset });
+      }
+    }
+    this.idsReservedTo = this.nextId;
+  }
+
+  /** Rewrites the file from the state in memory (temporary file, fsync, rename, fsync the dir). */
+  private compact(): void {
+    const file = this.file!;
+    const lines: string[] = [`${JSON.stringify({ ids: this.idsReservedTo })}\n`];
+    for (const [key, batches] of this.seen) {
+      const [projectId, topic, producerId, epoch] = key.split('\u0000');
+      for (const b of batches) {
+        const line: BatchLine = [projectId!, topic!, Number(producerId), Number(epoch),
+          b.baseSequence, b.count, b.baseOffset];
+        lines.push(`${JSON.stringify({ b: line })}\n`);
+      }
+    }
+    const text = lines.join('');
+    const tmp = `${file}.tmp`;
+    const tmpFd = fs.openSync(tmp, 'w');
+    try {
+      fs.writeSync(tmpFd, text);
+      if (this.fsync) fs.fsyncSync(tmpFd);
+    } finally {
+      fs.closeSync(tmpFd);
+    }
+    fs.renameSync(tmp, file);
+    if (this.fsync) {
+      const dirFd = fs.openSync(path.dirname(file), 'r');
+      try {
+        fs.fsyncSync(dirFd);
+      } finally {
+        fs.closeSync(dirFd);
+      }
+    }
+    if (this.fd !== null) fs.closeSync(this.fd);
+    this.fd = fs.openSync(file, 'a');
+    this.bytes = Buffer.byteLength(text);
   }
 }

@@ -2,11 +2,25 @@
  * Decompression of RecordBatch payloads by attribute bits 0–2: 1 gzip (zlib), 2 snappy (raw
  * block as librdkafka writes it, or xerial framing as the Java client does), 3 lz4 (LZ4 frame,
  * lz4-napi), 4 zstd (fzstd, pure JS). Compression is only gzip: outbound batches are plain or gzip (kafkajs
- * decodes nothing else). Every output is bounded by `outputBytesMax` to stop decompression bombs.
+ * decodes nothing else).
+ *
+ * Every output is bounded by `outputBytesMax` to stop decompression bombs (a few KB that inflate
+ * to gigabytes), and the bound holds *while* decoding, never only after it:
+ * - gzip: zlib's maxOutputLength stops inflating at the bound.
+ * - snappy: each block's declared length is checked before it is inflated.
+ * - lz4: the LZ4 frame is walked here block by block (each at most the frame's declared block
+ *   maximum, 4 MB at most); each block is inflated alone by lz4-napi's block decoder into a
+ *   buffer of that maximum (linked blocks get the previous 64 KB as dictionary), and decoding
+ *   stops as soon as the running total passes the bound.
+ * - zstd: the frames and their block headers are walked here first (no inflating); a frame whose
+ *   window or declared content size is past the bound is refused before fzstd allocates anything.
+ *   A frame that declares its content size is inflated in place into a buffer of that size; one
+ *   that does not goes through fzstd's streaming `Decompress`, whose chunks (a block, at most
+ *   128 KB) are counted and decoding stops as soon as the total passes the bound.
  */
 import zlib from 'node:zlib';
-import { decompressFrameSync } from 'lz4-napi';
-import { decompress as zstdDecompress } from 'fzstd';
+import { uncompressSync as lz4BlockUncompress } from 'lz4-napi';
+import { Decompress as ZstdStream, decompress as zstdDecompress } from 'fzstd';
 import snappy from 'snappyjs';
 import { Reader } from './reader.js';
 
@@ -45,11 +59,9 @@ function decompressUnchecked(codec: number, input: Buffer, outputBytesMax: numbe
         ? unsnappyXerial(input, outputBytesMax)
         : unsnappyRaw(input, outputBytesMax);
     case Compression.lz4:
-      return decompressFrameSync(input);
-    case Compression.zstd: {
-      const out = zstdDecompress(input);
-      return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
-    }
+      return unlz4(input, outputBytesMax);
+    case Compression.zstd:
+      return unzstd(input, outputBytesMax);
     default:
       throw new UnsupportedCompressionError(`compression codec ${codec}`);
   }
@@ -74,6 +86,213 @@ function unsnappyXerial(input: Buffer, outputBytesMax: number): Buffer {
     parts.push(block);
   }
   return Buffer.concat(parts, total);
+}
+
+function tooLarge(total: number, outputBytesMax: number): DecompressError {
+  return new DecompressError(`decompressed more than ${outputBytesMax} bytes (${total} so far)`);
+}
+
+function declaredTooLarge(declared: number | bigint, outputBytesMax: number): DecompressError {
+  return new DecompressError(`a frame declares ${declared} bytes of content, more than ${outputBytesMax}`);
+}
+
+function need(input: Buffer, at: number, bytes: number, what: string): void {
+  if (at + bytes > input.length) throw new DecompressError(`truncated ${what}`);
+}
+
+const LZ4_MAGIC = 0x184d2204;
+const LZ4_WINDOW = 64 * 1024;
+
+/**
+ * LZ4 frame format (lz4_Frame_format.md): magic, FLG, BD, [content size 8], [dict id 4], HC;
+ * blocks [uint32 LE size, high bit = stored uncompressed][data][block checksum 4]; end mark 0;
+ * [content checksum 4]. Frames may follow each other; skippable frames are skipped. Checksums
+ * are not verified: the batch CRC32C already covers these bytes.
+ */
+function unlz4(input: Buffer, outputBytesMax: number): Buffer {
+  const parts: Buffer[] = [];
+  let total = 0;
+  let at = 0;
+  // Bounded by the input: each turn consumes at least a frame header or a block size word.
+  while (at < input.length) {
+    need(input, at, 8, 'lz4 frame header');
+    const magic = input.readUInt32LE(at);
+    if ((magic & 0xfffffff0) === 0x184d2a50) { // skippable frame
+      at += 8 + input.readUInt32LE(at + 4);
+      if (at > input.length) throw new DecompressError('truncated lz4 skippable frame');
+      continue;
+    }
+    if (magic !== LZ4_MAGIC) throw new DecompressError(`lz4 frame magic 0x${magic.toString(16)}`);
+    const flg = input[at + 4]!;
+    const bd = input[at + 5]!;
+    if (flg >> 6 !== 1) throw new DecompressError(`lz4 frame version ${flg >> 6}`);
+    const independent = (flg & 0x20) !== 0;
+    const blockChecksums = (flg & 0x10) !== 0;
+    const contentSize = (flg & 0x08) !== 0;
+    const contentChecksum = (flg & 0x04) !== 0;
+    const dictId = (flg & 0x01) !== 0;
+    const sizeCode = (bd >> 4) & 0x07;
+    if (sizeCode < 4) throw new DecompressError(`lz4 block maximum size code ${sizeCode}`);
+    const blockMax = 1 << (8 + 2 * sizeCode); // 64 KB, 256 KB, 1 MB, 4 MB
+    at += 6;
+    if (contentSize) {
+      need(input, at, 8, 'lz4 frame header');
+      const declared = input.readBigUInt64LE(at);
+      if (declared > BigInt(outputBytesMax - total)) throw declaredTooLarge(declared, outputBytesMax - total);
+      at += 8;
+    }
+    if (dictId) throw new DecompressError('lz4 frame with a dictionary id');
+    at += 1; // header checksum
+    let window: Buffer = Buffer.alloc(0);
+    for (;;) {
+      need(input, at, 4, 'lz4 block');
+      const word = input.readUInt32LE(at);
+      at += 4;
+      if (word === 0) break; // end mark
+      const size = word & 0x7fffffff;
+      if (size > blockMax) throw new DecompressError(`lz4 block of ${size} bytes > ${blockMax}`);
+      need(input, at, size + (blockChecksums ? 4 : 0), 'lz4 block');
+      const data = input.subarray(at, at + size);
+      at += size + (blockChecksums ? 4 : 0);
+      let block: Buffer;
+      if (word >>> 31 === 1) {
+        block = Buffer.from(data);
+      } else {
+        // lz4-napi's block decoder takes the output capacity as a 4-byte LE prefix and fails if
+        // the block inflates past it: at most blockMax (4 MB) is ever allocated per block.
+        const prefixed = Buffer.allocUnsafe(4 + size);
+        prefixed.writeUInt32LE(blockMax, 0);
+        data.copy(prefixed, 4);
+        try {
+          block = independent ? lz4BlockUncompress(prefixed) : lz4BlockUncompress(prefixed, window);
+        } catch (error) {
+          throw new DecompressError(`lz4 block: ${(error as Error).message}`, { cause: error });
+        }
+      }
+      total += block.length;
+      if (total > outputBytesMax) throw tooLarge(total, outputBytesMax);
+      parts.push(block);
+      if (!independent) {
+        window = block.length >= LZ4_WINDOW
+          ? block.subarray(block.length - LZ4_WINDOW)
+          : Buffer.concat([window, block]).subarray(-LZ4_WINDOW);
+      }
+    }
+    if (contentChecksum) at += 4;
+    if (at > input.length) throw new DecompressError('truncated lz4 content checksum');
+  }
+  return Buffer.concat(parts, total);
+}
+
+const ZSTD_MAGIC = 0xfd2fb528;
+const ZSTD_BLOCK_MAX = 128 * 1024;
+/**
+ * The largest window a frame may ask for. A window can exceed its frame's content (librdkafka's
+ * frames say 2 MB whatever they hold), so it is not held to `outputBytesMax`; 64 MB is past what
+ * Kafka clients write (zstd levels up to 19: 8 MB) and half libzstd's own default limit (128 MB).
+ */
+const ZSTD_WINDOW_BYTES_MAX = 64 * 1024 * 1024;
+
+interface ZstdFrame { bytes: Buffer; contentSize: number | null }
+
+/**
+ * Zstandard frames (RFC 8878): each frame's header and block headers are read here to find its
+ * end and check it against the bound before fzstd sees it; then each frame is inflated alone.
+ */
+function unzstd(input: Buffer, outputBytesMax: number): Buffer {
+  const frames = zstdFrames(input, outputBytesMax);
+  const parts: Buffer[] = [];
+  let total = 0;
+  for (const frame of frames) {
+    let out: Uint8Array;
+    if (frame.contentSize !== null && frame.contentSize > 0) {
+      if (frame.contentSize > outputBytesMax - total) throw declaredTooLarge(frame.contentSize, outputBytesMax - total);
+      // fzstd allocates exactly the declared size and inflates into it (never past it).
+      out = zstdDecompress(frame.bytes);
+      total += out.length;
+      parts.push(Buffer.from(out.buffer, out.byteOffset, out.byteLength) as Buffer);
+      continue;
+    }
+    const chunks: Buffer[] = [];
+    const stream = new ZstdStream((chunk) => {
+      total += chunk.length;
+      if (total > outputBytesMax) throw tooLarge(total, outputBytesMax);
+      chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    });
+    stream.push(frame.bytes, true);
+    parts.push(...chunks);
+  }
+  return Buffer.concat(parts, total);
+}
+
+function zstdFrames(input: Buffer, outputBytesMax: number): ZstdFrame[] {
+  const frames: ZstdFrame[] = [];
+  let at = 0;
+  // Bounded by the input: each turn consumes a frame header or a 3-byte block header.
+  while (at < input.length) {
+    const start = at;
+    need(input, at, 4, 'zstd frame');
+    const magic = input.readUInt32LE(at);
+    if ((magic & 0xfffffff0) === 0x184d2a50) { // skippable frame
+      need(input, at, 8, 'zstd skippable frame');
+      at += 8 + input.readUInt32LE(at + 4);
+      if (at > input.length) throw new DecompressError('truncated zstd skippable frame');
+      continue;
+    }
+    if (magic !== ZSTD_MAGIC) throw new DecompressError(`zstd frame magic 0x${magic.toString(16)}`);
+    need(input, at, 5, 'zstd frame header');
+    const fhd = input[at + 4]!;
+    const fcsFlag = fhd >> 6;
+    const singleSegment = (fhd & 0x20) !== 0;
+    const checksum = (fhd & 0x04) !== 0;
+    const dictBytes = [0, 1, 2, 4][fhd & 0x03]!;
+    const fcsBytes = fcsFlag === 0 ? (singleSegment ? 1 : 0) : 1 << fcsFlag;
+    at += 5;
+    let window = 0;
+    if (!singleSegment) {
+      need(input, at, 1, 'zstd frame header');
+      const descriptor = input[at]!;
+      const base = 2 ** (10 + (descriptor >> 3));
+      window = base + (base / 8) * (descriptor & 0x07);
+      at += 1;
+    }
+    at += dictBytes;
+    need(input, at, fcsBytes, 'zstd frame header');
+    let contentSize: number | null = null;
+    if (fcsBytes > 0) {
+      let size = 0;
+      for (let i = fcsBytes - 1; i >= 0; i--) size = size * 256 + input[at + i]!;
+      if (fcsBytes === 2) size += 256;
+      contentSize = size;
+      at += fcsBytes;
+    }
+    if (singleSegment) window = contentSize!;
+    // fzstd allocates the declared content, or else the window, up front: refuse either past
+    // its bound before it does.
+    if (contentSize !== null && contentSize > outputBytesMax) throw declaredTooLarge(contentSize, outputBytesMax);
+    if (window > ZSTD_WINDOW_BYTES_MAX) {
+      throw new DecompressError(`zstd window of ${window} bytes > ${ZSTD_WINDOW_BYTES_MAX}`);
+    }
+    const blockMax = Math.min(window, ZSTD_BLOCK_MAX);
+    for (let last = false; !last;) {
+      need(input, at, 3, 'zstd block header');
+      const header = input[at]! | (input[at + 1]! << 8) | (input[at + 2]! << 16);
+      at += 3;
+      last = (header & 1) === 1;
+      const type = (header >> 1) & 3;
+      const size = header >>> 3;
+      if (type === 3) throw new DecompressError('zstd reserved block type');
+      // Raw and RLE sizes are the inflated size, compressed ones the input size: both at most
+      // the block maximum (fzstd does not check RLE blocks, which could otherwise be 2 MB).
+      if (size > blockMax) throw new DecompressError(`zstd block of ${size} bytes > ${blockMax}`);
+      at += type === 1 ? 1 : size;
+      if (at > input.length) throw new DecompressError('truncated zstd block');
+    }
+    if (checksum) at += 4;
+    if (at > input.length) throw new DecompressError('truncated zstd checksum');
+    frames.push({ bytes: input.subarray(start, at), contentSize });
+  }
+  return frames;
 }
 
 export function gzip(input: Buffer): Buffer {

@@ -3,61 +3,17 @@
  * SaslHandshake v0 (kafka-python's flow), ApiVersions of an unknown version, pipelined requests
  * answered in order, acks=0, and connections closed for oversized frames or pre-auth requests.
  */
-import net from 'node:net';
 import t from 'tap';
 import { ApiKey } from '../protocol/api-keys.js';
-import { decodeResponse, encodeRequest } from '../protocol/codec.js';
-import { frame, FrameSplitter } from '../protocol/frame.js';
+import { encodeRequest } from '../protocol/codec.js';
+import { frame } from '../protocol/frame.js';
 import { encodeRecordBatch } from '../protocol/record-batch.js';
 import type { Struct } from '../protocol/schema.js';
 import { startTestBroker, type TestBroker } from '../test-helpers/broker.js';
-
-class RawClient {
-  private readonly splitter = new FrameSplitter();
-  private readonly frames: Buffer[] = [];
-  private waiters: (() => void)[] = [];
-  closed = false;
-  private correlation = 0;
-  constructor(readonly socket: net.Socket) {
-    socket.on('data', (chunk) => {
-      this.frames.push(...this.splitter.push(chunk));
-      this.waiters.splice(0).forEach((w) => w());
-    });
-    socket.on('close', () => {
-      this.closed = true;
-      this.waiters.splice(0).forEach((w) => w());
-    });
-  }
-  static async connect(port: number): Promise<RawClient> {
-    const socket = net.connect(port, '127.0.0.1');
-    await new Promise((r) => socket.once('connect', r));
-    return new RawClient(socket);
-  }
-  send(apiKey: number, version: number, body: Struct): number {
-    const correlation_id = this.correlation++;
-    this.socket.write(frame(encodeRequest({ api_key: apiKey, api_version: version, correlation_id, client_id: 'raw' }, body)));
-    return correlation_id;
-  }
-  async next(): Promise<Buffer | null> {
-    while (this.frames.length === 0) {
-      if (this.closed) return null;
-      await new Promise<void>((r) => this.waiters.push(r));
-    }
-    return this.frames.shift()!;
-  }
-  async response(apiKey: number, version: number) {
-    const payload = await this.next();
-    if (payload === null) throw new Error('connection closed');
-    return decodeResponse(apiKey, version, payload);
-  }
-}
+import { RawClient } from '../test-helpers/raw-client.js';
 
 async function authenticate(c: RawClient, broker: TestBroker, password: string): Promise<void> {
-  c.send(ApiKey.SaslHandshake, 1, { mechanism: 'PLAIN' });
-  await c.response(ApiKey.SaslHandshake, 1);
-  c.send(ApiKey.SaslAuthenticate, 1, { auth_bytes: Buffer.from(`\0${broker.te.project.id}\0${password}`) });
-  const auth = await c.response(ApiKey.SaslAuthenticate, 1);
-  if (auth.body.error_code !== 0) throw new Error(auth.body.error_message);
+  await c.authenticate(broker.te.project.id, password);
 }
 
 t.test('SaslHandshake v0 then a bare token (authzid = username), as kafka-python does', async (t) => {

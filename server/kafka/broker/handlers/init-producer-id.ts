@@ -1,6 +1,6 @@
 /**
- * InitProducerId for idempotent producers: a fresh id per call. Transactions are not supported.
- * Sequence numbers are accepted as they come (no duplicate detection yet).
+ * InitProducerId for idempotent producers: a fresh id per call, never one handed out before, also
+ * before a restart (producer-sequences.ts). Transactions are not supported.
  */
 import { KafkaError } from '../../protocol/errors.js';
 import type { Handler } from './handler.js';
@@ -12,6 +12,6 @@ export const handleInitProducerId: Handler = async (ctx, session, request) => {
       producer_id: -1, producer_epoch: -1,
     };
   }
-  const producer_id = ctx.nextProducerId++;
+  const producer_id = await ctx.sequences.newProducerId();
   return { throttle_time_ms: 0, error_code: KafkaError.NONE, producer_id, producer_epoch: 0 };
 };

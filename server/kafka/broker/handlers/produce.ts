@@ -40,11 +40,13 @@ export const handleProduce: Handler = async (ctx, session, request) => {
   const { acks, topic_data } = request.body as { acks: number; topic_data: TopicData[] };
   const version = request.header.api_version;
   const accepted: Accepted[] = [];
+  let idempotent = false;
   const results = topic_data.map((topic) => topic.partition_data.map((partition) => {
     const rejection = checkPartition(ctx, version, acks, topic.name, partition.index);
     if (rejection) return rejection;
     const { result, events, producer } = parsePartition(topic.name, partition.records);
     if (result.error_code !== KafkaError.NONE) return result;
+    if (producer.producerId >= 0) idempotent = true;
     const duplicate = ctx.sequences.duplicateOf(session.projectId!, topic.name, producer.producerId,
       producer.epoch, producer.baseSequence, events.length);
     if (duplicate !== undefined) result.base_offset = duplicate;
@@ -52,6 +54,7 @@ export const handleProduce: Handler = async (ctx, session, request) => {
     return result;
   }));
   await appendAccepted(ctx, session, accepted);
+  if (idempotent) await persistSequences(ctx, results.flat());
   if (acks === 0) return null;
   const responses = topic_data.map((topic, t) => ({
     name: topic.name,
@@ -61,6 +64,26 @@ export const handleProduce: Handler = async (ctx, session, request) => {
   }));
   return { responses, throttle_time_ms: 0 };
 };
+
+/**
+ * Idempotent batches: their sequence state is made durable before the answer (a retry after a
+ * crash must be recognised, producer-sequences.ts). Also when a batch was answered as a duplicate,
+ * since the original's state may still be on its way to disk. If it cannot be written, the
+ * batches are stored but the answer is an error: the producer retries and is recognised while the
+ * server runs.
+ */
+async function persistSequences(ctx: BrokerContext, results: PartitionResult[]): Promise<void> {
+  try {
+    await ctx.sequences.persist();
+  } catch (error) {
+    ctx.log(`kafka produce: producer state not written: ${(error as Error).stack}`);
+    for (const result of results) {
+      if (result.error_code !== KafkaError.NONE) continue;
+      result.error_code = KafkaError.UNKNOWN_SERVER_ERROR;
+      result.error_message = 'Internal error while storing the producer state.';
+    }
+  }
+}
 
 function checkPartition(
   ctx: BrokerContext, version: number, acks: number, topic: string, index: number,
