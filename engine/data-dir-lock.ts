@@ -134,9 +134,12 @@ export function lockDataDir(dir: string): DataDirLock {
     try {
       fs.writeSync(fd, content);
       fs.fsyncSync(fd);
-    } finally {
+    } catch (error) {
       fs.closeSync(fd);
+      fs.rmSync(file, { force: true }); // a full disk: leave no empty lock behind
+      throw error;
     }
+    fs.closeSync(fd);
     held.add(file);
     if (!exitHook) {
       exitHook = true;
