@@ -4,6 +4,7 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import type { LogRecord } from './api.js';
 import { collectionIdKey } from './ids.js';
+import { abandonDataDirLock } from './data-dir-lock.js';
 import { EventBuilder, openEngine, type TallyEngine } from './index.js';
 import { readSegment } from './storage/segment/reader.js';
 
@@ -85,6 +86,7 @@ t.test('a crash before any flush loses nothing acknowledged (WAL replay), exactl
   await crashed.flush();
   await crashed.appendEvents(project, [{ collection: 'clicks', event: { n: 50 } }], ctx);
   // No close(): the next open sees the files as a kill -9 would leave them.
+  abandonDataDirLock(dir);
   const recovered = await open(dir);
   const ns = rowsOf(recovered, project, 'clicks').map((r) => JSON.parse(r).n).sort((a, b) => a - b);
   t.same(ns, Array.from({ length: 51 }, (_, i) => i));
@@ -99,6 +101,7 @@ t.test('uniqueness tokens drop duplicates, also across restarts', async (t) => {
   t.same((await engine.appendEvents(project, [event(), event()], ctx)).map((r) => r.ok), [true, true]);
   await engine.flush();
   await engine.appendEvents(project, [{ collection: 'orders', event: { svc: { uniqueness_token: 'tok-2' } } }], ctx);
+  abandonDataDirLock(dir);
   const reopened = await open(dir); // crash: tok-2 is only in the WAL, tok-1 in tokens.log
   await reopened.appendEvents(project, [event(), { collection: 'orders', event: { svc: { uniqueness_token: 'tok-2' } } }], ctx);
   t.equal(rowsOf(reopened, project, 'orders').length, 2);

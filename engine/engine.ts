@@ -39,6 +39,7 @@ import { LogReader } from './log.js';
 import { RetiredFiles } from './storage/retired-files.js';
 import { collectGarbage, defaultMemoryBudget, planMemory, type MemoryPlan } from './memory.js';
 import { WritePath } from './write-path.js';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 
 type OffsetsFile = Record<string, Record<string, CommittedOffset[]>>;
 
@@ -109,9 +110,25 @@ class Engine implements TallyEngine {
     });
   }
 
+  /** The lock on the data directory (data-dir-lock.ts), released by close(). */
+  private lock: DataDirLock | null = null;
+
   static async open(options: EngineOptions): Promise<Engine> {
     const dataDir = path.resolve(options.dataDir);
-    fs.mkdirSync(dataDir, { recursive: true });
+    // Only the owner can enter the directory (the keys are in it); then the lock, before any file.
+    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const lock = lockDataDir(dataDir);
+    try {
+      const engine = await Engine.openLocked(options, dataDir);
+      engine.lock = lock;
+      return engine;
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
+  }
+
+  private static async openLocked(options: EngineOptions, dataDir: string): Promise<Engine> {
     const clock = options.clock ?? Date.now;
     const logger = options.logger ?? jsonLogger();
     const projects = new ProjectStore(dataDir, options.orgId ?? 'default', options.orgKey);
@@ -714,6 +731,7 @@ class Engine implements TallyEngine {
     await this.queries.close();
     await this.segmentPool.close();
     this.retired.close();
+    this.lock?.release();
   }
 }
 

@@ -14,6 +14,7 @@ export type { ErrorCode } from './errors.js';
 export { AssertionError } from './assert.js';
 export * as limits from './limits.js';
 export { openEngine } from './engine.js';
+export { DataDirError, LOCK_FILE } from './data-dir-lock.js';
 export type { RunInformation, SavedQuery } from './saved-queries.js';
 export type { DatasetDefinition, DatasetView } from './datasets.js';
 export { PERMISSIONS, applyAutofill, carriesForcedFilters, withForcedFilters, type AccessKey, type AccessKeyOptions, type NameList, type Permission } from './access-keys.js';

@@ -1,14 +1,17 @@
 #!/usr/bin/env node
 /**
- * The server's entry point: reads the config, opens the engine, starts HTTP(S) and, when built and
- * enabled, the Kafka listeners and bridge; prints the first-start banner and the ready line; on
- * SIGTERM/SIGINT stops accepting, finishes in-flight writes, closes the engine and exits 0.
+ * The server's entry point: reads the config, checks the data directory (owner-only; the engine
+ * locks it), opens the engine, starts HTTP(S) and, when built and enabled, the Kafka listeners and
+ * bridge; prints the first-start banner and the ready line; on SIGTERM/SIGINT (or, under
+ * `npm start`, when npm is gone) stops accepting, finishes in-flight writes, closes the engine
+ * (releasing the lock) and exits 0. What stops a start is one line on stderr and exit code 1.
  */
 import { readFileSync } from 'node:fs';
-import { jsonLogger, openEngine, type Logger, type TallyEngine } from '../engine/index.js';
+import { DataDirError, jsonLogger, openEngine, type Logger, type TallyEngine } from '../engine/index.js';
 import { ConfigError, readConfig, usage, type Config } from './config.js';
 import { startHttp, type HttpListener } from './http/listen.js';
 import { Metrics } from './metrics.js';
+import { StartupError, checkDataDir, listenError } from './startup.js';
 
 /** How long shutdown waits for in-flight requests before closing connections. */
 const SHUTDOWN_DRAIN_MS = 30_000;
@@ -58,6 +61,8 @@ async function startKafka(
     engine, host: config.host, port, role, log, stateDir: config.dataDir,
     ...(config.kafkaAdvertisedHost !== undefined && { advertisedHost: config.kafkaAdvertisedHost }),
     ...(tls !== undefined && { tls }),
+  }).catch((error: unknown) => {
+    throw listenError(error, `kafka-${role}-port`, config.host, port) ?? error;
   });
   const host = config.kafkaAdvertisedHost ?? config.host;
   return { address: `${host}:${listener.port}`, listener };
@@ -119,18 +124,43 @@ function openOptions(config: Config): Parameters<typeof openEngine>[0] {
   };
 }
 
+/**
+ * `npm start` runs the server with TALLY_EXIT_WITH_PARENT=1 as npm's own child (package.json:
+ * `exec sh bin/tally`), so npm's SIGTERM/SIGINT reach it. Should npm die without passing a signal
+ * on (SIGKILL), the server is handed to another parent; it notices and stops as on SIGTERM rather
+ * than serve on with no one to stop it.
+ */
+const PARENT_POLL_MS = 500;
+
+function watchParent(stop: (reason: string) => void): void {
+  if (process.env['TALLY_EXIT_WITH_PARENT'] !== '1') return;
+  delete process.env['TALLY_EXIT_WITH_PARENT'];
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    stop(`parent process ${parent} exited`);
+  }, PARENT_POLL_MS);
+  timer.unref();
+}
+
 async function main(): Promise<void> {
+  // Files and directories the server creates are the owner's only (the keys are in projects.json).
+  process.umask(0o077);
   const config = readConfig();
   if (config.help) {
     process.stdout.write(usage() + '\n');
     return;
   }
   logger = jsonLogger(config.logLevel);
+  checkDataDir(config.dataDir);
   const engine = await openEngine(openOptions(config));
   const http = await startHttp({
     engine, host: config.host, port: config.httpPort, trustProxy: config.trustProxy, logger, metrics: new Metrics(engine),
     ...(config.tlsCert && config.tlsKey
       && { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }),
+  }).catch((error: unknown) => {
+    throw listenError(error, 'http-port', config.host, config.httpPort) ?? error;
   });
   const kafkaIn = await startKafka(config, engine, 'in', config.kafkaInPort);
   const kafkaOut = await startKafka(config, engine, 'out', config.kafkaOutPort);
@@ -161,12 +191,18 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  watchParent(onSignal);
 }
 
 main().catch((error: unknown) => {
   if (error instanceof ConfigError) {
     process.stderr.write(`tally: ${error.message}\n\n${usage()}\n`);
     process.exit(2);
+  }
+  if (error instanceof StartupError || error instanceof DataDirError) {
+    // The engine's lock (if it was taken) is removed by its exit hook.
+    process.stderr.write(`tally: ${error.message}\n`);
+    process.exit(1);
   }
   logger.write('error', 'tally failed to start', { error });
   process.exit(1);

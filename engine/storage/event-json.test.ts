@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { openEngine, type TallyEngine } from '../index.js';
+import { abandonDataDirLock } from '../data-dir-lock.js';
 import { formatTimestamp } from '../schema/timestamp.js';
 
 const ctx = { ip: '203.0.113.9', userAgent: 'test/1.0' };
@@ -152,6 +153,7 @@ t.test('events replayed from the WAL after a crash equal what was sent: in-threa
   t.same((await crashed.appendBatchBody(project, body, ctx)).results.filter((result) => !result.ok), []);
   const before = logEvents(crashed, project, 'batch');
   // No close() and no flush: every row is in the WAL only, as a kill -9 leaves it.
+  abandonDataDirLock(dir);
   const recovered = await openEngine(options);
   await check(t, recovered, project, 'awkward', sent, 'WAL replay, in-thread call');
   t.same(logEvents(recovered, project, 'batch'), before, 'the worker-prepared batch replays as it was, svc.id included');

@@ -3,6 +3,7 @@
  * requests being served finish (bounded by a drain timeout), then closes the remaining connections.
  */
 import type { Metrics } from '../metrics.js';
+import net from 'node:net';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { Logger, TallyEngine } from '../../engine/index.js';
 import { createRouter } from './app.js';
@@ -42,10 +43,14 @@ export function startHttp(options: HttpOptions): Promise<HttpListener> {
   registerLive(app, options.engine, deps.log);
   app.any('/*', createDispatcher(createRouter(), deps, options.trustProxy, state));
   return new Promise((resolve, reject) => {
-    app.listen(options.host, options.port, (socket) => {
+    // LIBUS_LISTEN_EXCLUSIVE_PORT: without it uWS sets SO_REUSEPORT, and a second server on the
+    // same port starts fine and takes half of the connections. (uWS.js takes (host, port,
+    // options, cb); its typings list only (port, options, cb).)
+    const listen = app.listen as unknown as (host: string, port: number, options: number,
+      cb: (socket: uWS.us_listen_socket | false) => void) => void;
+    listen.call(app, options.host, options.port, LIBUS_LISTEN_EXCLUSIVE_PORT, (socket) => {
       if (!socket) {
-        const where = `${options.host}:${options.port}`;
-        reject(new Error(`cannot listen on ${where} (in use, or bad TLS files?)`));
+        bindError(options.host, options.port).then(reject, reject);
         return;
       }
       const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
@@ -55,6 +60,22 @@ export function startHttp(options: HttpOptions): Promise<HttpListener> {
         url: `${scheme}://${urlHost(options.host)}:${port}`,
         close: (drainMs) => closeListener(app, socket, state, drainMs),
       });
+    });
+  });
+}
+
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+
+/**
+ * Why uWS could not listen (it says only that it could not): binding the same address with
+ * node:net gives the errno (EADDRINUSE, EACCES, EADDRNOTAVAIL) as the error's code.
+ */
+function bindError(host: string, port: number): Promise<Error> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', (error) => resolve(error));
+    probe.listen({ host, port, exclusive: true }, () => {
+      probe.close(() => resolve(new Error(`cannot listen on ${host}:${port} (bad TLS certificate or key files?)`)));
     });
   });
 }
