@@ -35,6 +35,9 @@ export interface Config {
   /** Lowest level of the JSON log lines on stderr (--log-level). */
   readonly logLevel: LogLevel;
   readonly help: boolean;
+  readonly version: boolean;
+  /** `tally keys`: print the data directory's organization and project keys, then exit. */
+  readonly command: 'serve' | 'keys';
 }
 
 export class ConfigError extends Error {
@@ -69,15 +72,28 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'flush-interval', arg: 'MS', help: 'how often buffered events are written into segments (default 10000)' },
   { name: 'log-level', arg: 'LEVEL', help: 'debug (adds a line per request), info (default), warn or error' },
   { name: 'no-fsync', help: 'acknowledge writes before fsync (benchmarks only; unsafe)' },
-  { name: 'help', help: 'print this help and exit' },
+  { name: 'help', help: 'print this help and exit (also -h)' },
+  { name: 'version', help: 'print the version and exit' },
 ];
 
-export function usage(): string {
+/** How the user ran the server, for the usage line: `npm start -- [flags]` or `tally [flags]`. */
+function commandName(env: Readonly<Record<string, string | undefined>>): { run: string; flags: string } {
+  return env['npm_lifecycle_event'] === 'start'
+    ? { run: 'npm start --', flags: 'npm start -- ' }
+    : { run: 'tally', flags: 'tally ' };
+}
+
+export function usage(env: Readonly<Record<string, string | undefined>> = process.env): string {
   const lines = FLAGS.map((f) => {
     const left = `  --${f.name}${f.arg ? ' ' + f.arg : ''}`;
     return left.padEnd(32) + f.help;
   });
-  return ['Usage: npm start -- [flags]', '', 'Flags:', ...lines].join('\n');
+  const { run } = commandName(env);
+  return [
+    `Usage: ${run} [flags]          serve (HTTP, Kafka in and out)`,
+    `       ${run} keys [--data DIR]  print the organization's and projects' keys of a data directory`,
+    '', 'Flags:', ...lines,
+  ].join('\n');
 }
 
 /** Parses `--name value`, `--name=value` and boolean `--name`; throws ConfigError on bad input. */
@@ -152,7 +168,8 @@ export function readConfig(
   argv: readonly string[] = process.argv.slice(2),
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Config {
-  const flags = parseFlags(argv);
+  const command = argv[0] === 'keys' ? 'keys' : 'serve';
+  const flags = parseFlags((command === 'keys' ? argv.slice(1) : argv).map((token) => (token === '-h' ? '--help' : token)));
   const tlsCert = flags.get('tls-cert');
   const tlsKey = flags.get('tls-key');
   if ((tlsCert === undefined) !== (tlsKey === undefined)) {
@@ -187,5 +204,7 @@ export function readConfig(
     fsync: !flags.has('no-fsync'),
     logLevel: parseLogLevel(flags.get('log-level')),
     help: flags.has('help'),
+    version: flags.has('version'),
+    command,
   });
 }

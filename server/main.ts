@@ -11,7 +11,14 @@ import { DataDirError, jsonLogger, openEngine, type Logger, type TallyEngine } f
 import { ConfigError, readConfig, usage, type Config } from './config.js';
 import { startHttp, type HttpListener } from './http/listen.js';
 import { Metrics } from './metrics.js';
+import { bannerText, keysNotShown, keysText, markKeysNotShown, markKeysShown, readKeys } from './keys.js';
 import { StartupError, checkDataDir, listenError } from './startup.js';
+
+/** The package's version (package.json two folders up from dist/server/main.js). */
+function packageVersion(): string {
+  const file = new URL('../../package.json', import.meta.url);
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+}
 
 /** How long shutdown waits for in-flight requests before closing connections. */
 const SHUTDOWN_DRAIN_MS = 30_000;
@@ -83,32 +90,6 @@ async function startBridge(config: Config, engine: TallyEngine): Promise<Closabl
   return start({ engine, projectId: project.id, brokers, log });
 }
 
-/** The first-start banner: the only place a key is ever printed. */
-function printBanner(engine: TallyEngine, http: HttpListener): void {
-  const project = engine.listProjects()[0];
-  const lines = [
-    '',
-    'Tally created a new organization and a default project.',
-    `  organization id:  ${engine.orgId}`,
-    `  organization key: ${engine.orgKey}`,
-  ];
-  if (project !== undefined) {
-    lines.push(
-      `  project id:       ${project.id}`,
-      `  master key:       ${project.api_keys.master}`,
-      `  write key:        ${project.api_keys.write}`,
-      `  read key:         ${project.api_keys.read}`,
-      '',
-      'Record an event:',
-      `  curl -X POST '${http.url}/3.0/projects/${project.id}/events/purchases' \\`,
-      `    -H 'Authorization: ${project.api_keys.write}' -H 'Content-Type: application/json' \\`,
-      `    -d '{"item": "golden widget", "price": 25.5}'`,
-    );
-  }
-  lines.push('Keep these keys; they are not printed again.', '');
-  process.stdout.write(lines.join('\n') + '\n');
-}
-
 function openOptions(config: Config): Parameters<typeof openEngine>[0] {
   return {
     dataDir: config.dataDir,
@@ -152,9 +133,19 @@ async function main(): Promise<void> {
     process.stdout.write(usage() + '\n');
     return;
   }
+  if (config.version) {
+    process.stdout.write(`tally ${packageVersion()}\n`);
+    return;
+  }
+  if (config.command === 'keys') {
+    process.stdout.write(`${keysText(readKeys(config.dataDir), null)}\n`);
+    return;
+  }
   logger = jsonLogger(config.logLevel);
   checkDataDir(config.dataDir);
   const engine = await openEngine(openOptions(config));
+  // Until the banner is shown, the next start shows it (this one may fail before it serves).
+  if (engine.created) markKeysNotShown(config.dataDir);
   const http = await startHttp({
     engine, host: config.host, port: config.httpPort, trustProxy: config.trustProxy, logger, metrics: new Metrics(engine),
     ...(config.tlsCert && config.tlsKey
@@ -165,7 +156,11 @@ async function main(): Promise<void> {
   const kafkaIn = await startKafka(config, engine, 'in', config.kafkaInPort);
   const kafkaOut = await startKafka(config, engine, 'out', config.kafkaOutPort);
   const bridge = await startBridge(config, engine);
-  if (engine.created) printBanner(engine, http);
+  if (keysNotShown(config.dataDir)) {
+    const view = { orgId: engine.orgId, orgKey: engine.orgKey, projects: engine.listProjects() };
+    process.stdout.write(`${bannerText(view, http.url, config.dataDir)}\n`);
+    markKeysShown(config.dataDir);
+  }
   const ready = `http=${http.url} kafka_in=${kafkaIn.address} kafka_out=${kafkaOut.address}`;
   process.stdout.write(`tally ready ${ready}\n`);
   process.stdout.write(`tally explorer ${http.url}/explorer (open it in a browser)\n`);
