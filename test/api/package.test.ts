@@ -38,6 +38,37 @@ t.test('a packed tarball installs into an empty project that embeds the engine a
   t.same(JSON.parse(embedded.trim().split('\n').pop()!), { result: 1 });
   t.ok(fs.existsSync(path.join(consumer, 'node_modules', 'tally', 'dist', 'engine', 'index.d.ts')), 'type declarations ship');
 
+  // A CommonJS program (a default `npm init` project) requires the engine and prints events.
+  fs.writeFileSync(path.join(consumer, 'embed.cjs'), `
+    const { openEngine } = require('tally');
+    (async () => {
+      const engine = await openEngine({ dataDir: process.argv[2] });
+      const project = engine.listProjects()[0].id;
+      await engine.appendEvents(project, [{ collection: 'clicks', event: { button: 'buy' } }], { ip: '127.0.0.1', userAgent: 'cjs' });
+      const { result } = await engine.query(project, 'extraction', { event_collection: 'clicks', timeframe: 'this_1_days' });
+      await engine.close();
+      console.log(JSON.stringify(result.map((event) => event.button)));
+    })();
+  `);
+  const required = execFileSync(process.execPath, ['embed.cjs', path.join(work, 'cjs-data')], { cwd: consumer, encoding: 'utf8' });
+  t.same(JSON.parse(required.trim().split('\n').pop()!), ['buy'], 'require() works and the extraction prints the event');
+
+  // The tarball ships no test code and no source map without its source.
+  const shipped: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const file = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== 'node_modules') walk(file);
+      } else {
+        shipped.push(path.relative(path.join(consumer, 'node_modules', 'tally'), file));
+      }
+    }
+  };
+  walk(path.join(consumer, 'node_modules', 'tally'));
+  t.same(shipped.filter((file) => /(^|\/)test(s|-helpers|-support)?(\/|\.)|\.test\.|fake-engine/.test(file)), [], 'no test code in the package');
+  t.same(shipped.filter((file) => file.endsWith('.map')), [], 'no source maps (their sources are not shipped)');
+
   const server = spawn('npx', ['--no-install', 'tally', '--data', path.join(work, 'server-data'), '--http-port', '0',
     '--kafka-in-port', '0', '--kafka-out-port', '0'], { cwd: consumer, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let stdout = '';
