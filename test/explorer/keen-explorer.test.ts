@@ -300,6 +300,24 @@ t.test('save a query: PUT saved, organization-usage, and it is listed', async (t
   await page.screenshot({ path: join(shots, 'saved.png') });
 });
 
+t.test('cache the saved query: refresh rate 4 hours, organization-usage counts it', async (t) => {
+  await clickText(page, '.tab', 'Query');
+  const from = sent.length;
+  await page.click('label[for=cacheQuery]');
+  await page.waitForSelector('[data-test=refresh-settings]', { timeout: WAIT_MS });
+  await clickText(page, 'button', 'Update');
+  const put = await waitSent('PUT', '/queries/saved/purchases-by-item', from);
+  t.equal(put.response()!.status(), 200, 'replaced');
+  const saved = await api.get(`/3.0/projects/${server.projectId}/queries/saved/purchases-by-item`, { key: server.keys.master });
+  t.equal(saved.body.refresh_rate, 14_400, 'cached every 4 hours, as the Explorer chose');
+  const usage = await waitSent('GET', '/organization-usage', from);
+  t.match(await usage.response()!.json(), { cached_queries: { limited: true, limit: 100, current_usage: 1 } });
+  const result = await api.get(`/3.0/projects/${server.projectId}/queries/saved/purchases-by-item/result`, { key: server.keys.read });
+  t.equal(result.status, 200, 'the cached result reads');
+  t.same(result.body.query.group_by, ['item']);
+  await page.screenshot({ path: join(shots, 'cached.png') });
+});
+
 t.test('no request to Tally failed and the page threw nothing', async (t) => {
   t.same(failures, [], 'no failing request');
   t.same(pageErrors, [], 'no uncaught page error');
