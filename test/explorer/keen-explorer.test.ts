@@ -208,6 +208,40 @@ t.teardown(async () => {
   server?.cleanup();
 });
 
+t.test('§12 over HTTP: discovery, projects, the project, usage; HEAD, CORS and errors as elsewhere', async (t) => {
+  const p = `/3.0/projects/${server.projectId}`;
+  const master = { key: server.keys.master };
+  t.same((await api.get('/3.0', master)).body, { projects_resource_url: '/3.0/projects' });
+  const projects = await api.get('/3.0/projects', master);
+  t.same(projects.body.map((project: { id: string }) => project.id), [server.projectId], 'a Master Key reaches its project');
+  const one = await api.get(p, master);
+  t.match(one.body, { id: server.projectId, url: p, events_url: `${p}/events`, queries_url: `${p}/queries`,
+    saved_queries: [] });
+  t.same(one.body.events, [{ name: 'purchases', url: `${p}/events/purchases` }, { name: 'signups', url: `${p}/events/signups` }]);
+  t.same((await api.get(p, { key: server.orgKey })).body, one.body, 'the organization key too');
+  const head = await api.send('HEAD', p, master);
+  t.equal(head.status, 200);
+  t.equal(head.text, '', 'HEAD has no body');
+  const usage = await api.get(`${p}/organization-usage`, master);
+  t.match(usage.body, { cached_queries: { limited: true, limit: 100, current_usage: 0 },
+    events: { collections: 2, events_recorded: 33 } });
+  const preflight = await api.send('OPTIONS', p, { headers: { Origin: 'http://example.test', 'Access-Control-Request-Method': 'GET' } });
+  t.equal(preflight.headers.get('access-control-allow-origin'), '*');
+  for (const [path, options, status, code] of [
+    [p, {}, 401, 'InvalidApiKeyError'],
+    [p, { key: server.keys.read }, 403, 'KeyNotPermittedError'],
+    [`${p}/organization-usage`, { key: server.keys.write }, 403, 'KeyNotPermittedError'],
+    ['/3.0/projects', { key: server.keys.read }, 403, 'KeyNotPermittedError'],
+    ['/3.0', { key: 'f'.repeat(64) }, 401, 'InvalidApiKeyError'],
+    ['/3.0/projects/0123456789abcdef01234567', { key: server.orgKey }, 404, 'ResourceNotFoundError'],
+  ] as const) {
+    const answer = await api.get(path, options);
+    t.equal(answer.status, status, `${path} ${status}`);
+    t.same(Object.keys(answer.body).sort(), ['error_code', 'message']);
+    t.equal(answer.body.error_code, code);
+  }
+});
+
 t.test('the Explorer loads the project resource and lists the collections', async (t) => {
   await page.goto(pageUrl, { waitUntil: 'networkidle0' });
   const project = await waitSent('GET', `/projects/${server.projectId}`, 0);
