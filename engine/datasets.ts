@@ -16,11 +16,11 @@ import { cutBuckets, parseInterval } from './query/interval.js';
 import type { FilterNode } from './query/plan.js';
 import { parseTimezone, resolveTimeframe, startOfUnit, type CalendarUnit } from './query/timeframe.js';
 import { readJsonIfExists, writeFileDurable } from './storage/files.js';
+import { DATASETS_MAX } from './limits.js';
 
 const ANALYSES = new Set(['count', 'sum', 'minimum', 'maximum', 'average', 'count_unique']);
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const INDEX_BY_MAX = 3;
-const DATASETS_MAX = 100;
 /** Records read from the log per step while following it; a step yields to other work between. */
 const READ_RECORDS = 5_000;
 const READ_BYTES = 8 * 1024 * 1024;

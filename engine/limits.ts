@@ -95,6 +95,13 @@ export const EXTRACTION_RESULT_MAX = 100_000;
 export const ASYNC_EXTRACTION_EVENTS_MAX = 10_000_000;
 /** How long an asynchronous extraction's record and file are kept after it is submitted (spec: 24 h). */
 export const ASYNC_EXTRACTION_TTL_MS = 24 * 3_600_000;
+/**
+ * Cached queries (refresh_rate > 0) per project (docs/api.md §9): each holds a result in memory and
+ * runs on a timer → 400 InvalidQueryError; reported as `cached_queries.limit` by organization-usage (§12).
+ */
+export const CACHED_QUERIES_MAX = 100;
+/** Cached datasets per project (docs/api.md §10) → 400; reported by organization-usage (§12). */
+export const DATASETS_MAX = 100;
 /** Unique actors of a funnel (seed) → TooManyGroupsError. */
 export const FUNNEL_ACTORS_MAX = 1_000_000;
 /** Steps of a funnel; bounds the work of one request → InvalidQueryError. */

@@ -9,14 +9,13 @@
 import path from 'node:path';
 import { ApiError } from './errors.js';
 import { readJsonIfExists, writeFileDurable } from './storage/files.js';
+import { CACHED_QUERIES_MAX } from './limits.js';
 
 type Params = Readonly<Record<string, unknown>>;
 
 export const SAVED_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export const REFRESH_RATE_MIN_S = 14_400;
 export const REFRESH_RATE_MAX_S = 86_400;
-/** Cached queries per project (each holds a result in memory and runs on a timer). */
-export const CACHED_QUERIES_MAX = 100;
 const METADATA_BYTES_MAX = 100_000;
 
 export interface RunInformation {

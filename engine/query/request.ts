@@ -139,7 +139,12 @@ function parseOrderBy(
 function parseExtraction(params: Params, context: RequestContext): ExtractionPlan {
   const collection = requireCollection(params.event_collection);
   const zone = parseTimezone(params.timezone);
-  const range = resolveTimeframe(requireTimeframe(params.timeframe), zone, context.nowMs);
+  const latest = parseOptionalCount(params.latest, 'latest');
+  // `latest` without a timeframe means the N newest events of all time (docs/api.md §6, §11): what
+  // Keen's Explorer sends for its collection preview.
+  const range = latest !== null && isAbsent(params.timeframe)
+    ? ALL_TIME
+    : resolveTimeframe(requireTimeframe(params.timeframe), zone, context.nowMs);
   let propertyNames: string[] | null = null;
   const names = params.property_names;
   if (names !== undefined && names !== null && names !== '') {
@@ -151,7 +156,7 @@ function parseExtraction(params: Params, context: RequestContext): ExtractionPla
   }
   return {
     kind: 'extraction', collection, range, filters: parseFilters(params.filters), propertyNames,
-    latest: parseOptionalCount(params.latest, 'latest'),
+    latest,
     includeMetadata: parseBool(params.include_metadata, 'include_metadata'),
   };
 }
@@ -208,8 +213,15 @@ function requireCollection(value: unknown, where = ''): string {
   return value;
 }
 
+/** Every instant a timestamp can hold (JavaScript's Date range). */
+const ALL_TIME = { startMs: -8.64e15, endMs: 8.64e15 };
+
+function isAbsent(value: unknown): boolean {
+  return value === undefined || value === null || value === '';
+}
+
 function requireTimeframe(value: unknown): unknown {
-  if (value === undefined || value === null || value === '') {
+  if (isAbsent(value)) {
     throw new ApiError('MissingRequiredRequestFieldError',
       '"timeframe" is required, e.g. "this_7_days" or {"start": "...", "end": "..."}');
   }

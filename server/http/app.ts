@@ -15,6 +15,7 @@ import { getExtractionJob, getExtractionResult } from './routes/extractions.js';
 import { recordBatch, recordBeaconOrInspect, recordEvent } from './routes/events.js';
 import { getProperty, listCollections } from './routes/inspect.js';
 import { createProject, getProject, listProjects, regenerateKey } from './routes/organizations.js';
+import { getDiscovery, getOrganizationUsage, getProjectResource, listProjectResources } from './routes/projects.js';
 import { runQuery } from './routes/queries.js';
 import { deleteSaved, getSaved, listSaved, putSaved, savedResult } from './routes/saved.js';
 import { getHealth, getMetrics, getReady } from './routes/operations.js';
@@ -33,6 +34,11 @@ export const ROUTES: readonly RouteSpec[] = [
   { pattern: '/health', methods: { GET: getHealth } },
   { pattern: '/ready', methods: { GET: getReady } },
   { pattern: '/metrics', methods: { GET: getMetrics } },
+  // Discovery and project resources (docs/api.md §12), read by Keen's own Explorer.
+  { pattern: '/3.0', methods: { GET: getDiscovery } },
+  { pattern: '/3.0/projects', methods: { GET: listProjectResources } },
+  { pattern: P, methods: { GET: getProjectResource } },
+  { pattern: `${P}/organization-usage`, methods: { GET: getOrganizationUsage } },
   { pattern: `${O}/projects`, methods: { GET: listProjects, POST: createProject } },
   { pattern: `${O}/projects/:project`, methods: { GET: getProject } },
   { pattern: `${P}/api_keys/:kind/regenerate`, methods: { POST: regenerateKey } },

@@ -1,0 +1,359 @@
+/**
+ * Keen's own Explorer against Tally (docs/api.md §12): the npm package keen-explorer, unmodified (its
+ * built bundle and CSS, served from node_modules by a small static server on loopback next to a
+ * page that configures it with `host` and `protocol`), in Debian's Chromium driven by
+ * puppeteer-core against the real server. It lists the collections (the project resource), previews
+ * recent events (extraction with `latest: 10`), runs a count and a count with group_by and interval
+ * whose drawn numbers equal the API's answer to the very query the Explorer sent, saves a query
+ * (PUT saved, then organization-usage and the saved list), caches one, and runs a funnel. Every
+ * request to Tally must succeed and the page must throw nothing.
+ */
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import puppeteer, { type Browser, type HTTPRequest, type Page } from 'puppeteer-core';
+import t from 'tap';
+import { client, eventually } from '../helpers/http.js';
+import { startServer, type TestServer } from '../helpers/server.js';
+
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const WAIT_MS = 20_000;
+const DIST = join(dirname(createRequire(import.meta.url).resolve('keen-explorer/package.json')), 'dist');
+const ITEMS = ['widget', 'gadget', 'gizmo'];
+const HOUR_MS = 3_600_000;
+
+let server: TestServer;
+let api: ReturnType<typeof client>;
+let statics: http.Server;
+let browser: Browser;
+let page: Page;
+let pageUrl: string;
+/** Requests to Tally that failed (status >= 400 or no answer) and errors the page threw. */
+const failures: string[] = [];
+const pageErrors: string[] = [];
+/** Every request the page sent to Tally, in order. */
+const sent: HTTPRequest[] = [];
+const shots = mkdtempSync(join(tmpdir(), 'tally-keen-explorer-'));
+
+/** 30 purchases within the last few hours (item i gets i+... of them) and 3 signups; users u0-u3. */
+function purchases(now: number): object[] {
+  const events: object[] = [];
+  for (let n = 0; n < 30; n++) {
+    events.push({ item: ITEMS[n % 5 === 0 ? 0 : n % 3], price: 10 + n, user: `u${n % 4}`,
+      svc: { timestamp: new Date(now - (n % 3) * HOUR_MS - 60_000).toISOString() } });
+  }
+  return events;
+}
+
+function explorerPage(host: string): string {
+  const config = { projectId: server.projectId, masterKey: server.keys.master, readKey: server.keys.read,
+    protocol: 'http', host };
+  return `<!doctype html><html><head><meta charset="utf-8"><title>Keen Explorer on Tally</title>
+<link rel="stylesheet" href="keen-explorer.css"></head><body>
+<div id="root"></div>
+<script src="keen-explorer.bundle.min.js"></script>
+<script>new KeenExplorer({ container: '#root', keenAnalysis: { config: ${JSON.stringify(config)} } });</script>
+</body></html>`;
+}
+
+/** Serves the page and keen-explorer's dist files as they are in node_modules. */
+function serveStatics(html: string): Promise<string> {
+  const types: Record<string, string> = { css: 'text/css', js: 'application/javascript', map: 'application/json' };
+  statics = http.createServer((req, res) => {
+    const name = new URL(req.url ?? '/', 'http://x').pathname.slice(1);
+    if (name === '') {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html);
+    } else if (name === 'favicon.ico') {
+      res.writeHead(204).end();
+    } else if (/^[\w.-]+$/.test(name) && existsSync(join(DIST, name))) {
+      res.writeHead(200, { 'content-type': types[name.split('.').pop()!] ?? 'application/octet-stream' })
+        .end(readFileSync(join(DIST, name)));
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  return new Promise((resolve) => statics.listen(0, '127.0.0.1',
+    () => resolve(`http://127.0.0.1:${(statics.address() as AddressInfo).port}/`)));
+}
+
+function toTally(url: string): boolean {
+  return url.startsWith(server.url);
+}
+
+/** The last request the page sent to Tally whose path ends with `suffix` (and method), after `from`. */
+function lastSent(method: string, suffix: string, from = 0): HTTPRequest | undefined {
+  return sent.slice(from).reverse().find((req) => req.method() === method
+    && new URL(req.url()).pathname.endsWith(suffix));
+}
+
+async function waitSent(method: string, suffix: string, from: number): Promise<HTTPRequest> {
+  const found = await eventually(async () => lastSent(method, suffix, from)?.response() != null, WAIT_MS);
+  if (!found) throw new Error(`the Explorer sent no ${method} …${suffix} that was answered`);
+  return lastSent(method, suffix, from)!;
+}
+
+/** Replays a query the Explorer POSTed, with the Read Key: the API's own answer to it. */
+async function apiAnswer(req: HTTPRequest): Promise<any> {
+  const path = new URL(req.url()).pathname;
+  const answer = await api.post(path, { key: server.keys.read, body: JSON.parse(req.postData() ?? '{}') });
+  if (answer.status !== 200) throw new Error(`replay of ${path}: ${answer.status} ${answer.text}`);
+  return answer.body;
+}
+
+/** Opens the react-select found by `locate` (run in the page) and picks the option labelled `label`. */
+async function choose(p: Page, locate: string, label: string): Promise<void> {
+  const control = await p.evaluateHandle(`(${locate})().querySelector('[class*="-control"]')`);
+  await (control as any).click();
+  await p.waitForFunction((l) => [...document.querySelectorAll('[class*="-option"]')]
+    .some((o) => o.textContent === l), { timeout: WAIT_MS }, label);
+  const options = await p.$$('[class*="-option"]');
+  for (const option of options) {
+    if (await option.evaluate((o) => o.textContent) === label) {
+      await option.click();
+      return;
+    }
+  }
+  throw new Error(`no option ${label}`);
+}
+
+/** The labels a react-select offers (opens it, reads, closes with Escape). */
+async function optionsOf(p: Page, locate: string): Promise<string[]> {
+  const control = await p.evaluateHandle(`(${locate})().querySelector('[class*="-control"]')`);
+  await (control as any).click();
+  await p.waitForSelector('[class*="-option"]', { timeout: WAIT_MS });
+  const labels = await p.$$eval('[class*="-option"]', (all) => all.map((o) => o.textContent ?? ''));
+  await p.keyboard.press('Escape');
+  return labels;
+}
+
+async function clickText(p: Page, selector: string, text: string): Promise<void> {
+  const handles = await p.$$(selector);
+  for (const handle of handles) {
+    if ((await handle.evaluate((el) => el.textContent ?? '')).trim() === text) {
+      await handle.click();
+      return;
+    }
+  }
+  throw new Error(`nothing "${text}" matches ${selector}`);
+}
+
+/** Opens the Explorer's foldable section titled `title` (its title also holds the +/- icon). */
+async function openFoldable(p: Page, title: string): Promise<void> {
+  const titles = await p.$$('.foldable > .title');
+  for (const handle of titles) {
+    const text = await handle.evaluate((el) => el.firstChild?.textContent ?? '');
+    const open = await handle.evaluate((el) => el.parentElement!.classList.contains('foldable-active'));
+    if (text.trim() === title) {
+      if (!open) await handle.click();
+      return;
+    }
+  }
+  throw new Error(`no foldable "${title}"`);
+}
+
+const EVENT_COLLECTION = `() => document.querySelector('.event-collection')`;
+const ANALYSIS_TYPE = `() => document.querySelector('.label-analysis-type').nextElementSibling`;
+const CHART_TYPE = `() => document.querySelector('.select-chart-type')`;
+const GROUP_BY = `() => document.querySelector('.group-by .label-main').nextElementSibling`;
+
+async function runQuery(p: Page): Promise<HTTPRequest> {
+  const from = sent.length;
+  await clickText(p, 'button', 'Run Query');
+  return waitSent('POST', '', from).then(() => {
+    const req = sent.slice(from).find((r) => r.method() === 'POST' && /\/queries\/\w+$/.test(new URL(r.url()).pathname));
+    if (req === undefined) throw new Error('Run Query sent no query');
+    return req;
+  });
+}
+
+t.before(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`Chromium is not at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`);
+  }
+  server = await startServer();
+  api = client(server.url);
+  const now = Date.now();
+  const signups = [0, 1, 2].map((n) => ({ user: `u${n}`, plan: n === 0 ? 'pro' : 'free',
+    svc: { timestamp: new Date(now - 4 * HOUR_MS).toISOString() } }));
+  const batch = await api.post(`/3.0/projects/${server.projectId}/events`,
+    { key: server.keys.write, body: { purchases: purchases(now), signups } });
+  if (batch.status !== 200) throw new Error(`batch: ${batch.status} ${batch.text}`);
+  const visible = await eventually(async () => (await api.post(`/3.0/projects/${server.projectId}/queries/count`,
+    { key: server.keys.read, body: { event_collection: 'purchases', timeframe: 'this_1_days' } })).body?.result === 30);
+  if (!visible) throw new Error('the recorded events did not become visible');
+  pageUrl = await serveStatics(explorerPage(new URL(server.url).host));
+  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1400, height: 1000 });
+  page.on('request', (req) => { if (toTally(req.url())) sent.push(req); });
+  page.on('response', (res) => {
+    if (res.status() < 400) return;
+    const what = `${res.status()} ${res.request().method()} ${res.url()} ${res.request().postData() ?? ''}`;
+    failures.push(what);
+    res.text().then((text) => t.comment(`${what} → ${text}`), () => undefined);
+  });
+  page.on('requestfailed', (req) => failures.push(`failed ${req.method()} ${req.url()}: ${req.failure()?.errorText}`));
+  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  t.comment(`screenshots in ${shots}`);
+});
+
+t.teardown(async () => {
+  await browser?.close();
+  statics?.close();
+  await server?.stop();
+  server?.cleanup();
+});
+
+t.test('§12 over HTTP: discovery, projects, the project, usage; HEAD, CORS and errors as elsewhere', async (t) => {
+  const p = `/3.0/projects/${server.projectId}`;
+  const master = { key: server.keys.master };
+  t.same((await api.get('/3.0', master)).body, { projects_resource_url: '/3.0/projects' });
+  const projects = await api.get('/3.0/projects', master);
+  t.same(projects.body.map((project: { id: string }) => project.id), [server.projectId], 'a Master Key reaches its project');
+  const one = await api.get(p, master);
+  t.match(one.body, { id: server.projectId, url: p, events_url: `${p}/events`, queries_url: `${p}/queries`,
+    saved_queries: [] });
+  t.same(one.body.events, [{ name: 'purchases', url: `${p}/events/purchases` }, { name: 'signups', url: `${p}/events/signups` }]);
+  t.same((await api.get(p, { key: server.orgKey })).body, one.body, 'the organization key too');
+  const head = await api.send('HEAD', p, master);
+  t.equal(head.status, 200);
+  t.equal(head.text, '', 'HEAD has no body');
+  const usage = await api.get(`${p}/organization-usage`, master);
+  t.match(usage.body, { cached_queries: { limited: true, limit: 100, current_usage: 0 },
+    events: { collections: 2, events_recorded: 33 } });
+  const preflight = await api.send('OPTIONS', p, { headers: { Origin: 'http://example.test', 'Access-Control-Request-Method': 'GET' } });
+  t.equal(preflight.headers.get('access-control-allow-origin'), '*');
+  for (const [path, options, status, code] of [
+    [p, {}, 401, 'InvalidApiKeyError'],
+    [p, { key: server.keys.read }, 403, 'KeyNotPermittedError'],
+    [`${p}/organization-usage`, { key: server.keys.write }, 403, 'KeyNotPermittedError'],
+    ['/3.0/projects', { key: server.keys.read }, 403, 'KeyNotPermittedError'],
+    ['/3.0', { key: 'f'.repeat(64) }, 401, 'InvalidApiKeyError'],
+    ['/3.0/projects/0123456789abcdef01234567', { key: server.orgKey }, 404, 'ResourceNotFoundError'],
+  ] as const) {
+    const answer = await api.get(path, options);
+    t.equal(answer.status, status, `${path} ${status}`);
+    t.same(Object.keys(answer.body).sort(), ['error_code', 'message']);
+    t.equal(answer.body.error_code, code);
+  }
+});
+
+t.test('the Explorer loads the project resource and lists the collections', async (t) => {
+  await page.goto(pageUrl, { waitUntil: 'networkidle0' });
+  const project = await waitSent('GET', `/projects/${server.projectId}`, 0);
+  t.equal(project.response()!.status(), 200, 'GET /3.0/projects/<id> answers');
+  t.equal(new URL(project.url()).searchParams.get('api_key'), server.keys.master, 'sent with the Master Key in the query');
+  t.same((await project.response()!.json()).events.map((e: { name: string }) => e.name).sort(), ['purchases', 'signups']);
+  await page.screenshot({ path: join(shots, 'loaded.png') });
+  t.same(await optionsOf(page, EVENT_COLLECTION), ['purchases', 'signups'], 'the collection list shows both collections');
+  await choose(page, EVENT_COLLECTION, 'purchases');
+  const schema = await waitSent('GET', '/events/purchases', 0);
+  t.equal(schema.response()!.status(), 200, 'the schema of the chosen collection loads');
+});
+
+t.test('preview: the recent events are the latest 10 by extraction', async (t) => {
+  const from = sent.length;
+  await page.click('.a-preview-collection');
+  await page.waitForSelector('.preview-collection-content', { timeout: WAIT_MS });
+  await clickText(page, '.preview-collection-content .tab', 'Recent Events');
+  const extraction = await waitSent('POST', '/queries/extraction', from);
+  const body = JSON.parse(extraction.postData() ?? '{}');
+  t.equal(body.latest, 10, 'the Explorer asks for the latest 10');
+  t.equal(body.event_collection, 'purchases');
+  const result = (await extraction.response()!.json()).result as { svc: { id: string } }[];
+  t.equal(result.length, 10, 'Tally answers 10 events');
+  await page.waitForFunction((ids: string[]) => {
+    const text = document.querySelector('.preview-collection-content .tab-content')?.textContent ?? '';
+    return ids.every((id) => text.includes(id));
+  }, { timeout: WAIT_MS }, result.map((event) => event.svc.id));
+  t.pass('the preview shows every one of the 10 events');
+  await page.screenshot({ path: join(shots, 'preview.png') });
+  await page.click('.modal-main .header .x');
+  await page.waitForSelector('.preview-collection-content', { hidden: true, timeout: WAIT_MS });
+});
+
+t.test('count: the drawn number is the API answer', async (t) => {
+  const req = await runQuery(page);
+  t.match(new URL(req.url()).pathname, /\/queries\/count$/);
+  const answer = await apiAnswer(req);
+  t.equal(answer.result, 30);
+  await page.waitForSelector('.keen-dataviz-metric-value', { timeout: WAIT_MS });
+  const drawn = await page.$eval('.keen-dataviz-metric-value', (el) => el.textContent ?? '');
+  t.equal(Number(drawn.replace(/[^\d.]/g, '')), answer.result, `the metric shows ${drawn}`);
+  await page.screenshot({ path: join(shots, 'count.png') });
+});
+
+t.test('count by item per day: the table holds the API answer', async (t) => {
+  await openFoldable(page, 'Group By - Order By');
+  await page.screenshot({ path: join(shots, 'groupby-open.png') });
+  await choose(page, GROUP_BY, 'item');
+  await openFoldable(page, 'Interval');
+  const req = await runQuery(page);
+  const sentBody = JSON.parse(req.postData() ?? '{}');
+  t.same(sentBody.group_by, ['item']);
+  t.type(sentBody.interval, 'string', `interval ${sentBody.interval}`);
+  const answer = await apiAnswer(req);
+  t.ok(Array.isArray(answer.result) && answer.result.length > 0, 'an interval result');
+  await choose(page, CHART_TYPE, 'table');
+  await page.waitForSelector('.keen-dataviz-table td', { timeout: WAIT_MS });
+  await page.screenshot({ path: join(shots, 'groupby-table.png') });
+  const table = await page.$$eval('.keen-dataviz-table tr', (rows) =>
+    rows.map((row) => [...row.querySelectorAll('th, td')].map((cell) => (cell.textContent ?? '').trim())));
+  const header = table[0]!;
+  const body = table.slice(1).filter((row) => row.length === header.length);
+  t.equal(body.length, answer.result.length, 'one row per interval');
+  for (const [index, bucket] of (answer.result as { value: { item: string; result: number }[] }[]).entries()) {
+    for (const { item, result } of bucket.value) {
+      const column = header.indexOf(item);
+      t.not(column, -1, `a column for ${item}`);
+      t.equal(Number(body[index]![column]), result, `row ${index} ${item}`);
+    }
+  }
+});
+
+t.test('save a query: PUT saved, organization-usage, and it is listed', async (t) => {
+  const from = sent.length;
+  await page.type('[data-test=query-name]', 'purchases-by-item');
+  await clickText(page, 'button', 'Save');
+  const put = await waitSent('PUT', '/queries/saved/purchases-by-item', from);
+  t.equal(put.response()!.status(), 201, 'created');
+  const usage = await waitSent('GET', '/organization-usage', from);
+  t.match(await usage.response()!.json(), { cached_queries: { limited: true, limit: 100, current_usage: 0 } });
+  const listed = await api.get(`/3.0/projects/${server.projectId}/queries/saved/purchases-by-item`, { key: server.keys.master });
+  t.equal(listed.status, 200);
+  t.equal(listed.body.query.analysis_type, 'count');
+  t.same(listed.body.query.group_by, ['item']);
+  await clickText(page, '.tab', 'Browse');
+  await page.waitForFunction(() => [...document.querySelectorAll('.saved-queries .item .name')]
+    .some((el) => el.textContent === 'purchases-by-item'), { timeout: WAIT_MS });
+  t.pass('the Browse panel lists the saved query');
+  await page.screenshot({ path: join(shots, 'saved.png') });
+});
+
+t.test('cache the saved query: refresh rate 4 hours, organization-usage counts it', async (t) => {
+  await clickText(page, '.tab', 'Query');
+  const from = sent.length;
+  await page.click('label[for=cacheQuery]');
+  await page.waitForSelector('[data-test=refresh-settings]', { timeout: WAIT_MS });
+  await clickText(page, 'button', 'Update');
+  const put = await waitSent('PUT', '/queries/saved/purchases-by-item', from);
+  t.equal(put.response()!.status(), 200, 'replaced');
+  const saved = await api.get(`/3.0/projects/${server.projectId}/queries/saved/purchases-by-item`, { key: server.keys.master });
+  t.equal(saved.body.refresh_rate, 14_400, 'cached every 4 hours, as the Explorer chose');
+  const usage = await waitSent('GET', '/organization-usage', from);
+  t.match(await usage.response()!.json(), { cached_queries: { limited: true, limit: 100, current_usage: 1 } });
+  const result = await api.get(`/3.0/projects/${server.projectId}/queries/saved/purchases-by-item/result`, { key: server.keys.read });
+  t.equal(result.status, 200, 'the cached result reads');
+  t.same(result.body.query.group_by, ['item']);
+  await page.screenshot({ path: join(shots, 'cached.png') });
+});
+
+t.test('no request to Tally failed and the page threw nothing', async (t) => {
+  t.same(failures, [], 'no failing request');
+  t.same(pageErrors, [], 'no uncaught page error');
+  t.ok(sent.some((req) => req.method() === 'GET' && new URL(req.url()).pathname.endsWith('/organization-usage')));
+});
