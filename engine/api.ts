@@ -281,6 +281,12 @@ export interface TallyEngine {
    */
   replayedTags(): readonly ReplayedTag[];
   /**
+   * Calls `listener` for each tagged append once its events are durable and applied, before the
+   * append resolves (so before any flush can delete its WAL record); returns an unsubscribe
+   * function.
+   */
+  onTagged(listener: (projectId: string, tag: string, firstOffset: number) => void): () => void;
+  /**
    * Registers `hook`, awaited by every flush after its segments and manifest are written and
    * before it deletes the WAL files they replace; a rejection fails the flush and keeps the files.
    * Lets whoever keeps state derived from tags make it durable before the tags' records go.

@@ -95,8 +95,11 @@ t.test('an append\'s tag is replayed with its first offset, also for rows a flus
   const dir = tempDir();
   const crashed = await open(dir);
   const project = crashed.listProjects()[0].id;
+  const seen: [string, string, number][] = [];
+  crashed.onTagged((p, tag, firstOffset) => seen.push([p, tag, firstOffset]));
   await crashed.appendEvents(project, [{ collection: 'c', event: { n: 0 } }, { collection: 'c', event: { n: 1 } }], ctx,
     { atomic: true, tag: 'first' });
+  t.same(seen, [[project, 'first', 0]], 'onTagged has run when the append resolves');
   await crashed.appendEvents(project, [{ collection: 'c', event: { n: 2 } }], ctx);
   // A hook that fails keeps the flushed records' WAL file: as a crash between manifest and delete.
   let calls = 0;

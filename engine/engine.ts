@@ -70,6 +70,7 @@ class Engine implements TallyEngine {
   private replayed: readonly ReplayedTag[] = [];
   /** Awaited before a flush deletes WAL files (beforeWalRemove). */
   private readonly walRemoveHooks = new Set<() => Promise<void>>();
+  private readonly tagListeners = new Set<(projectId: string, tag: string, firstOffset: number) => void>();
 
   private constructor(
     private readonly dataDir: string,
@@ -95,6 +96,9 @@ class Engine implements TallyEngine {
       appended: (project, collection) => this.notify(project, collection),
       full: () => void this.flush().catch(this.reportFlushError),
       added: (rows) => this.checkBufferBudget(rows),
+      tagged: (project, tag, firstOffset) => {
+        for (const listener of this.tagListeners) listener(project, tag, firstOffset);
+      },
     });
     this.log = new LogReader((project, collection) => this.store(project, collection, false), memory.logCacheBytes,
       (project, collection) => this.deletes.entriesOf(project, collection));
@@ -314,6 +318,11 @@ class Engine implements TallyEngine {
 
   replayedTags(): readonly ReplayedTag[] {
     return this.replayed;
+  }
+
+  onTagged(listener: (projectId: string, tag: string, firstOffset: number) => void): () => void {
+    this.tagListeners.add(listener);
+    return () => this.tagListeners.delete(listener);
   }
 
   beforeWalRemove(hook: () => Promise<void>): () => void {

@@ -66,6 +66,8 @@ export interface WritePathDeps {
   readonly full: () => void;
   /** Called after `rows` rows entered the buffers: the memory budget may call for a flush. */
   readonly added: (rows: number) => void;
+  /** Called when a tagged call's events are durable and applied, before the call resolves. */
+  readonly tagged?: (project: string, tag: string, firstOffset: number) => void;
 }
 
 /** The receipt time of a call, and its ISO text. */
@@ -275,6 +277,7 @@ export class WritePath {
     };
     const done = this.deps.wal.appendFrame(frame).then(() => {
       this.applyAll(project, staged, batch);
+      if (tag !== null) this.deps.tagged?.(project, tag, staged[0]!.s);
       release();
       return results;
     }, (error: unknown) => {
