@@ -8,17 +8,25 @@
  * a kill -9: it lives in `<data dir>/kafka-producer-state.log`, an append-only file of one JSON
  * line per appended idempotent batch (`{"b":[project, topic, producerId, epoch, baseSequence,
  * count, baseOffset]}`) and per block of producer ids handed out (`{"ids":next}`). The produce
- * handler calls `record` once the engine has appended a batch (its WAL append is fsynced), and
- * `persist` before it answers: the lines of one request, and of all requests waiting meanwhile,
- * go in one write and one fdatasync (a group commit). So every batch a producer was told is
- * stored is in this file, and its retry after a restart gets the original base offset.
- * Non-idempotent batches (producer id -1) cost nothing here.
+ * handler calls `persist` before it answers: the lines of one request, and of all requests
+ * waiting meanwhile, go in one write and one fdatasync (a group commit). So every batch a
+ * producer was told is stored is in this file, and its retry after a restart gets the original
+ * base offset. Non-idempotent batches (producer id -1) cost nothing here.
  *
- * Why a file beside the WAL, not the producer fields in the engine's records: the engine's WAL and
- * segments are shared with the HTTP write path and carry no Kafka metadata; a separate small log
- * keeps the engine untouched and costs one line per batch (never per event). The one case it
- * cannot cover is a crash between the engine's WAL fsync and this file's fsync (a window of one
- * fsync): that batch was never acknowledged, and its retry is stored a second time.
+ * The WAL record holds the batch too. The handler passes the batch's producer fields as the
+ * engine append's tag (`ProducerSequences.tag`), which the engine writes in the batch's WAL
+ * record, atomically with its events (engine/wal-record.ts). So a crash after the WAL fsync but
+ * before this file's fsync loses nothing: on open the listener passes the engine's
+ * `replayedTags()` (every tagged record still in the WAL, also those whose rows were flushed), and
+ * the batches this file lacks are added and written back at once (the compaction on open). The
+ * WAL keeps a record until a flush deletes its file, and before that this file has the batch:
+ * the engine's `onTagged` calls `recordTag` as the record is applied (before the append resolves,
+ * so before the flush that waits for it), and the flush awaits `persist` (`beforeWalRemove`)
+ * before it deletes any WAL file. The handler's own `record` call then adds no second line.
+ * What remains: the replayed tags reach this file when the inbound listener starts, a moment
+ * after the engine opened; a flush in that moment (one needs 65,536 replayed rows or a buffer
+ * filled through HTTP) may delete the WAL files first, and only a second crash right then, before
+ * the listener has written the tags it still gets from the engine's memory, would lose them.
  *
  * Producer ids are never reused across restarts: InitProducerId hands ids out of a block whose end
  * is persisted (fsynced) before the first id of it is given out, and on open the next id is past

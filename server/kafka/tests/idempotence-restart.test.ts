@@ -3,10 +3,10 @@
  * the same data dir and Kafka port): a batch retried after the restart with the same producer id,
  * epoch and sequence is answered with its first base offset and not stored again; producer ids
  * handed out before the crash are never handed out again; and a kafkajs idempotent producer
- * that keeps sending across two crashes stores each message once. The raw test is the
- * deterministic regression test (the retry case exactly); the kafkajs one checks end to end that
- * the client gets through the restarts, but whether a crash lands between a store and its ack is
- * up to timing.
+ * that keeps sending across two crashes stores each message once. The raw tests are the
+ * deterministic regression tests (the retry case exactly, and the crash after the WAL fsync but
+ * before the producer state file's, simulated by cutting that file's lines); the kafkajs one
+ * checks end to end that the client gets through the restarts, wherever the crashes land.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -154,11 +154,7 @@ t.test('a batch in the WAL but not yet in the producer state file is still recog
   await third.stop();
 });
 
-// Not a gate: a kill -9 between the engine's WAL fsync and the producer state's fsync (one fsync
-// wide, producer-sequences.ts) still stores that unacknowledged batch twice; 1 run in 5 hit it.
-t.test('a kafkajs idempotent producer sending across kill -9 stores each message once', {
-  todo: 'a crash inside the one-fsync window between WAL and producer state can still duplicate a batch',
-}, async (t) => {
+t.test('a kafkajs idempotent producer sending across kill -9 stores each message once', async (t) => {
   const port = await freePort();
   const first = await start(t, port);
   t.teardown(() => first.cleanup());
