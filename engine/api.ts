@@ -50,6 +50,21 @@ export interface BatchAppendResult {
 export interface AppendOptions {
   /** One refused event means none of the call's events is stored (a Kafka produce batch). */
   readonly atomic?: boolean;
+  /**
+   * Opaque text (at most 1024 utf8 bytes) written in the call's WAL record, atomically with its
+   * events, and handed back by replayedTags() if the record is replayed after a restart. The
+   * Kafka listener puts an idempotent batch's producer fields here. No record (and so no tag)
+   * is written when none of the events is stored.
+   */
+  readonly tag?: string;
+}
+
+/** A tag (AppendOptions.tag) found in a WAL record replayed when the engine opened. */
+export interface ReplayedTag {
+  readonly projectId: string;
+  readonly tag: string;
+  /** The log offset of the record's first event (the call's first stored event). */
+  readonly firstOffset: number;
 }
 
 export interface CollectionSchema {
@@ -259,6 +274,25 @@ export interface TallyEngine {
   stats(): EngineStats;
   /** Calls `listener` with the seconds of each WAL fdatasync (a latency histogram). */
   onWalSync(listener: (seconds: number) => void): void;
+
+  /**
+   * The tags of the WAL records replayed when the engine opened, in WAL order: every record
+   * written since the last flush that deleted its WAL file (also those whose rows were flushed).
+   */
+  replayedTags(): readonly ReplayedTag[];
+  /**
+   * Calls `listener` for each tagged append once its events are durable and applied, before the
+   * append resolves (so before any flush can delete its WAL record); returns an unsubscribe
+   * function.
+   */
+  onTagged(listener: (projectId: string, tag: string, firstOffset: number) => void): () => void;
+  /**
+   * Registers `hook`, awaited by every flush after its segments and manifest are written and
+   * before it deletes the WAL files they replace; a rejection fails the flush and keeps the files.
+   * Lets whoever keeps state derived from tags make it durable before the tags' records go.
+   * Returns an unregister function.
+   */
+  beforeWalRemove(hook: () => Promise<void>): () => void;
 
   /** Flushes buffered rows to segments (also runs on a timer). */
   flush(): Promise<void>;

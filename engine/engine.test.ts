@@ -93,6 +93,41 @@ t.test('a crash before any flush loses nothing acknowledged (WAL replay), exactl
   await recovered.close();
 });
 
+t.test('an append\'s tag is replayed with its first offset, also for rows a flush put in segments before its WAL file went', async (t) => {
+  const dir = tempDir();
+  const crashed = await open(dir);
+  const project = crashed.listProjects()[0].id;
+  const seen: [string, string, number][] = [];
+  crashed.onTagged((p, tag, firstOffset) => seen.push([p, tag, firstOffset]));
+  await crashed.appendEvents(project, [{ collection: 'c', event: { n: 0 } }, { collection: 'c', event: { n: 1 } }], ctx,
+    { atomic: true, tag: 'first' });
+  t.same(seen, [[project, 'first', 0]], 'onTagged has run when the append resolves');
+  await crashed.appendEvents(project, [{ collection: 'c', event: { n: 2 } }], ctx);
+  // A hook that fails keeps the flushed records' WAL file: as a crash between manifest and delete.
+  let calls = 0;
+  const unregister = crashed.beforeWalRemove(async () => {
+    calls++;
+    throw new Error('not yet');
+  });
+  await t.rejects(crashed.flush(), /not yet/);
+  t.equal(calls, 1, 'the hook runs before the WAL files are deleted');
+  unregister();
+  await crashed.appendEvents(project, [{ collection: 'c', event: { n: 3 } }], ctx, { tag: 'second' });
+  t.same(crashed.replayedTags(), [], 'a fresh data dir replays nothing');
+  // No close(): a kill -9.
+  const recovered = await open(dir);
+  t.same(recovered.replayedTags(), [
+    { projectId: project, tag: 'first', firstOffset: 0 },
+    { projectId: project, tag: 'second', firstOffset: 3 },
+  ]);
+  t.same(rowsOf(recovered, project, 'c').map((r) => JSON.parse(r).n), [0, 1, 2, 3], 'each row once');
+  await t.rejects(recovered.appendEvents(project, [{ collection: 'c', event: {} }], ctx, { tag: 'x'.repeat(1025) }));
+  await recovered.close();
+  const clean = await open(dir);
+  t.same(clean.replayedTags(), [], 'a clean close leaves no WAL record to replay');
+  await clean.close();
+});
+
 t.test('uniqueness tokens drop duplicates, also across restarts', async (t) => {
   const dir = tempDir();
   const engine = await open(dir);

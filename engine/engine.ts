@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type {
   AppendOptions, AppendResult, BatchAppendResult, EngineStats, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
-  ProjectInfo, TallyEngine, WriteContext,
+  ProjectInfo, ReplayedTag, TallyEngine, WriteContext,
 } from './api.js';
 import { DeleteManager } from './deletes/manager.js';
 import { applyDeletes } from './deletes/rewrite.js';
@@ -40,6 +40,7 @@ import { RetiredFiles } from './storage/retired-files.js';
 import { collectGarbage, defaultMemoryBudget, planMemory, type MemoryPlan } from './memory.js';
 import { WritePath } from './write-path.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
+import { TAG_BYTES_MAX } from './wal-record.js';
 
 type OffsetsFile = Record<string, Record<string, CommittedOffset[]>>;
 
@@ -66,6 +67,11 @@ class Engine implements TallyEngine {
   private saved: SavedQueries | null = null;
   private accessKeys: AccessKeys | null = null;
   private datasets: Datasets | null = null;
+  /** The tags of the WAL records replayed on open (replayedTags). */
+  private replayed: readonly ReplayedTag[] = [];
+  /** Awaited before a flush deletes WAL files (beforeWalRemove). */
+  private readonly walRemoveHooks = new Set<() => Promise<void>>();
+  private readonly tagListeners = new Set<(projectId: string, tag: string, firstOffset: number) => void>();
 
   private constructor(
     private readonly dataDir: string,
@@ -91,6 +97,9 @@ class Engine implements TallyEngine {
       appended: (project, collection) => this.notify(project, collection),
       full: () => void this.flush().catch(this.reportFlushError),
       added: (rows) => this.checkBufferBudget(rows),
+      tagged: (project, tag, firstOffset) => {
+        for (const listener of this.tagListeners) listener(project, tag, firstOffset);
+      },
     });
     this.log = new LogReader((project, collection) => this.store(project, collection, false), memory.logCacheBytes,
       (project, collection) => this.deletes.entriesOf(project, collection));
@@ -208,7 +217,7 @@ class Engine implements TallyEngine {
       this.stores.set(key(saved.project, saved.collection), store);
       for (const orphan of store.orphanFiles()) fs.rmSync(orphan, { force: true });
     }
-    this.writes.replay(replay);
+    this.replayed = this.writes.replay(replay);
     this.deletes.recover();
   }
 
@@ -315,9 +324,27 @@ class Engine implements TallyEngine {
     if (!this.projects.get(projectId)) {
       return Promise.reject(new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`));
     }
+    const tag = options?.tag ?? null;
+    if (tag !== null && Buffer.byteLength(tag) > TAG_BYTES_MAX) {
+      return Promise.reject(new Error(`appendEvents: a tag is at most ${TAG_BYTES_MAX} bytes`));
+    }
     const room = this.roomForWrites();
     if (room !== null) return room.then(() => this.appendEvents(projectId, events, ctx, options));
-    return this.writes.append(projectId, events, ctx, options?.atomic ?? false);
+    return this.writes.append(projectId, events, ctx, options?.atomic ?? false, tag);
+  }
+
+  replayedTags(): readonly ReplayedTag[] {
+    return this.replayed;
+  }
+
+  onTagged(listener: (projectId: string, tag: string, firstOffset: number) => void): () => void {
+    this.tagListeners.add(listener);
+    return () => this.tagListeners.delete(listener);
+  }
+
+  beforeWalRemove(hook: () => Promise<void>): () => void {
+    this.walRemoveHooks.add(hook);
+    return () => this.walRemoveHooks.delete(hook);
   }
 
   private writesHeldBack = 0;
@@ -649,6 +676,9 @@ class Engine implements TallyEngine {
       this.commitManifest();
       this.flushFailing = false;
       this.wakeWriters();
+      // What was derived from the records' tags (the Kafka producer state) is made durable before
+      // the records go; a failure leaves the WAL files for the next flush.
+      for (const hook of [...this.walRemoveHooks]) await hook();
       await this.wal.removeUpTo(closedIndex);
     }
   }

@@ -61,3 +61,25 @@ t.test('a payload whose leaves do not match its events is refused', async (t) =>
   t.throws(() => decodeWalPayload(payload, newLeaves()), /leaves out of range/);
   t.throws(() => decodeWalPayload(payload.subarray(0, payload.length - 1), newLeaves()), /leaves length mismatch/);
 });
+
+t.test('a tag rides in the header flags; untagged payloads keep the flags byte 0', async (t) => {
+  const leaves = newLeaves();
+  flattenEvent({ a: 1 }, leaves);
+  const bytes = new LeafEncoder().encode(leaves, leaves.count);
+  const event: WalEvent = { c: 'c', k: null, s: 41, t: 1, a: 2, from: 0, to: leaves.count };
+  const plain = encodeWalPayload('p', [event], bytes, 0, (n) => Buffer.alloc(n));
+  t.same([plain[0], plain[1]], [2, 0], 'version 2, no flags: as written before tags existed');
+  t.equal(decodeWalPayload(plain, newLeaves()).tag, null);
+  const tag = '["kafka","tøpic",7,0,100,3]';
+  const tagged = encodeWalPayload('p', [event], bytes, 0, (n) => Buffer.alloc(n), tag);
+  t.same([tagged[0], tagged[1]], [2, 1], 'flag bit 0: a tag follows the project');
+  t.equal(tagged.length, plain.length + 2 + Buffer.byteLength(tag));
+  const decoded = decodeWalPayload(tagged, newLeaves());
+  t.equal(decoded.tag, tag);
+  t.equal(decoded.p, 'p');
+  t.same(decoded.e, [event]);
+  t.throws(() => encodeWalPayload('p', [event], bytes, 0, (n) => Buffer.alloc(n), 'x'.repeat(1025)), /tag too long/);
+  const unknown = Buffer.from(plain);
+  unknown[1] = 2;
+  t.throws(() => decodeWalPayload(unknown, newLeaves()), /unknown flags/);
+});

@@ -3,11 +3,17 @@
  * and per event what the store keeps apart from them. No event is serialized to JSON on the way in:
  * replay rebuilds the buffers' rows from the same leaves the write path applied.
  *
- *   Payload    => VERSION:u8 (2) 0:u8 project:Str16 collections:u32 Str16* events:u32 Event*
- *                 leavesLength:u32 Leaves
+ *   Payload    => VERSION:u8 (2) flags:u8 project:Str16 [tag:Str16] collections:u32 Str16*
+ *                 events:u32 Event* leavesLength:u32 Leaves
  *   Event      => collection:u32 from:u32 to:u32 seq:f64 timestampMs:f64 createdAtMs:f64
  *                 tokenLength:i32 (-1: none) token:utf8
  *   Str16      => length:u16 utf8
+ *
+ * flags: bit 0 (FLAG_TAG) = a tag follows the project; the other bits are 0. The tag is the
+ * caller's opaque text for the whole call (AppendOptions.tag, at most TAG_BYTES_MAX bytes: the
+ * Kafka listener's idempotent producer fields), written atomically with the events so replay can
+ * hand it back (Engine.replayedTags). Payloads written before flags existed have 0 there and
+ * decode as before.
  *
  * `from`/`to` are the event's leaves in Leaves, as read (an add-on result that Leaves keeps once in
  * its fragment table counts as its leaves there). Each event carries its log offset so replay can skip
@@ -18,6 +24,10 @@ import { flattenEvent, type Leaves } from './schema/flatten.js';
 import { decodeLeaves } from './schema/leaf-codec.js';
 
 const VERSION = 2;
+/** flags bit 0: a tag (Str16) follows the project id. */
+const FLAG_TAG = 1;
+/** The longest tag an append may carry, in utf8 bytes. */
+export const TAG_BYTES_MAX = 1024;
 const EVENT_FIXED_BYTES = 12 + 24 + 4;
 
 export interface WalEvent {
@@ -40,6 +50,8 @@ export interface WalPayload {
   /** Project id. */
   readonly p: string;
   readonly e: readonly WalEvent[];
+  /** The call's tag (AppendOptions.tag), or null. */
+  readonly tag: string | null;
 }
 
 /**
@@ -48,9 +60,11 @@ export interface WalPayload {
  */
 export function encodeWalPayload(
   project: string, events: readonly WalEvent[], leaves: Uint8Array, room: number, alloc: (bytes: number) => Buffer,
+  tag: string | null = null,
 ): Buffer {
   const collections = new Map<string, number>();
   let bytes = room + 2 + 2 + project.length * 3 + 4 + 4 + 4 + leaves.byteLength;
+  if (tag !== null) bytes += 2 + tag.length * 3;
   for (const e of events) {
     if (!collections.has(e.c)) {
       collections.set(e.c, collections.size);
@@ -61,8 +75,13 @@ export function encodeWalPayload(
   const out = alloc(bytes);
   let at = room;
   out[at++] = VERSION;
-  out[at++] = 0;
+  out[at++] = tag === null ? 0 : FLAG_TAG;
   at = writeStr16(out, at, project);
+  if (tag !== null) {
+    const start = at;
+    at = writeStr16(out, at, tag);
+    if (at - start - 2 > TAG_BYTES_MAX) throw new Error('wal record: tag too long');
+  }
   at = out.writeUInt32LE(collections.size, at);
   for (const name of collections.keys()) at = writeStr16(out, at, name);
   at = out.writeUInt32LE(events.length, at);
@@ -98,6 +117,8 @@ export function decodeWalPayload(bytes: Uint8Array, leaves: Leaves): WalPayload 
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (buffer.length === 0) throw new Error('wal record: empty payload');
   if (buffer[0] !== VERSION) return decodeTextPayload(buffer, leaves);
+  const flags = buffer[1]!;
+  if ((flags & ~FLAG_TAG) !== 0) throw new Error('wal record: unknown flags');
   let at = 2;
   const str16 = (): string => {
     const length = buffer.readUInt16LE(at);
@@ -107,6 +128,7 @@ export function decodeWalPayload(bytes: Uint8Array, leaves: Leaves): WalPayload 
     return text;
   };
   const project = str16();
+  const tag = (flags & FLAG_TAG) !== 0 ? str16() : null;
   const collections: string[] = [];
   const collectionCount = buffer.readUInt32LE(at);
   at += 4;
@@ -139,7 +161,7 @@ export function decodeWalPayload(bytes: Uint8Array, leaves: Leaves): WalPayload 
   for (const e of events) {
     if (e.from > e.to || e.to > leaves.count) throw new Error('wal record: leaves out of range');
   }
-  return { p: project, e: events };
+  return { p: project, e: events, tag };
 }
 
 /**
@@ -168,5 +190,5 @@ function decodeTextPayload(bytes: Buffer, leaves: Leaves): WalPayload {
       k: JSON.parse(fields[4]) as string | null, from: leaves.start, to: leaves.count,
     });
   }
-  return { p: project, e: events };
+  return { p: project, e: events, tag: null };
 }

@@ -4,7 +4,7 @@
  * Log offsets are reserved before the WAL append, so WAL order is log order, and replay after a
  * crash re-applies exactly the rows that no flush had put in a segment.
  */
-import type { AppendResult, EventToWrite, WriteContext } from './api.js';
+import type { AppendResult, EventToWrite, ReplayedTag, WriteContext } from './api.js';
 import { BytePool } from './byte-pool.js';
 import type { Enricher } from './enrich/pipeline.js';
 import { ApiError, isApiError } from './errors.js';
@@ -66,6 +66,8 @@ export interface WritePathDeps {
   readonly full: () => void;
   /** Called after `rows` rows entered the buffers: the memory budget may call for a flush. */
   readonly added: (rows: number) => void;
+  /** Called when a tagged call's events are durable and applied, before the call resolves. */
+  readonly tagged?: (project: string, tag: string, firstOffset: number) => void;
 }
 
 /** The receipt time of a call, and its ISO text. */
@@ -113,7 +115,7 @@ export class WritePath {
    * Appends events; each gets its own result. With `atomic`, one refused event means none is
    * stored: the refused ones carry their errors, the others `{ ok: true, offset: -1 }`.
    */
-  append(project: string, events: readonly EventToWrite[], ctx: WriteContext, atomic = false): Promise<AppendResult[]> {
+  append(project: string, events: readonly EventToWrite[], ctx: WriteContext, atomic = false, tag: string | null = null): Promise<AppendResult[]> {
     const failure = this.deps.wal.failure;
     if (failure !== null) return Promise.reject(failure); // a full disk: refuse before any work
     const batch = this.batchState(this.receiptTime());
@@ -126,7 +128,7 @@ export class WritePath {
       return this.checked(store, events[i].collection, row, batch);
     }, batch);
     const encoded = staged.length === 0 ? EMPTY : this.encoder.encode(batch.leaves, batch.leaves.count);
-    return this.write(project, staged, results, batch, encoded);
+    return this.write(project, staged, results, batch, encoded, tag);
   }
 
   /**
@@ -253,9 +255,13 @@ export class WritePath {
     return results;
   }
 
-  /** Writes the staged events' WAL record (`encoded` holds their leaves); resolves once they are applied. */
+  /**
+   * Writes the staged events' WAL record (`encoded` holds their leaves, `tag` goes with them);
+   * resolves once they are applied.
+   */
   private write(
     project: string, staged: Staged[], results: AppendResult[], batch: BatchState, encoded: Uint8Array,
+    tag: string | null = null,
   ): Promise<AppendResult[]> {
     const leaves = batch.leaves;
     if (staged.length === 0) {
@@ -264,13 +270,14 @@ export class WritePath {
     }
     let pooled: Buffer | null = null;
     const frame = frameInPlace(encodeWalPayload(project, staged, encoded, RECORD_HEADER_BYTES,
-      (bytes) => (pooled = this.frames.take(bytes))));
+      (bytes) => (pooled = this.frames.take(bytes)), tag));
     const release = () => {
       this.frames.give(pooled!);
       this.releaseLeaves(leaves);
     };
     const done = this.deps.wal.appendFrame(frame).then(() => {
       this.applyAll(project, staged, batch);
+      if (tag !== null) this.deps.tagged?.(project, tag, staged[0]!.s);
       release();
       return results;
     }, (error: unknown) => {
@@ -383,11 +390,20 @@ export class WritePath {
     else this.deps.added(staged.length);
   }
 
-  /** Re-applies WAL payloads after a crash or restart, skipping rows already in segments. */
-  replay(payloads: readonly Uint8Array[]): void {
+  /**
+   * Re-applies WAL payloads after a crash or restart, skipping rows already in segments. Returns
+   * the tags of the records that carry one, with the log offset of each record's first event;
+   * also of records whose rows a flush had already put in segments (their WAL file was not yet
+   * deleted), since the tag says what was stored, not what is left to apply.
+   */
+  replay(payloads: readonly Uint8Array[]): ReplayedTag[] {
     const leaves = newLeaves();
+    const tags: ReplayedTag[] = [];
     for (const bytes of payloads) {
       const payload = decodeWalPayload(bytes, leaves);
+      if (payload.tag !== null && payload.e.length > 0) {
+        tags.push({ projectId: payload.p, tag: payload.tag, firstOffset: payload.e[0]!.s });
+      }
       const end = leaves.count;
       for (const event of payload.e) {
         const store = this.deps.store(payload.p, event.c);
@@ -401,5 +417,6 @@ export class WritePath {
         if (event.k !== null) store.tokens.add(event.k, event.a, true);
       }
     }
+    return tags;
   }
 }

@@ -179,7 +179,7 @@ t.test('an HTTP or Kafka port in use makes a second Tally exit with a one-line m
 
 t.test('SIGTERM to `npm start` stops the server, which drains and exits', { timeout: 120_000 }, async (t) => {
   const dataDir = tempDir(t, 'tally-npm-');
-  const child = spawn('npm', ['start', '--silent', '--', '--data', dataDir, '--host', '127.0.0.1', '--http-port', '0',
+  const child = spawn('npm', ['start', '--silent', '--ignore-scripts', '--', '--data', dataDir, '--host', '127.0.0.1', '--http-port', '0',
     '--kafka-in-port', '0', '--kafka-out-port', '0', '--org-key', orgKey()],
   { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
   const npmExited = new Promise<number | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
@@ -206,7 +206,7 @@ t.test('SIGTERM to `npm start` stops the server, which drains and exits', { time
 
 t.test('a server under `npm start` stops when npm is killed without passing a signal on', { timeout: 120_000 }, async (t) => {
   const dataDir = tempDir(t, 'tally-npm-');
-  const child = spawn('npm', ['start', '--silent', '--', '--data', dataDir, '--host', '127.0.0.1', '--http-port', '0',
+  const child = spawn('npm', ['start', '--silent', '--ignore-scripts', '--', '--data', dataDir, '--host', '127.0.0.1', '--http-port', '0',
     '--kafka-in-port', '0', '--kafka-out-port', '0', '--org-key', orgKey()],
   { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
   const out = { stdout: '', stderr: '' };

@@ -38,6 +38,20 @@ export interface KafkaListener {
 
 export async function startKafkaListener(opts: KafkaListenerOptions): Promise<KafkaListener> {
   const log = opts.log ?? (() => {});
+  // Only the inbound listener takes produce: it alone keeps the producer state in the data dir,
+  // recovering from the engine's WAL the batches a crash kept out of its file.
+  const durable = opts.role === 'in' && opts.stateDir !== undefined;
+  const sequences = durable
+    ? new ProducerSequences(opts.stateDir, { replayed: opts.engine.replayedTags?.() ?? [] })
+    : new ProducerSequences();
+  // Each idempotent batch is recorded as its WAL record is applied, and the state is fsynced
+  // before a flush deletes the WAL files: the batch is always in one of them.
+  const unhook = durable
+    ? [
+      opts.engine.onTagged?.((projectId, tag, firstOffset) => sequences.recordTag(projectId, tag, firstOffset)),
+      opts.engine.beforeWalRemove?.(() => sequences.persist()),
+    ]
+    : [];
   const ctx: BrokerContext = {
     engine: opts.engine,
     role: opts.role,
@@ -48,8 +62,7 @@ export async function startKafkaListener(opts: KafkaListenerOptions): Promise<Ka
     waiters: new FetchWaiters(),
     log,
     now: Date.now,
-    // Only the inbound listener takes produce: it alone keeps the producer state in the data dir.
-    sequences: new ProducerSequences(opts.role === 'in' ? opts.stateDir : undefined),
+    sequences,
   };
   const connections = new Set<Connection>();
   const accept = (socket: net.Socket): void => {
@@ -82,6 +95,7 @@ export async function startKafkaListener(opts: KafkaListenerOptions): Promise<Ka
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const connection of connections) connection.destroy();
       await closed;
+      for (const undo of unhook) undo?.();
       await ctx.sequences.persist().catch(() => {});
       ctx.sequences.close();
     },

@@ -8,17 +8,25 @@
  * a kill -9: it lives in `<data dir>/kafka-producer-state.log`, an append-only file of one JSON
  * line per appended idempotent batch (`{"b":[project, topic, producerId, epoch, baseSequence,
  * count, baseOffset]}`) and per block of producer ids handed out (`{"ids":next}`). The produce
- * handler calls `record` once the engine has appended a batch (its WAL append is fsynced), and
- * `persist` before it answers: the lines of one request, and of all requests waiting meanwhile,
- * go in one write and one fdatasync (a group commit). So every batch a producer was told is
- * stored is in this file, and its retry after a restart gets the original base offset.
- * Non-idempotent batches (producer id -1) cost nothing here.
+ * handler calls `persist` before it answers: the lines of one request, and of all requests
+ * waiting meanwhile, go in one write and one fdatasync (a group commit). So every batch a
+ * producer was told is stored is in this file, and its retry after a restart gets the original
+ * base offset. Non-idempotent batches (producer id -1) cost nothing here.
  *
- * Why a file beside the WAL, not the producer fields in the engine's records: the engine's WAL and
- * segments are shared with the HTTP write path and carry no Kafka metadata; a separate small log
- * keeps the engine untouched and costs one line per batch (never per event). The one case it
- * cannot cover is a crash between the engine's WAL fsync and this file's fsync (a window of one
- * fsync): that batch was never acknowledged, and its retry is stored a second time.
+ * The WAL record holds the batch too. The handler passes the batch's producer fields as the
+ * engine append's tag (`ProducerSequences.tag`), which the engine writes in the batch's WAL
+ * record, atomically with its events (engine/wal-record.ts). So a crash after the WAL fsync but
+ * before this file's fsync loses nothing: on open the listener passes the engine's
+ * `replayedTags()` (every tagged record still in the WAL, also those whose rows were flushed), and
+ * the batches this file lacks are added and written back at once (the compaction on open). The
+ * WAL keeps a record until a flush deletes its file, and before that this file has the batch:
+ * the engine's `onTagged` calls `recordTag` as the record is applied (before the append resolves,
+ * so before the flush that waits for it), and the flush awaits `persist` (`beforeWalRemove`)
+ * before it deletes any WAL file. The handler's own `record` call then adds no second line.
+ * What remains: the replayed tags reach this file when the inbound listener starts, a moment
+ * after the engine opened; a flush in that moment (one needs 65,536 replayed rows or a buffer
+ * filled through HTTP) may delete the WAL files first, and only a second crash right then, before
+ * the listener has written the tags it still gets from the engine's memory, would lose them.
  *
  * Producer ids are never reused across restarts: InitProducerId hands ids out of a block whose end
  * is persisted (fsynced) before the first id of it is given out, and on open the next id is past
@@ -35,6 +43,8 @@ import { limits } from '../../../engine/index.js';
 const { PRODUCER_BATCHES_KEPT, PRODUCERS_TRACKED_MAX } = limits;
 
 export const PRODUCER_STATE_FILE = 'kafka-producer-state.log';
+/** The first element of a batch's engine tag, so other tags are never taken for one. */
+const TAG_KIND = 'kafka';
 /** Producer ids reserved by one persisted line. */
 const ID_BLOCK = 1000;
 /** The file is rewritten from the state in memory once it is past this size. */
@@ -60,7 +70,11 @@ export class ProducerSequences {
    * `dir`: the data dir to keep the state in; without it the state is in memory only (tests,
    * listeners that take no produce).
    */
-  constructor(dir?: string, options: { fsync?: boolean; firstId?: number } = {}) {
+  constructor(dir?: string, options: {
+    fsync?: boolean; firstId?: number;
+    /** The engine's replayedTags(): batches in its WAL, maybe missing from the file. */
+    replayed?: readonly { projectId: string; tag: string; firstOffset: number }[];
+  } = {}) {
     this.fsync = options.fsync ?? true;
     this.nextId = options.firstId ?? Date.now() % 2 ** 31;
     this.idsReservedTo = this.nextId;
@@ -70,7 +84,47 @@ export class ProducerSequences {
       return;
     }
     if (fs.existsSync(this.file)) this.replay(fs.readFileSync(this.file, 'utf8'));
+    // After the file's lines: a batch the file lacks (the crash came before its line's fsync)
+    // is in the engine's WAL record; compact() below makes it durable here too.
+    for (const { projectId, tag, firstOffset } of options.replayed ?? []) {
+      const batch = ProducerSequences.parseTag(tag);
+      if (batch === null) continue;
+      const [topic, producerId, epoch, baseSequence, count] = batch;
+      this.remember(projectId, topic, producerId, epoch, { baseSequence, count, baseOffset: firstOffset });
+    }
     this.compact();
+  }
+
+  /**
+   * The engine tag (AppendOptions.tag) of an idempotent batch: its producer fields, written in
+   * the engine's WAL record atomically with its events.
+   */
+  static tag(topic: string, producerId: number, epoch: number, baseSequence: number, count: number): string {
+    return JSON.stringify([TAG_KIND, topic, producerId, epoch, baseSequence, count]);
+  }
+
+  /** [topic, producerId, epoch, baseSequence, count] of a tag from `tag`, or null for any other text. */
+  static parseTag(tag: string): [string, number, number, number, number] | null {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(tag);
+    } catch {
+      return null;
+    }
+    if (!Array.isArray(parsed) || parsed.length !== 6 || parsed[0] !== TAG_KIND || typeof parsed[1] !== 'string') {
+      return null;
+    }
+    const numbers = parsed.slice(2) as unknown[];
+    if (!numbers.every((n) => Number.isSafeInteger(n))) return null;
+    return [parsed[1], ...(numbers as [number, number, number, number])];
+  }
+
+  /** As record, for a batch the engine reports by its tag (TallyEngine.onTagged). */
+  recordTag(projectId: string, tag: string, firstOffset: number): void {
+    const batch = ProducerSequences.parseTag(tag);
+    if (batch === null) return;
+    const [topic, producerId, epoch, baseSequence, count] = batch;
+    this.record(projectId, topic, producerId, epoch, baseSequence, count, firstOffset);
   }
 
   private static key(projectId: string, topic: string, producerId: number, epoch: number): string {
@@ -89,6 +143,8 @@ export class ProducerSequences {
   record(projectId: string, topic: string, producerId: number, epoch: number,
     baseSequence: number, count: number, baseOffset: number): void {
     if (producerId < 0) return;
+    // Recorded already (onTagged, then the produce handler): one line is enough.
+    if (this.duplicateOf(projectId, topic, producerId, epoch, baseSequence, count) === baseOffset) return;
     this.remember(projectId, topic, producerId, epoch, { baseSequence, count, baseOffset });
     if (this.file !== null) {
       const line: BatchLine = [projectId, topic, producerId, epoch, baseSequence, count, baseOffset];
@@ -143,7 +199,12 @@ export class ProducerSequences {
     batch: SeenBatch): void {
     const key = ProducerSequences.key(projectId, topic, producerId, epoch);
     const batches = this.seen.get(key) ?? [];
-    batches.push(batch);
+    const same = batches.findIndex((b) => b.baseSequence === batch.baseSequence && b.count === batch.count);
+    if (same >= 0) batches.splice(same, 1);
+    // In log order: a batch recovered from the WAL may be older than ones the file had.
+    let at = batches.length;
+    while (at > 0 && batches[at - 1]!.baseOffset > batch.baseOffset) at--;
+    batches.splice(at, 0, batch);
     if (batches.length > PRODUCER_BATCHES_KEPT) batches.shift();
     // Re-insert so the map's order is least recently used first; evict beyond the bound.
     this.seen.delete(key);

@@ -11,6 +11,7 @@ import { KafkaError, kafkaErrorFor } from '../../protocol/errors.js';
 import { KafkaDecodeError } from '../../protocol/reader.js';
 import { CorruptBatchError, decodeRecordBatch, splitBatches } from '../../protocol/record-batch.js';
 import type { BrokerContext, Session } from '../context.js';
+import { ProducerSequences } from '../producer-sequences.js';
 import { limits } from '../../../../engine/index.js';
 import { countWrites } from '../../../write-counts.js';
 import { topicNameError } from './metadata.js';
@@ -194,9 +195,15 @@ async function appendPartition(
   ctx: BrokerContext, projectId: string, ctxWrite: { ip: string; userAgent: string }, item: Accepted,
 ): Promise<void> {
   const owner = [{ result: item.result, first: 0 }];
+  const { producerId, epoch, baseSequence } = item.producer;
+  // An idempotent batch's producer fields go in the engine's WAL record with its events: a crash
+  // before the producer state file has them still leaves them to be recovered (producer-sequences.ts).
+  const options = producerId >= 0
+    ? { atomic: true, tag: ProducerSequences.tag(item.topic, producerId, epoch, baseSequence, item.events.length) }
+    : { atomic: true };
   let results;
   try {
-    results = await ctx.engine.appendEvents(projectId, item.events, ctxWrite, { atomic: true });
+    results = await ctx.engine.appendEvents(projectId, item.events, ctxWrite, options);
   } catch (error) {
     failOwners(owner, 0, item.events.length, error, ctx);
     return;
