@@ -115,6 +115,7 @@ t.test('an append\'s tag is replayed with its first offset, also for rows a flus
   await crashed.appendEvents(project, [{ collection: 'c', event: { n: 3 } }], ctx, { tag: 'second' });
   t.same(crashed.replayedTags(), [], 'a fresh data dir replays nothing');
   // No close(): a kill -9.
+  abandonDataDirLock(dir);
   const recovered = await open(dir);
   t.same(recovered.replayedTags(), [
     { projectId: project, tag: 'first', firstOffset: 0 },

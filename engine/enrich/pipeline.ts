@@ -69,9 +69,9 @@ export async function createEnricher(opts: EnricherOptions): Promise<Enricher> {
   if (opts.databaseFiles) adoptDatabaseFiles(opts.databaseFiles);
   const addons = new Map<string, Addon>([
     [IP_TO_GEO, createIpToGeo(loadGeoDatabases(opts.geoipDbPath))],
-    ['svc:ua_parser', createUaParser(loadUapRules())],
+    ['svc:ua_parser', lazyAddon(['ua_string'], () => createUaParser(loadUapRules()))],
     ['svc:url_parser', createUrlParser()],
-    ['svc:referrer_parser', createReferrerParser(loadReferrerTable())],
+    ['svc:referrer_parser', lazyAddon(['referrer_url', 'page_url'], () => createReferrerParser(loadReferrerTable()))],
     ['svc:date_time_parser', createDateTimeParser()],
   ]);
   const cached = new Map<string, CachedAddon>();
@@ -100,6 +100,24 @@ export async function createEnricher(opts: EnricherOptions): Promise<Enricher> {
       context = null;
     },
   };
+}
+
+/**
+ * An add-on whose data is read on its first use, not when the engine opens: uap-core's rules and
+ * the referrer table are YAML that took ~0.6 s (and as much again in garbage collection) to parse
+ * at every open, which an embedding program or a store that never uses them paid for nothing.
+ * The bundled geo databases are read lazily the same way (ip-to-geo.ts).
+ */
+function lazyAddon(inputKeys: readonly string[], make: () => Addon): Addon {
+  let made: Addon | null = null;
+  const addon = (): Addon => {
+    if (made === null) {
+      made = make();
+      assert(made.inputKeys.join() === inputKeys.join(), 'a lazy add-on declares its own input keys');
+    }
+    return made;
+  };
+  return { inputKeys, compute: (values) => addon().compute(values) };
 }
 
 /** Whether `name` can be a new last property of an event that does not have it (not an array index). */

@@ -3,6 +3,7 @@
  * With `inline` (tests, or no worker threads wanted) jobs run synchronously on the calling thread.
  */
 import { JobWorker } from '../job-worker.js';
+import { SEGMENT_INLINE_ROWS_MAX } from '../limits.js';
 import { WORKER_YOUNG_GENERATION_MB } from '../memory.js';
 import type { ColumnChunk, SegmentFooter } from './chunk.js';
 import { runSegmentJob, type SegmentJob, type SegmentJobResult } from './segment-worker.js';
@@ -21,7 +22,10 @@ export class SegmentPool {
 
   run(input: JobInput): Promise<SegmentFooter[]> {
     const job = { ...input, id: this.nextId++ } as SegmentJob;
-    if (this.inline) {
+    // A small flush with no worker started yet is written here: starting the worker (~0.4 s, and
+    // its own heap) cost more than the write, and made an embedded open-write-close take seconds.
+    const small = job.op === 'write' && !this.worker.running && job.chunk.rows <= SEGMENT_INLINE_ROWS_MAX;
+    if (this.inline || small) {
       try {
         return Promise.resolve(runSegmentJob(job));
       } catch (error) {
