@@ -2,7 +2,7 @@
 // the URL (back/forward and reload replay it), running it through the public API, the same query
 // as curl and keen-analysis code, and the live view (Server-Sent Events). Talks only to /3.0.
 import { fillForm, readForm, errorField } from './builder.js';
-import { renderResult } from './views.js';
+import { renderResult, plural, resizeChart } from './views.js';
 import { createDashboard } from './dashboard.js';
 import { createSaved } from './saved.js';
 import { createDatasets } from './datasets.js';
@@ -27,7 +27,8 @@ async function api(method, path, body) {
 
 function keyMessage(error) {
   if (error.status === 401) return `That key is not a key of project "${state.projectId}" (401 ${error.error_code}). Check the project id and the key the first start printed.`;
-  if (error.status === 403) return `This key may not read (403 ${error.error_code}): use the project's Read Key or Master Key. ${error.message}`;
+  // The API's message already names the keys that may read: said once, not paraphrased again.
+  if (error.status === 403) return `This key may not read (403 ${error.error_code}): ${error.message}`;
   return `${error.error_code ?? 'Error'}: ${error.message}`;
 }
 
@@ -42,7 +43,7 @@ async function connect() {
     document.body.dataset.connected = 'no';
     return false;
   }
-  $('#key-status').textContent = `Connected to project ${state.projectId}: ${state.collections.length} collection(s).`;
+  $('#key-status').textContent = `Connected to project ${state.projectId}: ${plural(state.collections.length, 'collection')}.`;
   document.body.dataset.connected = 'yes';
   renderCollections();
   state.dashboard?.stop();
@@ -87,7 +88,7 @@ async function loadCounts() {
   for (const c of state.collections.slice(0, 25)) {
     try {
       const { result } = await api('POST', '/queries/count', { event_collection: c.name, timeframe: EVERYTHING });
-      document.querySelector(`.count[data-collection="${CSS.escape(c.name)}"]`).textContent = `${result.toLocaleString('en-US')} events`;
+      document.querySelector(`.count[data-collection="${CSS.escape(c.name)}"]`).textContent = plural(result, 'event');
     } catch { /* counts are a hint; the list works without them */ }
   }
 }
@@ -198,7 +199,9 @@ async function show(load) {
   $('#result').classList.add('busy');
   try {
     const { analysis, params, result } = await load();
-    tally.view = renderResult($('#result'), analysis, result, params.timezone);
+    // Without order_by the API returns groups by name; the bars follow the Direction control.
+    const direction = params.order_by ? undefined : $('#query-form').elements.direction?.value ?? 'DESC';
+    tally.view = renderResult($('#result'), analysis, result, params.timezone, false, { direction });
     state.lastQuery = { analysis, params };
     $('#pin').disabled = $('#save').disabled = false;
     tally.lastError = null;
@@ -301,6 +304,11 @@ function init() {
   });
   for (const tab of document.querySelectorAll('.tab')) tab.addEventListener('click', () => showTab(tab.dataset.tab));
   $('#live-collection').addEventListener('change', startLive);
+  let resizing = 0;
+  window.addEventListener('resize', () => {
+    cancelAnimationFrame(resizing);
+    resizing = requestAnimationFrame(() => { if (tally.view) resizeChart(tally.view, $('#result')); });
+  });
   window.addEventListener('popstate', () => { if (document.body.dataset.connected === 'yes') fillFromUrl(); });
   if (saved?.projectId && saved?.key) {
     $('#project-id').value = state.projectId = saved.projectId;

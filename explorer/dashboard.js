@@ -24,7 +24,8 @@ async function refreshCard(card, pin, index, { api, tally, render }) {
   try {
     const answer = await api('POST', `/queries/${pin.analysis}`, pin.params);
     const result = pin.analysis === 'funnel' ? answer : answer.result;
-    const view = render(body, pin.analysis, result, pin.params.timezone, true);
+    const view = render(body, pin.analysis, result, pin.params.timezone, true,
+      { direction: pin.params.order_by ? undefined : 'DESC' });
     tally.cards[index] = { kind: view.kind, labels: view.labels,
       data: view.plot ? view.plot.data.map((column) => Array.from(column)) : view.data, table: view.table };
   } catch (error) {

@@ -68,6 +68,11 @@ async function tableCells(p: Page): Promise<{ columns: string[]; rows: unknown[]
   }));
 }
 
+/** Groups as the bars show them without order_by: as the Direction control says (DESC by default). */
+function byResultDesc<T extends { result: number }>(groups: T[], label: (g: T) => string): T[] {
+  return [...groups].sort((a, b) => b.result - a.result || label(a).localeCompare(label(b)));
+}
+
 async function waitRuns(p: Page, runs: number): Promise<void> {
   await p.waitForFunction((n) => (window as any).__tally?.runs >= n, { timeout: WAIT_MS }, runs);
 }
@@ -199,8 +204,9 @@ t.test('count by hour and item: the chart and the table hold the API answer', as
   const bars = await drawn(page);
   const grouped = await query('count', { event_collection: 'purchases', timeframe: TIMEFRAME, group_by: 'item' });
   t.equal(bars.kind, 'group');
-  t.same(bars.labels, grouped.body.result.map((g: { item: string }) => g.item));
-  t.same(bars.data, grouped.body.result.map((g: { result: number }) => g.result), "the bars are the API's groups");
+  const sortedGroups = byResultDesc(grouped.body.result as { item: string; result: number }[], (g) => g.item);
+  t.same(bars.labels, sortedGroups.map((g) => g.item));
+  t.same(bars.data, sortedGroups.map((g) => g.result), "the bars are the API's groups, largest first (Direction DESC)");
   await page.screenshot({ path: join(shots, 'count-group-bars.png'), fullPage: true });
   await page.goBack();
   await waitRuns(page, 3);
@@ -312,7 +318,7 @@ t.test('funnel, extraction, a single number, multi_analysis, groups and select_u
       t.equal(view.kind, 'number');
       t.equal(view.data, answer.body.result, 'the big number');
       t.equal(await page.$eval('#big-number', (el) => el.textContent),
-        answer.body.result.toLocaleString('en-US', { maximumFractionDigits: 4 }));
+        answer.body.result.toLocaleString('en-US', { maximumFractionDigits: 2 }));
     }
     await page.screenshot({ path: join(shots, `${analysis}.png`), fullPage: true });
   }
@@ -384,7 +390,7 @@ t.test('a pinned query is drawn on the dashboard, refreshes itself and survives 
   await page.select('#refresh', '5');
   await page.waitForFunction(() => (window as any).__tally.cards?.[0]?.data !== undefined, { timeout: WAIT_MS });
   const card = () => page.evaluate(() => (window as any).__tally.cards[0]);
-  const before = (await query('count', params)).body.result as { item: string; result: number }[];
+  const before = byResultDesc((await query('count', params)).body.result as { item: string; result: number }[], (g) => g.item);
   t.same((await card()).labels, before.map((g) => g.item));
   t.same((await card()).data, before.map((g) => g.result), "the card holds the API's groups");
 
@@ -395,7 +401,7 @@ t.test('a pinned query is drawn on the dashboard, refreshes itself and survives 
   const refreshes = await page.evaluate(() => (window as any).__tally.refreshes);
   await page.waitForFunction((n) => (window as any).__tally.refreshes > n
     && (window as any).__tally.cards[0]?.labels?.includes('sprocket'), { timeout: 20_000 }, refreshes);
-  const after = (await query('count', params)).body.result as { item: string; result: number }[];
+  const after = byResultDesc((await query('count', params)).body.result as { item: string; result: number }[], (g) => g.item);
   t.same((await card()).data, after.map((g) => g.result), 'the timer refreshed the card with the new event');
   await page.screenshot({ path: join(shots, 'dashboard.png'), fullPage: true });
 
@@ -425,8 +431,9 @@ t.test('saved and cached queries are listed and open with their stored result; s
   t.equal(stored.status, 200);
   const view = await drawn(page);
   t.equal(view.kind, 'group');
-  t.same(view.labels, stored.body.result.map((g: { item: string }) => g.item));
-  t.same(view.data, stored.body.result.map((g: { result: number }) => g.result), 'the stored result is drawn');
+  const storedGroups = byResultDesc(stored.body.result as { item: string; result: number }[], (g) => g.item);
+  t.same(view.labels, storedGroups.map((g) => g.item));
+  t.same(view.data, storedGroups.map((g) => g.result), 'the stored result is drawn (largest first)');
   t.equal(new URL(page.url()).searchParams.get('saved'), 'by_item_cached', 'the URL names the saved query');
   t.equal(await page.$eval('input[name=group_by]', (el) => (el as HTMLInputElement).value), 'item',
     'its definition is in the builder');
