@@ -4,6 +4,7 @@
  * exact distinct counting. Linear probing, power-of-two capacity, grown at half load. No JS
  * Map/Set and no per-entry objects.
  */
+import { PartialStateError, type StateReader, type StateWriter } from './state-io.js';
 
 const INITIAL_CAPACITY = 1024;
 
@@ -92,6 +93,38 @@ export class TripleSet {
       }
       if (c === cell && this.his[s] === hi && this.los[s] === lo) return false;
     }
+  }
+
+  /** cells: i32[size], his: i32[size], los: i32[size] (slot order; decode re-adds them). */
+  encode(writer: StateWriter): void {
+    const cells = new Int32Array(this.size);
+    const his = new Int32Array(this.size);
+    const los = new Int32Array(this.size);
+    let at = 0;
+    for (let s = 0; s < this.cells.length; s++) {
+      if (this.cells[s] === -1) continue;
+      cells[at] = this.cells[s];
+      his[at] = this.his[s];
+      los[at++] = this.los[s];
+    }
+    writer.i32Array(cells);
+    writer.i32Array(his);
+    writer.i32Array(los);
+  }
+
+  static decode(reader: StateReader): TripleSet {
+    const cells = reader.i32Array('set cells');
+    const his = reader.i32Array('set key highs');
+    const los = reader.i32Array('set key lows');
+    if (his.length !== cells.length || los.length !== cells.length) {
+      throw new PartialStateError(`a triple set of ${cells.length} cells, ${his.length} highs and ${los.length} lows`);
+    }
+    const set = new TripleSet();
+    for (let k = 0; k < cells.length; k++) {
+      if (cells[k] < 0) throw new PartialStateError(`a triple set with cell ${cells[k]}`);
+      if (!set.add(cells[k], his[k], los[k])) throw new PartialStateError('a triple set holds a triple twice');
+    }
+    return set;
   }
 
   /** Calls fn for every triple (used when switching to sketches). */
@@ -292,11 +325,29 @@ export class PartitionedPairSet {
     this.stored = stored;
   }
 
-  /** Flushes and drops the key buffer (before the set is copied to another thread). */
-  beforePack(): void {
+  /** his: i32[size], los: i32[size]: the distinct keys (decode adds them to a new set). */
+  encode(writer: StateWriter): void {
     this.flush();
-    this.pendingHi = new Int32Array(0);
-    this.pendingLo = new Int32Array(0);
+    const his = new Int32Array(this.stored);
+    const los = new Int32Array(this.stored);
+    let at = 0;
+    this.forEach((hi, lo) => {
+      his[at] = hi;
+      los[at++] = lo;
+    });
+    writer.i32Array(his);
+    writer.i32Array(los);
+  }
+
+  static decode(reader: StateReader): PartitionedPairSet {
+    const his = reader.i32Array('key highs');
+    const los = reader.i32Array('key lows');
+    if (his.length !== los.length) throw new PartialStateError(`a key set of ${his.length} highs and ${los.length} lows`);
+    const set = new PartitionedPairSet();
+    set.addKeys(his, los, his.length);
+    set.flush();
+    if (set.stored !== his.length) throw new PartialStateError('a key set holds a key twice');
+    return set;
   }
 
   /** Moves the keys of the small set into partitions (from now on, for good), with the buffered ones. */
