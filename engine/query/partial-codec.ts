@@ -169,7 +169,13 @@ function readAggregate(reader: StateReader, context: DecodeContext, what: string
   const length = reader.u32(`${what}'s length`);
   reader.need(length, `${what} (${TAG_NAMES.get(tag)})`);
   const start = reader.offset;
-  const aggregator = decode(reader, context);
+  let aggregator: Aggregator;
+  try {
+    aggregator = decode(reader, context);
+  } catch (error) {
+    if (!(error instanceof PartialStateError)) throw error;
+    throw new PartialStateError(`${what} (${TAG_NAMES.get(tag)}): ${error.message.replace(/^partial state: /, '')}`);
+  }
   if (reader.offset - start !== length) {
     throw new PartialStateError(`${what} (${TAG_NAMES.get(tag)}) is ${length} bytes, its decoder read ${reader.offset - start}`);
   }
