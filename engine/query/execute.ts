@@ -8,6 +8,8 @@ import { createAggregator, CountAggregator, type Aggregator } from './aggregate/
 import type { AverageAggregator } from './aggregate/average.js';
 import { addByCell } from './aggregate/cell-sums.js';
 import type { SumAggregator } from './aggregate/sum.js';
+import { AggregateTag } from './aggregate/types.js';
+import type { StateReader, StateWriter } from './state-io.js';
 import { runExtraction } from './extraction.js';
 import { countUniqueFromSketches } from './footer-sketch.js';
 import { runFunnel } from './funnel.js';
@@ -275,7 +277,19 @@ class CodeSums {
 
 /** A finished result standing in for a partial state (the footer-sketch estimate). */
 export class FixedAggregator implements Aggregator {
+  readonly codecTag = AggregateTag.fixed;
+
   constructor(private readonly value: number) {}
+
+  /** value: f64 */
+  encode(writer: StateWriter): void {
+    writer.f64(this.value);
+  }
+
+  static decode(reader: StateReader): FixedAggregator {
+    return new FixedAggregator(reader.f64('fixed value'));
+  }
+
   update(): void {}
   merge(): void {}
   finalize(): number {

@@ -10,8 +10,58 @@ import {
 } from '../storage/chunk.js';
 import type { ColumnViews } from './columns.js';
 import { NumberMap } from './hash-table.js';
+import { PartialStateError, type StateReader, type StateWriter } from './state-io.js';
 
 export type GroupValue = Primitive | readonly Primitive[];
+
+/** Value kinds on the wire (writeValue). */
+const V_NULL = 0;
+const V_FALSE = 1;
+const V_TRUE = 2;
+const V_NUMBER = 3;
+const V_STRING = 4;
+const V_LIST = 5;
+
+/** A value as kind: u8 then, by kind, f64, string, or (count: u32, primitive*). */
+export function writeValue(writer: StateWriter, value: GroupValue): void {
+  if (value === null) writer.u8(V_NULL);
+  else if (value === false) writer.u8(V_FALSE);
+  else if (value === true) writer.u8(V_TRUE);
+  else if (typeof value === 'number') {
+    writer.u8(V_NUMBER);
+    writer.f64(value);
+  } else if (typeof value === 'string') {
+    writer.u8(V_STRING);
+    writer.string(value);
+  } else {
+    writer.u8(V_LIST);
+    writer.u32(value.length);
+    for (const item of value) {
+      if (typeof item === 'object' && item !== null) throw new Error('a list value holds a list');
+      writeValue(writer, item);
+    }
+  }
+}
+
+export function readValue(reader: StateReader, inList = false): GroupValue {
+  const kind = reader.u8('a value kind');
+  switch (kind) {
+    case V_NULL: return null;
+    case V_FALSE: return false;
+    case V_TRUE: return true;
+    case V_NUMBER: return reader.f64('a number value');
+    case V_STRING: return reader.string('a string value');
+    case V_LIST: {
+      if (inList) throw new PartialStateError('a list value inside a list value');
+      const length = reader.u32('a list length');
+      reader.need(length, 'a list');
+      const list: Primitive[] = new Array(length);
+      for (let k = 0; k < length; k++) list[k] = readValue(reader, true) as Primitive;
+      return list;
+    }
+    default: throw new PartialStateError(`unknown value kind ${kind} at offset ${reader.offset - 1}`);
+  }
+}
 
 /** Ids of single values above this cannot be packed into pair keys. */
 const VALUE_IDS_MAX = 1 << 26;
@@ -27,6 +77,21 @@ export class ValueIds {
   private readonly translations = new WeakMap<readonly string[], Int32Array>();
 
   constructor(private readonly limit: number) {}
+
+  /** count: u32, then each value (writeValue), in id order. */
+  encode(writer: StateWriter): void {
+    writer.u32(this.values.length);
+    for (const value of this.values) writeValue(writer, value);
+  }
+
+  /** Gives the values encode wrote their ids again, into this fresh ValueIds. */
+  decodeInto(reader: StateReader): void {
+    const count = reader.u32('a value count');
+    reader.need(count, 'values');
+    for (let id = 0; id < count; id++) {
+      if (this.idOfValue(readValue(reader)) !== id) throw new PartialStateError(`value ${id} repeats an earlier one`);
+    }
+  }
 
   private add(value: GroupValue): number {
     const id = this.values.length;
@@ -203,6 +268,49 @@ export class GroupTable {
       id = next;
     }
     return id;
+  }
+
+  /**
+   * paths: (count: u32, string*), limit: f64, each property's ValueIds, then per level past the
+   * first: parents: i32[2 × groups of the level] ([previous level's id, value id] per group).
+   */
+  encode(writer: StateWriter): void {
+    writer.u32(this.paths.length);
+    for (const path of this.paths) writer.string(path);
+    writer.f64(this.limit);
+    for (const ids of this.props) ids.encode(writer);
+    for (const parents of this.parents) writer.i32Array(Int32Array.from(parents));
+  }
+
+  static decode(reader: StateReader): GroupTable {
+    const count = reader.u32('group_by property count');
+    if (count === 0) throw new PartialStateError('a group table without properties');
+    reader.need(count * 4, 'group_by properties');
+    const paths: string[] = [];
+    for (let p = 0; p < count; p++) paths.push(reader.string('a group_by property'));
+    const table = new GroupTable(paths, reader.f64('group limit'));
+    for (const ids of table.props) ids.decodeInto(reader);
+    let previous = table.props[0].values.length;
+    for (let p = 1; p < count; p++) {
+      const parents = reader.i32Array('group parents');
+      const values = table.props[p].values.length;
+      const pairs = table.pairs[p - 1];
+      const list = table.parents[p - 1];
+      if (parents.length % 2 !== 0) throw new PartialStateError('group parents of odd length');
+      for (let at = 0; at < parents.length; at += 2) {
+        const parent = parents[at];
+        const value = parents[at + 1];
+        if (parent < 0 || parent >= previous || value < 0 || value >= values) {
+          throw new PartialStateError(`group ${at / 2} of level ${p} points past its level's ids`);
+        }
+        const key = parent * VALUE_IDS_MAX + value;
+        if (pairs.get(key) !== -1) throw new PartialStateError(`group ${at / 2} of level ${p} repeats an earlier one`);
+        pairs.set(key, at / 2);
+        list.push(parent, value);
+      }
+      previous = parents.length / 2;
+    }
+    return table;
   }
 
   /** The property values of group `group`, in group_by order. */

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { PartitionedPairSet } from './hash-table.js';
-import { pack, unpack } from './partial.js';
+import { StateReader, StateWriter } from './state-io.js';
 import { random } from './test-support.js';
 
 /** `count` keys drawn from `distinct` possible ones (so with repeats), including (0, 0) and negatives. */
@@ -33,9 +33,14 @@ function filled(list: [number, number][]): PartitionedPairSet {
   return set;
 }
 
-/** A copy that went through pack, a structured clone and unpack, as partial states go between threads. */
+/** A copy that went through the partial-state codec (state-io.ts), as partial states go between threads. */
 function travelled(set: PartitionedPairSet): PartitionedPairSet {
-  return unpack(structuredClone(pack(set))) as PartitionedPairSet;
+  const writer = new StateWriter();
+  set.encode(writer);
+  const reader = new StateReader(writer.finish());
+  const copy = PartitionedPairSet.decode(reader);
+  if (reader.remaining !== 0) throw new Error('bytes left over');
+  return copy;
 }
 
 t.test('holds the distinct keys whether few or many, added one by one', async (t) => {

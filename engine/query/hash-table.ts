@@ -4,6 +4,7 @@
  * exact distinct counting. Linear probing, power-of-two capacity, grown at half load. No JS
  * Map/Set and no per-entry objects.
  */
+import { PartialStateError, type StateReader, type StateWriter } from './state-io.js';
 
 const INITIAL_CAPACITY = 1024;
 
@@ -94,6 +95,38 @@ export class TripleSet {
     }
   }
 
+  /**
+   * size: u32, then the slots as they are: cells: i32[capacity] (-1 empty), his, los. The slot
+   * layout (mix32 of the triple, linear probing) is part of the wire format: decoding views the
+   * arrays without rehashing, so a change to the hash needs a new format version.
+   */
+  encode(writer: StateWriter): void {
+    writer.u32(this.size);
+    writer.i32Array(this.cells);
+    writer.i32Array(this.his);
+    writer.i32Array(this.los);
+  }
+
+  static decode(reader: StateReader): TripleSet {
+    const size = reader.u32('set size');
+    const cells = reader.i32Array('set cells');
+    const his = reader.i32Array('set key highs');
+    const los = reader.i32Array('set key lows');
+    checkSlots(cells.length, [his.length, los.length], 'a triple set');
+    let used = 0;
+    for (let s = 0; s < cells.length; s++) {
+      if (cells[s] >= 0) used++;
+      else if (cells[s] !== -1) throw new PartialStateError(`a triple set with cell ${cells[s]}`);
+    }
+    if (used !== size || (size + 1) * 2 > cells.length + 2) throw new PartialStateError(`a triple set of size ${size} with ${used} of ${cells.length} slots used`);
+    const set = new TripleSet();
+    set.cells = cells;
+    set.his = his;
+    set.los = los;
+    set.size = size;
+    return set;
+  }
+
   /** Calls fn for every triple (used when switching to sketches). */
   forEach(fn: (cell: number, hi: number, lo: number) => void): void {
     for (let s = 0; s < this.cells.length; s++) {
@@ -109,6 +142,13 @@ export class TripleSet {
     this.los = new Int32Array(capacity);
     this.size = 0;
     for (let s = 0; s < cells.length; s++) if (cells[s] !== -1) this.add(cells[s], his[s], los[s]);
+  }
+}
+
+/** Refuses slot arrays of a hash table that are not one power-of-two capacity. */
+function checkSlots(capacity: number, others: number[], what: string): void {
+  if (capacity < 1 || (capacity & (capacity - 1)) !== 0 || others.some((length) => length !== capacity)) {
+    throw new PartialStateError(`${what} with slot arrays of ${[capacity, ...others].join(', ')} entries`);
   }
 }
 
@@ -172,6 +212,34 @@ class PairSet {
 
   forEach(fn: (hi: number, lo: number) => void): void {
     for (let s = 0; s < this.his.length; s++) if (this.used[s] === 1) fn(this.his[s], this.los[s]);
+  }
+
+  /** size: u32, then the slots as they are (his, los: i32[capacity], used: u8[capacity]); see TripleSet.encode. */
+  encode(writer: StateWriter): void {
+    writer.u32(this.size);
+    writer.i32Array(this.his);
+    writer.i32Array(this.los);
+    writer.u8Array(this.used);
+  }
+
+  static decode(reader: StateReader): PairSet {
+    const size = reader.u32('key set size');
+    const his = reader.i32Array('key highs');
+    const los = reader.i32Array('key lows');
+    const used = reader.u8Array('used slots');
+    checkSlots(his.length, [los.length, used.length], 'a key set');
+    let count = 0;
+    for (let s = 0; s < used.length; s++) {
+      if (used[s] > 1) throw new PartialStateError(`a key set with used flag ${used[s]}`);
+      count += used[s];
+    }
+    if (count !== size || (size + 1) * 2 > his.length + 2) throw new PartialStateError(`a key set of size ${size} with ${count} of ${his.length} slots used`);
+    const set = new PairSet();
+    set.his = his;
+    set.los = los;
+    set.used = used;
+    set.size = size;
+    return set;
   }
 
   /** Adds every key of `other`. */
@@ -292,11 +360,36 @@ export class PartitionedPairSet {
     this.stored = stored;
   }
 
-  /** Flushes and drops the key buffer (before the set is copied to another thread). */
-  beforePack(): void {
+  /** partitioned: u8, then the small set, or the partition count: u32 and each partition (PairSet.encode). */
+  encode(writer: StateWriter): void {
     this.flush();
-    this.pendingHi = new Int32Array(0);
-    this.pendingLo = new Int32Array(0);
+    writer.bool(this.parts !== null);
+    if (this.small !== null) {
+      this.small.encode(writer);
+      return;
+    }
+    writer.u32(this.parts!.length);
+    for (const part of this.parts!) part.encode(writer);
+  }
+
+  static decode(reader: StateReader): PartitionedPairSet {
+    const set = new PartitionedPairSet();
+    if (!reader.bool('whether the keys are partitioned')) {
+      set.small = PairSet.decode(reader);
+      set.stored = set.small.size;
+      return set;
+    }
+    const count = reader.u32('partition count');
+    if (count !== 1 << PARTITION_BITS) throw new PartialStateError(`${count} key partitions, not ${1 << PARTITION_BITS}`);
+    set.small = null;
+    set.parts = [];
+    set.stored = 0;
+    for (let p = 0; p < count; p++) {
+      const part = PairSet.decode(reader);
+      set.parts.push(part);
+      set.stored += part.size;
+    }
+    return set;
   }
 
   /** Moves the keys of the small set into partitions (from now on, for good), with the buffered ones. */

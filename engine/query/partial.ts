@@ -1,20 +1,15 @@
 /**
  * Fan-out of one aggregate query over several workers: which worker scans which segment
  * (deterministic by file, so each worker's chunk cache keeps its own segments warm), how a
- * worker's partial states cross the thread boundary (structured clone keeps typed arrays and
- * maps but drops classes: `pack` tags every class instance with its class name and `unpack`
- * restores the prototypes), and how the coordinator merges the partial states: group ids are
- * worker-local, so groups are merged by their values and cells renumbered before merging.
+ * worker's partial states cross the thread boundary (encoded by partial-codec.ts into one
+ * ArrayBuffer that is transferred, not cloned), and how the coordinator merges the partial
+ * states: group ids are worker-local, so groups are merged by their values and cells
+ * renumbered before merging.
  */
-import { HyperLogLog } from '../sketch/hyperloglog.js';
 import type { ScanSource, SegmentRef } from '../storage/chunk.js';
-import { createAggregator, type Aggregator } from './aggregate/index.js';
-import { QuantileSketch } from './aggregate/quantile-sketch.js';
-import { ColumnViews } from './columns.js';
+import type { Aggregator } from './aggregate/index.js';
 import { FixedAggregator } from './execute.js';
-import { GroupTable } from './group-by.js';
-import { NumberMap, PartitionedPairSet, TripleSet } from './hash-table.js';
-import type { AggregatePlan, AggregateSpec, ExecLimits } from './plan.js';
+import type { AggregatePlan } from './plan.js';
 import type { AggregateOutcome } from './result.js';
 
 /** The worker (0 .. workers-1) that scans a segment file: stable for the file's lifetime. */
@@ -55,124 +50,19 @@ export function splitSource(source: ScanSource, workers: number): (ScanSource | 
       : { ...source, segments: refs, memory: null, memoryVersion: 0 })));
 }
 
-/** A worker's partial result: its packed outcome and the events it scanned. */
-export interface PartialBody {
-  readonly outcome: unknown;
-  readonly eventsScanned: number;
-}
-
-const CLASS_KEY = '\u0000class';
-const WEAK_KEY = '\u0000weak';
-
-let classes: Map<string, object> | null = null;
-
-/** Every class a partial state may hold, by name, found by walking fresh instances. */
-function registry(): Map<string, object> {
-  if (classes !== null) return classes;
-  const found = new Map<string, object>();
-  const seen = new Set<object>();
-  const visit = (value: unknown): void => {
-    if (typeof value !== 'object' || value === null || seen.has(value) || ArrayBuffer.isView(value) ||
-      value instanceof ArrayBuffer || value instanceof WeakMap) return;
-    seen.add(value);
-    const proto = Object.getPrototypeOf(value) as object | null;
-    if (value instanceof Map) {
-      for (const entry of value.values()) visit(entry);
-      return;
-    }
-    if (proto !== null && proto !== Object.prototype && proto !== Array.prototype) {
-      for (let p: object | null = proto; p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
-        found.set((p as { constructor: { name: string } }).constructor.name, p);
-      }
-    }
-    for (const member of Object.values(value)) visit(member);
-  };
-  const limits: ExecLimits = {
-    countUniqueExactMax: 1, percentileExactMax: 1, groupsMax: 1, extractionScanMax: 1,
-    extractionResultMax: 1, funnelActorsMax: 1, responseBytesMax: 1,
-  };
-  const kinds: AggregateSpec['kind'][] = ['count', 'count_unique', 'minimum', 'maximum', 'sum',
-    'average', 'median', 'percentile', 'standard_deviation', 'select_unique'];
-  const views = new ColumnViews();
-  for (const kind of kinds) {
-    visit(createAggregator({ label: null, kind, targetProperty: 'x', percentile: 50, forceExact: false }, limits, views));
-  }
-  for (const instance of [new GroupTable(['a', 'b'], 1), new PartitionedPairSet(), new TripleSet(),
-    new NumberMap(), new HyperLogLog(), new QuantileSketch(), new FixedAggregator(0), views]) visit(instance);
-  classes = found;
-  return found;
-}
-
-/** A structured-clone-safe copy of a partial state graph (typed arrays are shared, not copied). */
-export function pack(value: unknown, memo = new Map<object, unknown>()): unknown {
-  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) ||
-    value instanceof ArrayBuffer) return value;
-  const known = memo.get(value);
-  if (known !== undefined) return known;
-  if (value instanceof WeakMap) return { [WEAK_KEY]: true };
-  if (value instanceof Map) {
-    const copy = new Map();
-    memo.set(value, copy);
-    for (const [key, entry] of value) copy.set(key, pack(entry, memo));
-    return copy;
-  }
-  if (Array.isArray(value)) {
-    const copy: unknown[] = new Array(value.length);
-    memo.set(value, copy);
-    value.forEach((entry, at) => (copy[at] = pack(entry, memo)));
-    return copy;
-  }
-  const copy: Record<string, unknown> = {};
-  memo.set(value, copy);
-  (value as { beforePack?: () => void }).beforePack?.();
-  const proto = Object.getPrototypeOf(value) as { constructor: { name: string } } | null;
-  if (proto !== null && proto !== Object.prototype) {
-    const name = proto.constructor.name;
-    if (registry().get(name) !== proto) throw new Error(`cannot pass a ${name} between workers`);
-    copy[CLASS_KEY] = name;
-  }
-  for (const [key, member] of Object.entries(value)) copy[key] = pack(member, memo);
-  return copy;
-}
-
 /**
- * Restores what `pack` copied (after structured clone). Class instances are rebuilt with
- * Object.create and their fields assigned in order (not by changing the clone's prototype,
- * which would leave them in slow dictionary mode for the merge loops).
+ * A worker's partial result as it crosses to the coordinator: its outcome and the events it
+ * scanned, encoded by partial-codec.ts, alone in an ArrayBuffer the worker transfers.
  */
-export function unpack(value: unknown, memo = new Map<object, unknown>()): unknown {
-  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) ||
-    value instanceof ArrayBuffer) return value;
-  if (memo.has(value)) return memo.get(value);
-  if (value instanceof Map) {
-    memo.set(value, value);
-    for (const [key, entry] of value) value.set(key, unpack(entry, memo));
-    return value;
-  }
-  if (Array.isArray(value)) {
-    memo.set(value, value);
-    for (let at = 0; at < value.length; at++) value[at] = unpack(value[at], memo);
-    return value;
-  }
-  const record = value as Record<string, unknown>;
-  if (record[WEAK_KEY] === true) {
-    const weak = new WeakMap();
-    memo.set(value, weak);
-    return weak;
-  }
-  const name = record[CLASS_KEY];
-  let proto: object | null = Object.prototype;
-  if (typeof name === 'string') {
-    const found = registry().get(name);
-    if (found === undefined) throw new Error(`unknown partial-state class ${name}`);
-    proto = found;
-  }
-  const object = Object.create(proto) as Record<string, unknown>;
-  memo.set(value, object);
-  for (const key of Object.keys(record)) {
-    if (key !== CLASS_KEY) object[key] = unpack(record[key], memo);
-  }
-  return object;
+export interface PartialBody {
+  readonly state: Uint8Array<ArrayBuffer>;
+}
+
+/** The buffers to transfer (not clone) with a worker's reply body: a partial state's. */
+export function transferablesOf(body: Record<string, unknown>): ArrayBuffer[] {
+  const state = (body as Partial<PartialBody>).state;
+  return state instanceof Uint8Array && state.byteOffset === 0 && state.byteLength === state.buffer.byteLength
+    ? [state.buffer as ArrayBuffer] : [];
 }
 
 /** Merges the partial outcomes of one plan's shares into the first. */

@@ -17,8 +17,8 @@ import { queryIncomplete } from './scan.js';
 import { loadSegmentFiles } from './segment-reader.js';
 import { checkResponseBytes, runTask, type QueryTask } from './task.js';
 import { FixedAggregator, finishAggregate } from './execute.js';
-import { mergeOutcomes, splitSource, unpack, type PartialBody } from './partial.js';
-import type { AggregateOutcome } from './result.js';
+import { mergeOutcomes, splitSource, type PartialBody } from './partial.js';
+import { decodePartial } from './partial-codec.js';
 
 export interface QueryLimits extends ExecLimits {
   readonly queriesPerMinute: number;
@@ -187,8 +187,9 @@ export class QueryService {
     const tasks = shares.map((share): QueryTask | null => (share === null ? null
       : { ...task, sources: [share], whole }));
     const bodies = await pool.runAll(tasks, task.timeoutMs);
-    const partials = bodies.filter((body) => body !== null) as unknown as PartialBody[];
-    const outcomes = partials.map((partial) => unpack(partial.outcome) as AggregateOutcome);
+    const partials = (bodies.filter((body) => body !== null) as unknown as PartialBody[])
+      .map((body) => decodePartial(body.state, plan));
+    const outcomes = partials.map((partial) => partial.outcome);
     const merged = mergeOutcomes(plan, outcomes);
     // A footer-sketch estimate is computed over the whole source by every worker: count once.
     const eventsScanned = merged.aggregators[0] instanceof FixedAggregator

@@ -6,7 +6,8 @@ import { ApiError } from '../errors.js';
 import type { ScanSource } from '../storage/chunk.js';
 import { aggregateOver, executePlan } from './execute.js';
 import { extractToFile, type ExtractionOutput } from './extraction.js';
-import { pack, type PartialBody } from './partial.js';
+import type { PartialBody } from './partial.js';
+import { encodeOutcome } from './partial-codec.js';
 import type { ExecLimits, Plan } from './plan.js';
 import { ScanBuffers, type ExecEnv } from './scan.js';
 
@@ -48,7 +49,7 @@ export interface QueryTask {
   readonly timeoutMs: number;
   /**
    * Fan-out: set on a share of an aggregate plan; sources[0] is this worker's share of `whole`,
-   * and the task returns its packed partial states (partial.ts) instead of a response body.
+   * and the task returns its encoded partial states (partial-codec.ts) instead of a response body.
    */
   readonly whole?: ScanSource;
   /** Set on an asynchronous extraction's task: the events go to this file, the body is {events}. */
@@ -62,7 +63,7 @@ export function runTask(task: QueryTask, env: Omit<ExecEnv, 'limits' | 'deadline
     const outcome = aggregateOver(task.plan, task.sources[0], {
       ...env, limits: task.limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs,
     }, buffers, task.whole);
-    const partial: PartialBody = { outcome: pack(outcome), eventsScanned: buffers.eventsScanned };
+    const partial: PartialBody = { state: encodeOutcome(outcome, buffers.eventsScanned) };
     return partial as unknown as Record<string, unknown>;
   }
   if (task.output !== undefined && task.plan.kind === 'extraction') {

@@ -9,6 +9,8 @@ import {
   type Column, type ColumnChunk, type Primitive, type ScanSource,
 } from '../storage/chunk.js';
 import { mulberry32 as random } from '../../test/helpers/random.js';
+import type { AggregatePlan, ExecLimits } from './plan.js';
+import type { AggregateOutcome } from './result.js';
 export { random };
 
 export type Value = Primitive | readonly Primitive[] | undefined;
@@ -117,4 +119,73 @@ export function randomEvents(seed: number, count: number, startMs: number, spanM
     events.push({ ts: startMs + Math.floor(rnd() * spanMs), props });
   }
   return events;
+}
+
+/** Scans `events` into one fan-out share's partial states (whole-query checks left to finishing). */
+export async function partialOutcome(
+  plan: AggregatePlan, events: readonly TestEvent[], limits: Partial<ExecLimits> = {},
+): Promise<AggregateOutcome> {
+  const { aggregateOver } = await import('./execute.js');
+  const { ColumnViews } = await import('./columns.js');
+  const { ScanBuffers } = await import('./scan.js');
+  const { DEFAULT_QUERY_LIMITS } = await import('./service.js');
+  const source = memorySource(events);
+  return aggregateOver(plan, source, {
+    views: new ColumnViews(), cache: null, limits: { ...DEFAULT_QUERY_LIMITS, ...limits },
+    deadlineMs: Number.MAX_SAFE_INTEGER, timeoutMs: 1e9,
+  }, new ScanBuffers(), source);
+}
+
+/** One golden partial state (test/fixtures/partial-state): how it is made. */
+export interface GoldenCase {
+  readonly name: string;
+  readonly analysis: string;
+  readonly params: Record<string, unknown>;
+  readonly limits: Partial<ExecLimits>;
+}
+
+export const GOLDEN_NOW_MS = Date.UTC(2024, 2, 10);
+export const GOLDEN_EVENTS = (): TestEvent[] => randomEvents(11, 3000, Date.UTC(2024, 2, 1), 4 * 86_400_000);
+const GOLDEN_BASE = {
+  event_collection: 'e', timeframe: { start: '2024-03-01T00:00:00.000Z', end: '2024-03-05T00:00:00.000Z' },
+  group_by: 'country', interval: 'daily',
+};
+
+/** One state per analysis, grouped and bucketed; the approximate ones (past tiny exact budgets) less so, to keep the files small. */
+export const GOLDEN_CASES: readonly GoldenCase[] = [
+  { name: 'count', analysis: 'count', params: {}, limits: {} },
+  { name: 'count_unique', analysis: 'count_unique', params: { target_property: 'user' }, limits: {} },
+  { name: 'count_unique_single', analysis: 'count_unique', params: { target_property: 'user', group_by: null, interval: null }, limits: {} },
+  { name: 'count_unique_approximate', analysis: 'count_unique', params: { target_property: 'user', group_by: null }, limits: { countUniqueExactMax: 20 } },
+  { name: 'minimum', analysis: 'minimum', params: { target_property: 'price' }, limits: {} },
+  { name: 'maximum', analysis: 'maximum', params: { target_property: 'nested.level' }, limits: {} },
+  { name: 'sum', analysis: 'sum', params: { target_property: 'price' }, limits: {} },
+  { name: 'average', analysis: 'average', params: { target_property: 'price' }, limits: {} },
+  { name: 'median', analysis: 'median', params: { target_property: 'price' }, limits: {} },
+  { name: 'percentile', analysis: 'percentile', params: { target_property: 'price', percentile: 90 }, limits: {} },
+  { name: 'percentile_approximate', analysis: 'percentile', params: { target_property: 'price', percentile: 90, group_by: null }, limits: { percentileExactMax: 100 } },
+  { name: 'standard_deviation', analysis: 'standard_deviation', params: { target_property: 'price' }, limits: {} },
+  { name: 'select_unique', analysis: 'select_unique', params: { target_property: 'tags', group_by: ['country', 'flag'] }, limits: {} },
+  { name: 'multi_analysis', analysis: 'multi_analysis', params: { analyses: {
+    n: { analysis_type: 'count' }, u: { analysis_type: 'count_unique', target_property: 'country' },
+    p: { analysis_type: 'median', target_property: 'nested.level' } } }, limits: {} },
+];
+
+export async function goldenPlan(golden: GoldenCase): Promise<AggregatePlan> {
+  const { parseRequest } = await import('./request.js');
+  const params: Record<string, unknown> = { ...GOLDEN_BASE, ...golden.params };
+  // null drops a key of the base (JSON keeps null, not undefined).
+  for (const key of Object.keys(params)) if (params[key] === null) delete params[key];
+  return parseRequest(golden.analysis, params, { nowMs: GOLDEN_NOW_MS }) as AggregatePlan;
+}
+
+/** A golden case's encoded state and the response body its states finalize to. */
+export async function goldenState(golden: GoldenCase): Promise<{ bytes: Uint8Array; body: Record<string, unknown> }> {
+  const { encodeOutcome } = await import('./partial-codec.js');
+  const { finishAggregate } = await import('./execute.js');
+  const plan = await goldenPlan(golden);
+  const events = GOLDEN_EVENTS();
+  const bytes = encodeOutcome(await partialOutcome(plan, events, golden.limits), events.length);
+  const body = finishAggregate(plan, await partialOutcome(plan, events, golden.limits), events.length, 0);
+  return { bytes, body };
 }

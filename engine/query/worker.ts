@@ -9,6 +9,7 @@ import { ChunkCache } from './chunk-cache.js';
 import { ColumnViews } from './columns.js';
 import { loadSegmentFiles, type SegmentFiles } from './segment-reader.js';
 import type { ColumnChunk, ScanSource, SegmentFooter } from '../storage/chunk.js';
+import { transferablesOf } from './partial.js';
 import { KeptSnapshots, runTask, type QueryTask } from './task.js';
 
 export interface WorkerRequest {
@@ -75,6 +76,7 @@ port.on('message', (request: WorkerRequest) => {
 
 async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promise<void> {
   let reply: WorkerReply;
+  let transfer: ArrayBuffer[] = [];
   try {
     if (resetFooters) footers.clear();
     const task: QueryTask = {
@@ -86,13 +88,16 @@ async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promis
       (task.whole !== undefined && task.whole.segments.length > 0))) {
       cache = new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes);
     }
-    reply = { id, ok: true, body: runTask(task, { views, cache }) };
+    const body = runTask(task, { views, cache });
+    // A fan-out share's partial state is one ArrayBuffer (partial-codec.ts): moved, not copied.
+    if (task.whole !== undefined) transfer = transferablesOf(body);
+    reply = { id, ok: true, body };
   } catch (error) {
     reply = isApiError(error)
       ? { id, ok: false, code: error.error_code, message: error.message }
       : { id, ok: false, code: null, message: error instanceof Error ? error.stack ?? error.message : String(error) };
   }
-  port!.postMessage(reply);
+  port!.postMessage(reply, transfer);
 }
 port.postMessage('ready');
 // Load the reader now, while no query waits, then run its sidecar decoding over a made-up

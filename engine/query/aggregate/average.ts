@@ -2,14 +2,36 @@
 import { numbersOf, TAG_NUM } from '../../storage/chunk.js';
 import { addByCell } from './cell-sums.js';
 import { NumericGather } from './numeric.js';
-import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
+import { PartialStateError, type StateReader, type StateWriter } from '../state-io.js';
+import { AggregateTag, growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class AverageAggregator implements Aggregator {
   sums = new Float64Array(1);
   counts = new Float64Array(1);
   readonly gather = new NumericGather();
 
+  readonly codecTag = AggregateTag.average;
+
   constructor(private readonly target: string) {}
+
+  /** target: string, gather, sums: f64[], counts: f64[] */
+  encode(writer: StateWriter): void {
+    writer.string(this.target);
+    this.gather.encode(writer);
+    writer.f64Array(this.sums);
+    writer.f64Array(this.counts);
+  }
+
+  static decode(reader: StateReader): AverageAggregator {
+    const state = new AverageAggregator(reader.string('target property'));
+    state.gather.decodeInto(reader);
+    state.sums = reader.f64Array('sum per cell');
+    state.counts = reader.f64Array('count per cell');
+    if (state.counts.length !== state.sums.length) {
+      throw new PartialStateError(`average: ${state.sums.length} sums but ${state.counts.length} counts`);
+    }
+    return state;
+  }
 
   update(input: UpdateInput): void {
     this.sums = growF64(this.sums, input.cellCount);

@@ -10,8 +10,14 @@ import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Column } from '../../storage
 import { SegmentColumn } from '../../storage/segment/decode-column.js';
 import type { ColumnViews, DictKeys } from '../columns.js';
 import { PartitionedPairSet, TripleSet } from '../hash-table.js';
+import { PartialStateError, type StateReader, type StateWriter } from '../state-io.js';
 import { sketchHash, valueKeys, type KeyPair } from './value-key.js';
-import { growF64, remapF64, remapSparse, type Aggregator, type UpdateInput } from './types.js';
+import { AggregateTag, growF64, remapF64, remapSparse, type Aggregator, type UpdateInput } from './types.js';
+
+/** Which parts an encoded count_unique state holds (a bit each). */
+const HAS_SINGLE = 1;
+const HAS_SET = 2;
+const HAS_SKETCHES = 4;
 
 /** Cells × dictionary codes up to which a chunk deduplicates with a bitmap before hashing. */
 const SEEN_BITMAP_MAX = 1 << 22;
@@ -26,12 +32,66 @@ export class CountUniqueAggregator implements Aggregator {
   private precision = 14;
   private readonly pair: KeyPair = { hi: 0, lo: 0 };
 
+  readonly codecTag = AggregateTag.count_unique;
+
   constructor(
     private readonly target: string,
     private readonly exactMax: number,
     private readonly forceExact: boolean,
     private readonly views: ColumnViews,
   ) {}
+
+  /**
+   * target: string, exactMax: f64, forceExact: u8, precision: u8, counts: f64[], parts: u8
+   * (HAS_* bits), then each part present: single (PartitionedPairSet), set (TripleSet),
+   * sketches: cells with a sketch: u32, (cell: u32, registers: u8[2^precision])*.
+   */
+  encode(writer: StateWriter): void {
+    writer.string(this.target);
+    writer.f64(this.exactMax);
+    writer.bool(this.forceExact);
+    writer.u8(this.precision);
+    writer.f64Array(this.counts);
+    writer.u8((this.single !== null ? HAS_SINGLE : 0) | (this.set !== null ? HAS_SET : 0) |
+      (this.sketches !== null ? HAS_SKETCHES : 0));
+    this.single?.encode(writer);
+    this.set?.encode(writer);
+    if (this.sketches === null) return;
+    let present = 0;
+    this.sketches.forEach((sketch) => { if (sketch) present++; });
+    writer.u32(present);
+    this.sketches.forEach((sketch, cell) => {
+      if (!sketch) return;
+      writer.u32(cell);
+      writer.u8Array(sketch.registers);
+    });
+  }
+
+  static decode(reader: StateReader, context: { readonly views: ColumnViews }): CountUniqueAggregator {
+    const state = new CountUniqueAggregator(reader.string('target property'), reader.f64('exact distinct budget'),
+      reader.bool('force_exact'), context.views);
+    const precision = reader.u8('sketch precision');
+    if (precision < 4 || precision > 16) throw new PartialStateError(`count_unique sketch precision ${precision}`);
+    state.precision = precision;
+    state.counts = reader.f64Array('distinct count per cell');
+    const parts = reader.u8('count_unique parts');
+    if ((parts & ~(HAS_SINGLE | HAS_SET | HAS_SKETCHES)) !== 0) throw new PartialStateError(`count_unique parts ${parts}`);
+    state.single = (parts & HAS_SINGLE) !== 0 ? PartitionedPairSet.decode(reader) : null;
+    state.set = (parts & HAS_SET) !== 0 ? TripleSet.decode(reader) : null;
+    if ((parts & HAS_SKETCHES) === 0) return state;
+    const sketches: (HyperLogLog | undefined)[] = [];
+    const present = reader.u32('sketch count');
+    for (let s = 0; s < present; s++) {
+      const cell = reader.u32('sketch cell');
+      const registers = reader.u8Array('sketch registers');
+      if (registers.length !== 1 << precision) {
+        throw new PartialStateError(`a precision-${precision} sketch with ${registers.length} registers`);
+      }
+      sketches[cell] = new HyperLogLog(precision, registers);
+    }
+    state.sketches = sketches;
+    return state;
+  }
 
   update(input: UpdateInput): void {
     const column = input.column;

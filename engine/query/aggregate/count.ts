@@ -1,9 +1,22 @@
 /** count: matching rows per cell. The target column is ignored. */
 import { addByCell } from './cell-sums.js';
-import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
+import type { StateReader, StateWriter } from '../state-io.js';
+import { AggregateTag, growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class CountAggregator implements Aggregator {
+  readonly codecTag = AggregateTag.count;
   counts = new Float64Array(1);
+
+  /** counts: f64[] */
+  encode(writer: StateWriter): void {
+    writer.f64Array(this.counts);
+  }
+
+  static decode(reader: StateReader): CountAggregator {
+    const state = new CountAggregator();
+    state.counts = reader.f64Array('count per cell');
+    return state;
+  }
 
   update({ n, cells, cellCount }: UpdateInput): void {
     this.counts = growF64(this.counts, cellCount);

@@ -1,15 +1,33 @@
 /** Shared state of minimum and maximum: the extreme numeric value per cell, null over none. */
 import { NumericGather } from './numeric.js';
-import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
+import type { StateReader, StateWriter } from '../state-io.js';
+import { AggregateTag, growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class ExtremumAggregator implements Aggregator {
   best: Float64Array<ArrayBuffer>;
   readonly gather = new NumericGather();
   private readonly empty: number;
 
+  readonly codecTag: AggregateTag;
+
   constructor(private readonly target: string, private readonly max: boolean) {
     this.empty = max ? -Infinity : Infinity;
     this.best = new Float64Array(1).fill(this.empty);
+    this.codecTag = max ? AggregateTag.maximum : AggregateTag.minimum;
+  }
+
+  /** target: string, gather, best: f64[] (±Infinity where a cell has no value); min or max by tag. */
+  encode(writer: StateWriter): void {
+    writer.string(this.target);
+    this.gather.encode(writer);
+    writer.f64Array(this.best);
+  }
+
+  /** Fills a fresh state (of the subclass the tag names) from what encode wrote. */
+  protected decodeInto(reader: StateReader): this {
+    this.gather.decodeInto(reader);
+    this.best = reader.f64Array('extreme value per cell');
+    return this;
   }
 
   update(input: UpdateInput): void {

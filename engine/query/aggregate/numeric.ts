@@ -5,6 +5,7 @@
  */
 import { ApiError } from '../../errors.js';
 import { numbersOf, TAG_NUM } from '../../storage/chunk.js';
+import type { StateReader, StateWriter } from '../state-io.js';
 import type { UpdateInput } from './types.js';
 
 /** The last denseSum, reused when sum and average read the same column of the same chunk. */
@@ -160,6 +161,18 @@ export class NumericGather {
   merge(other: NumericGather): void {
     this.present += other.present;
     this.numeric += other.numeric;
+  }
+
+  /** Writes the counts the whole-query check needs (the scratch arrays are not state). */
+  encode(writer: StateWriter): void {
+    writer.f64(this.present);
+    writer.f64(this.numeric);
+  }
+
+  /** Reads what encode wrote into this (fresh) gather. */
+  decodeInto(reader: StateReader): void {
+    this.present = reader.f64('values present');
+    this.numeric = reader.f64('numeric values');
   }
 
   check(target: string): void {

@@ -5,6 +5,7 @@
  * most 2^-7 of its values and its midpoint within 0.4% of any of them. Positive and negative
  * magnitudes are kept apart, plus a zero count. Used by median/percentile past the exact budget.
  */
+import { PartialStateError, type StateReader, type StateWriter } from '../state-io.js';
 
 /** Mantissa bits kept per bucket: 2^-7 relative width. */
 const MANTISSA_BITS = 7;
@@ -26,6 +27,18 @@ function keyOf(magnitude: number): number {
 class KeyCounts {
   counts = new Float64Array(0);
   offset = 0;
+
+  /** offset: f64, counts: f64[] */
+  encode(writer: StateWriter): void {
+    writer.f64(this.offset);
+    writer.f64Array(this.counts);
+  }
+
+  decodeInto(reader: StateReader): void {
+    this.offset = reader.f64('sketch key offset');
+    if (!Number.isInteger(this.offset)) throw new PartialStateError(`sketch key offset ${this.offset} is not an integer`);
+    this.counts = reader.f64Array('sketch bucket counts');
+  }
 
   add(key: number, weight: number): void {
     if (this.counts.length === 0) {
@@ -53,6 +66,23 @@ export class QuantileSketch {
   private readonly negative = new KeyCounts();
   zero = 0;
   count = 0;
+
+  /** count: f64, zero: f64, positive and negative buckets (KeyCounts). */
+  encode(writer: StateWriter): void {
+    writer.f64(this.count);
+    writer.f64(this.zero);
+    this.positive.encode(writer);
+    this.negative.encode(writer);
+  }
+
+  static decode(reader: StateReader): QuantileSketch {
+    const sketch = new QuantileSketch();
+    sketch.count = reader.f64('sketch count');
+    sketch.zero = reader.f64('sketch zero count');
+    sketch.positive.decodeInto(reader);
+    sketch.negative.decodeInto(reader);
+    return sketch;
+  }
 
   add(x: number): void {
     this.count++;

@@ -5,9 +5,11 @@
  */
 import { NumericGather } from './numeric.js';
 import { QuantileSketch } from './quantile-sketch.js';
-import { remapSparse, type Aggregator, type UpdateInput } from './types.js';
+import { PartialStateError, type StateReader, type StateWriter } from '../state-io.js';
+import { AggregateTag, remapSparse, type Aggregator, type UpdateInput } from './types.js';
 
 export class QuantileAggregator implements Aggregator {
+  readonly codecTag: AggregateTag = AggregateTag.percentile;
   values = new Float64Array(1024);
   cells = new Int32Array(1024);
   count = 0;
@@ -20,6 +22,61 @@ export class QuantileAggregator implements Aggregator {
     private readonly percentile: number,
     private readonly exactMax: number,
   ) {}
+
+  /**
+   * target: string, percentile: f64, exactMax: f64, gather, values: f64[count], cells: i32[count],
+   * sketched: u8, then when sketched: cells with a sketch: u32, (cell: u32, QuantileSketch)*.
+   */
+  encode(writer: StateWriter): void {
+    writer.string(this.target);
+    writer.f64(this.percentile);
+    writer.f64(this.exactMax);
+    this.gather.encode(writer);
+    writer.f64Array(this.values.subarray(0, this.count));
+    writer.i32Array(this.cells.subarray(0, this.count));
+    writer.bool(this.sketches !== null);
+    if (this.sketches === null) return;
+    let present = 0;
+    this.sketches.forEach((sketch) => { if (sketch) present++; });
+    writer.u32(present);
+    this.sketches.forEach((sketch, cell) => {
+      if (!sketch) return;
+      writer.u32(cell);
+      sketch.encode(writer);
+    });
+  }
+
+  /** The parameters encode wrote first (the subclass's decode constructs with them). */
+  protected static decodeParameters(reader: StateReader): { target: string; percentile: number; exactMax: number } {
+    const target = reader.string('target property');
+    const percentile = reader.f64('percentile');
+    const exactMax = reader.f64('exact value budget');
+    if (!(percentile >= 0 && percentile <= 100)) throw new PartialStateError(`percentile ${percentile} is not within 0..100`);
+    return { target, percentile, exactMax };
+  }
+
+  /** Fills a fresh state from what encode wrote after the parameters. */
+  protected decodeInto(reader: StateReader): this {
+    this.gather.decodeInto(reader);
+    this.values = reader.f64Array('values');
+    this.cells = reader.i32Array('cells of the values');
+    if (this.cells.length !== this.values.length) {
+      throw new PartialStateError(`quantile: ${this.values.length} values but ${this.cells.length} cells`);
+    }
+    this.count = this.values.length;
+    for (let k = 0; k < this.count; k++) {
+      if (this.cells[k] < 0) throw new PartialStateError(`quantile: negative cell ${this.cells[k]}`);
+    }
+    if (!reader.bool('whether the values are sketched')) return this;
+    const sketches: (QuantileSketch | undefined)[] = [];
+    const present = reader.u32('sketch count');
+    for (let s = 0; s < present; s++) {
+      const cell = reader.u32('sketch cell');
+      sketches[cell] = QuantileSketch.decode(reader);
+    }
+    this.sketches = sketches;
+    return this;
+  }
 
   update(input: UpdateInput): void {
     this.gather.gather(input);

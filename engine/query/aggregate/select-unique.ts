@@ -7,13 +7,37 @@ import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR } from '../../storage/chunk.js';
 import { compareValues } from '../compare.js';
 import { ValueIds, type GroupValue } from '../group-by.js';
 import { TripleSet } from '../hash-table.js';
-import type { Aggregator, UpdateInput } from './types.js';
+import { PartialStateError, type StateReader, type StateWriter } from '../state-io.js';
+import { AggregateTag, type Aggregator, type UpdateInput } from './types.js';
 
 export class SelectUniqueAggregator implements Aggregator {
+  readonly codecTag = AggregateTag.select_unique;
   readonly ids = new ValueIds(Number.MAX_SAFE_INTEGER);
   set = new TripleSet();
   pairs: number[] = [];
   private byCell: Map<number, GroupValue[]> | null = null;
+
+  /** values (ValueIds), pairs: i32[] ([cell, value id] per distinct pair). */
+  encode(writer: StateWriter): void {
+    this.ids.encode(writer);
+    writer.i32Array(Int32Array.from(this.pairs));
+  }
+
+  static decode(reader: StateReader): SelectUniqueAggregator {
+    const state = new SelectUniqueAggregator();
+    state.ids.decodeInto(reader);
+    const pairs = reader.i32Array('select_unique pairs');
+    if (pairs.length % 2 !== 0) throw new PartialStateError('select_unique pairs of odd length');
+    const values = state.ids.values.length;
+    for (let p = 0; p < pairs.length; p += 2) {
+      if (pairs[p] < 0 || pairs[p + 1] < 0 || pairs[p + 1] >= values) {
+        throw new PartialStateError(`select_unique pair ${p / 2} is out of range`);
+      }
+      if (!state.set.add(pairs[p], pairs[p + 1], 0)) throw new PartialStateError(`select_unique pair ${p / 2} repeats`);
+      state.pairs.push(pairs[p], pairs[p + 1]);
+    }
+    return state;
+  }
 
   update({ column, idx, n, cells }: UpdateInput): void {
     if (column === undefined) return;

@@ -3,7 +3,8 @@
  * none. Welford's running mean and M2 per cell; merged with Chan's parallel formula.
  */
 import { NumericGather } from './numeric.js';
-import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
+import { PartialStateError, type StateReader, type StateWriter } from '../state-io.js';
+import { AggregateTag, growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class StandardDeviationAggregator implements Aggregator {
   counts = new Float64Array(1);
@@ -11,7 +12,30 @@ export class StandardDeviationAggregator implements Aggregator {
   m2s = new Float64Array(1);
   readonly gather = new NumericGather();
 
+  readonly codecTag = AggregateTag.standard_deviation;
+
   constructor(private readonly target: string) {}
+
+  /** target: string, gather, counts: f64[], means: f64[], m2s: f64[] */
+  encode(writer: StateWriter): void {
+    writer.string(this.target);
+    this.gather.encode(writer);
+    writer.f64Array(this.counts);
+    writer.f64Array(this.means);
+    writer.f64Array(this.m2s);
+  }
+
+  static decode(reader: StateReader): StandardDeviationAggregator {
+    const state = new StandardDeviationAggregator(reader.string('target property'));
+    state.gather.decodeInto(reader);
+    state.counts = reader.f64Array('count per cell');
+    state.means = reader.f64Array('mean per cell');
+    state.m2s = reader.f64Array('M2 per cell');
+    if (state.means.length !== state.counts.length || state.m2s.length !== state.counts.length) {
+      throw new PartialStateError('standard_deviation: counts, means and M2s differ in length');
+    }
+    return state;
+  }
 
   update(input: UpdateInput): void {
     this.gather.gather(input);

@@ -1,12 +1,29 @@
 /** sum: total of the numeric values per cell; 0 over none (docs/api.md §6). */
 import { NumericGather } from './numeric.js';
-import { growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
+import type { StateReader, StateWriter } from '../state-io.js';
+import { AggregateTag, growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class SumAggregator implements Aggregator {
   sums = new Float64Array(1);
   readonly gather = new NumericGather();
 
+  readonly codecTag = AggregateTag.sum;
+
   constructor(private readonly target: string) {}
+
+  /** target: string, gather, sums: f64[] */
+  encode(writer: StateWriter): void {
+    writer.string(this.target);
+    this.gather.encode(writer);
+    writer.f64Array(this.sums);
+  }
+
+  static decode(reader: StateReader): SumAggregator {
+    const state = new SumAggregator(reader.string('target property'));
+    state.gather.decodeInto(reader);
+    state.sums = reader.f64Array('sum per cell');
+    return state;
+  }
 
   update(input: UpdateInput): void {
     this.sums = growF64(this.sums, input.cellCount);

@@ -4,6 +4,27 @@
  * A cell is (group, bucket); cells are dense integers assigned by execute.ts.
  */
 import type { Column } from '../../storage/chunk.js';
+import type { StateWriter } from '../state-io.js';
+
+/**
+ * The wire tag of each kind of partial state (partial-codec.ts). Never renumber one: encoded
+ * states, golden files among them, name their kinds by these numbers.
+ */
+export const AggregateTag = {
+  count: 1,
+  count_unique: 2,
+  minimum: 3,
+  maximum: 4,
+  sum: 5,
+  average: 6,
+  median: 7,
+  percentile: 8,
+  standard_deviation: 9,
+  select_unique: 10,
+  /** A finished value standing in for a state (execute.ts FixedAggregator). */
+  fixed: 11,
+} as const;
+export type AggregateTag = (typeof AggregateTag)[keyof typeof AggregateTag];
 
 export interface UpdateInput {
   /** The target property's column in this chunk; undefined when no row has it. */
@@ -34,6 +55,13 @@ export interface Aggregator {
    * map.length). Used to merge partial states whose group ids differ (fan-out over workers).
    */
   remap(map: Int32Array): void;
+  /** This state's wire tag; partial-codec.ts maps each tag to the class's static decode. */
+  readonly codecTag: AggregateTag;
+  /**
+   * Writes the state, parameters included, for the class's static `decode(reader)` to rebuild
+   * (partial-codec.ts). A change to what is written needs a new format version there.
+   */
+  encode(writer: StateWriter): void;
 }
 
 /** `array` renumbered by `map` (old index c → map[c]); unmapped slots hold `fill`. */
