@@ -26,8 +26,11 @@ export function checkDataDir(dataDir: string): void {
   try {
     stat = fs.statSync(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw new StartupError(`cannot use data directory ${dir}: ${(error as Error).message}; choose another with --data`);
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      createDataDir(dir);
+      return;
+    }
+    throw new StartupError(`cannot use data directory ${dir}: ${reason(error)}; choose another with --data`);
   }
   if (!stat.isDirectory()) throw new StartupError(`--data ${dir} is not a directory; choose another with --data`);
   const mode = stat.mode & 0o777;
@@ -35,6 +38,26 @@ export function checkDataDir(dataDir: string): void {
     throw new StartupError(`data directory ${dir} has mode ${mode.toString(8).padStart(4, '0')}: group or others can `
       + `read its keys and events; it must be the owner's only (0700); run: chmod 700 ${shellWord(dir)}`);
   }
+}
+
+/** Creates a missing data directory, the owner's only; what stops it is one sentence with the fix. */
+function createDataDir(dir: string): void {
+  try {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new StartupError(`cannot create data directory ${dir}: ${reason(error)}; `
+      + `create it (owned by this user, mode 700) or choose another with --data`);
+  }
+}
+
+/** A file system error as a few words: "permission denied", "not a directory", ... */
+function reason(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  const words: Record<string, string> = {
+    EACCES: 'permission denied', EPERM: 'operation not permitted', ENOTDIR: 'a part of the path is not a directory',
+    EROFS: 'read-only file system', ENOSPC: 'no space left on the device', EEXIST: 'a file of that name exists',
+  };
+  return (code !== undefined && words[code]) || (error as Error).message;
 }
 
 /**

@@ -90,6 +90,12 @@ t.test('-h and --help name the command as it was run; keys of an empty directory
   const empty = await runToExit(['keys', '--data', tempDir(t)]);
   t.equal(empty.code, 1);
   t.match(empty.stderr, /^tally: no keys in .*: it holds no projects\.json/);
+  const file = path.join(tempDir(t), 'a-file');
+  fs.writeFileSync(file, '');
+  const uncreatable = await runToExit(['--data', path.join(file, 'data'), '--http-port', '0', '--kafka-in-port', '0', '--kafka-out-port', '0']);
+  t.equal(uncreatable.code, 1);
+  t.match(uncreatable.stderr, /^tally: cannot (create|use) data directory .*a-file\/data: a part of the path is not a directory; .*--data\n$/,
+    'a data directory that cannot be made is one sentence naming the flag');
   const unknown = await runToExit(['--data', tempDir(t), '--bogus']);
   t.equal(unknown.code, 2);
   t.match(unknown.stderr, /^tally: unknown flag --bogus/);
