@@ -2,7 +2,7 @@
 /**
  * Compiles the TypeScript (tsc -p tsconfig.json) only when a source file is newer than the last
  * build, so `npm start` on a current build starts at once; `--always` compiles regardless (the
- * `prepare` and `pretest` scripts). A stamp file in dist records the last successful build.
+ * `prepack` and `pretest` scripts). A stamp file in dist records the last successful build.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
