@@ -9,7 +9,7 @@ import path from 'node:path';
 import t from 'tap';
 import { client, eventually } from '../helpers/http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
-import { startTestBroker } from '../../server/kafka/test-helpers/broker.js';
+import { startTestBroker } from '../helpers/kafka/broker.js';
 
 const ALL_TIME = { start: '2000-01-01T00:00:00Z', end: '2100-01-01T00:00:00Z' };
 

@@ -1,7 +1,7 @@
 /** python3-confluent-kafka 1.7.0 (librdkafka 2.0.2): a producer and a group consumer. */
 import t from 'tap';
-import { startTestBroker } from '../test-helpers/broker.js';
-import { pythonWithConfluent, run } from '../test-helpers/run.js';
+import { startTestBroker } from '../helpers/kafka/broker.js';
+import { pythonWithConfluent, run } from '../helpers/kafka/run.js';
 
 const python = pythonWithConfluent();
 

@@ -9,11 +9,11 @@ import { readFileSync } from 'node:fs';
 import { crc32c } from '@node-rs/crc32';
 import { compressSync as lz4CompressBlock } from 'lz4-napi';
 import t from 'tap';
-import { client, eventually } from '../../../test/helpers/http.js';
-import { freePort, startServer } from '../../../test/helpers/server.js';
-import { ApiKey } from '../protocol/api-keys.js';
-import { encodeRecordBatch } from '../protocol/record-batch.js';
-import { RawClient } from '../test-helpers/raw-client.js';
+import { client, eventually } from '../helpers/http.js';
+import { freePort, startServer } from '../helpers/server.js';
+import { ApiKey } from '../../server/kafka/protocol/api-keys.js';
+import { encodeRecordBatch } from '../../server/kafka/protocol/record-batch.js';
+import { RawClient } from '../helpers/kafka/raw-client.js';
 
 const GB = 1024 * 1024 * 1024;
 /** Far above the server's own footprint, far below what inflating any bomb whole would take. */

@@ -12,11 +12,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import t from 'tap';
-import { client, eventually } from '../../../test/helpers/http.js';
-import { freePort, startServer, type TestServer } from '../../../test/helpers/server.js';
-import { ApiKey } from '../protocol/api-keys.js';
-import { encodeRecordBatch } from '../protocol/record-batch.js';
-import { RawClient } from '../test-helpers/raw-client.js';
+import { client, eventually } from '../helpers/http.js';
+import { freePort, startServer, type TestServer } from '../helpers/server.js';
+import { ApiKey } from '../../server/kafka/protocol/api-keys.js';
+import { encodeRecordBatch } from '../../server/kafka/protocol/record-batch.js';
+import { RawClient } from '../helpers/kafka/raw-client.js';
 
 async function start(t: { teardown(fn: () => Promise<void>): void }, port: number, previous?: TestServer): Promise<TestServer> {
   const args = ['--kafka-in-port', String(port)];

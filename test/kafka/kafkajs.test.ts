@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import type { Consumer, Kafka } from 'kafkajs';
-import { startTestBroker, type TestBroker } from '../test-helpers/broker.js';
+import { startTestBroker, type TestBroker } from '../helpers/kafka/broker.js';
 
 const events = (n: number, tag: string) =>
   Array.from({ length: n }, (_, i) => ({ value: JSON.stringify({ n: i, tag }) }));

@@ -1,7 +1,7 @@
 /** kcat (librdkafka 2.0.2): -P with every codec, -C -G group consumption resuming from commits. */
 import t from 'tap';
-import { startTestBroker, type TestBroker } from '../test-helpers/broker.js';
-import { available, run } from '../test-helpers/run.js';
+import { startTestBroker, type TestBroker } from '../helpers/kafka/broker.js';
+import { available, run } from '../helpers/kafka/run.js';
 
 const hasKcat = available('kcat', ['-V']);
 

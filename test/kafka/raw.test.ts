@@ -4,13 +4,13 @@
  * answered in order, acks=0, and connections closed for oversized frames or pre-auth requests.
  */
 import t from 'tap';
-import { ApiKey } from '../protocol/api-keys.js';
-import { encodeRequest } from '../protocol/codec.js';
-import { frame } from '../protocol/frame.js';
-import { encodeRecordBatch } from '../protocol/record-batch.js';
-import type { Struct } from '../protocol/schema.js';
-import { startTestBroker, type TestBroker } from '../test-helpers/broker.js';
-import { RawClient } from '../test-helpers/raw-client.js';
+import { ApiKey } from '../../server/kafka/protocol/api-keys.js';
+import { encodeRequest } from '../../server/kafka/protocol/codec.js';
+import { frame } from '../../server/kafka/protocol/frame.js';
+import { encodeRecordBatch } from '../../server/kafka/protocol/record-batch.js';
+import type { Struct } from '../../server/kafka/protocol/schema.js';
+import { startTestBroker, type TestBroker } from '../helpers/kafka/broker.js';
+import { RawClient } from '../helpers/kafka/raw-client.js';
 
 async function authenticate(c: RawClient, broker: TestBroker, password: string): Promise<void> {
   await c.authenticate(broker.te.project.id, password);

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { startTestBroker } from '../test-helpers/broker.js';
-import { available, run } from '../test-helpers/run.js';
+import { startTestBroker } from '../helpers/kafka/broker.js';
+import { available, run } from '../helpers/kafka/run.js';
 
 const hasOpenssl = available('openssl', ['version']);
 const hasKcat = available('kcat', ['-V']);

@@ -3,7 +3,7 @@
  * kafkajs clients for them. Every test that uses it calls stop() in teardown.
  */
 import { Kafka, logLevel, type SASLOptions } from 'kafkajs';
-import { startKafkaListener, type KafkaListener } from '../broker/index.js';
+import { startKafkaListener, type KafkaListener } from '../../../server/kafka/broker/index.js';
 import { openTestEngine, type TestEngine } from './engine.js';
 
 export interface TestBroker {

@@ -3,10 +3,10 @@
  * reads the answers in order (null once the server closed the connection).
  */
 import net from 'node:net';
-import { ApiKey } from '../protocol/api-keys.js';
-import { decodeResponse, encodeRequest } from '../protocol/codec.js';
-import { frame, FrameSplitter } from '../protocol/frame.js';
-import type { Struct } from '../protocol/schema.js';
+import { ApiKey } from '../../../server/kafka/protocol/api-keys.js';
+import { decodeResponse, encodeRequest } from '../../../server/kafka/protocol/codec.js';
+import { frame, FrameSplitter } from '../../../server/kafka/protocol/frame.js';
+import type { Struct } from '../../../server/kafka/protocol/schema.js';
 
 export class RawClient {
   private readonly splitter = new FrameSplitter();

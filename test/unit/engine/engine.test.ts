@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import type { LogRecord } from './api.js';
-import { collectionIdKey } from './ids.js';
-import { abandonDataDirLock } from './data-dir-lock.js';
-import { EventBuilder, openEngine, type TallyEngine } from './index.js';
-import { readSegment } from './storage/segment/reader.js';
+import type { LogRecord } from '../../../engine/api.js';
+import { collectionIdKey } from '../../../engine/ids.js';
+import { abandonDataDirLock } from '../../../engine/data-dir-lock.js';
+import { EventBuilder, openEngine, type TallyEngine } from '../../../engine/index.js';
+import { readSegment } from '../../../engine/storage/segment/reader.js';
 
 const ctx = { ip: '203.0.113.9', userAgent: 'test/1.0' };
 const DAY = 86_400_000;

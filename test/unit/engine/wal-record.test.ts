@@ -4,9 +4,9 @@
  * replay into the same leaves.
  */
 import t from 'tap';
-import { flattenEvent, newLeaves } from './schema/flatten.js';
-import { LeafEncoder } from './schema/leaf-codec.js';
-import { decodeWalPayload, encodeWalPayload, type WalEvent } from './wal-record.js';
+import { flattenEvent, newLeaves } from '../../../engine/schema/flatten.js';
+import { LeafEncoder } from '../../../engine/schema/leaf-codec.js';
+import { decodeWalPayload, encodeWalPayload, type WalEvent } from '../../../engine/wal-record.js';
 
 const ROOM = 13;
 

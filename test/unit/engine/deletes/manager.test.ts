@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { collectionIdKey } from '../ids.js';
-import { EventBuilder, openEngine, type TallyEngine } from '../index.js';
+import { collectionIdKey } from '../../../../engine/ids.js';
+import { EventBuilder, openEngine, type TallyEngine } from '../../../../engine/index.js';
 
 const ctx = { ip: '203.0.113.9', userAgent: 'test/1.0' };
 

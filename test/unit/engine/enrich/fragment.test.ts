@@ -5,11 +5,11 @@
  * names, index-like names, inputs that read earlier outputs, remove_ip_property, and errors.
  */
 import t from 'tap';
-import { mulberry32 } from '../../test/helpers/random.js';
-import { flattenEvent, newLeaves } from '../schema/flatten.js';
-import { leavesBytes } from '../event-preparer.js';
-import { appendLeaves, cloneJson, makeFragment, newAppended } from './fragment.js';
-import { createEnricher } from './pipeline.js';
+import { mulberry32 } from '../../../helpers/random.js';
+import { flattenEvent, newLeaves } from '../../../../engine/schema/flatten.js';
+import { leavesBytes } from '../../../../engine/event-preparer.js';
+import { appendLeaves, cloneJson, makeFragment, newAppended } from '../../../../engine/enrich/fragment.js';
+import { createEnricher } from '../../../../engine/enrich/pipeline.js';
 
 const enricher = await createEnricher({});
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0, 0);

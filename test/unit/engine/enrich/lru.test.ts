@@ -1,5 +1,5 @@
 import t from 'tap';
-import { LruCache } from './lru.js';
+import { LruCache } from '../../../../engine/enrich/lru.js';
 
 t.test('keeps recently used entries and drops the least recent past its bound', async (t) => {
   const cache = new LruCache<string, number>(4);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { MISSING, deletePath, parsePath, readPath, writePath } from './path.js';
+import { MISSING, deletePath, parsePath, readPath, writePath } from '../../../../engine/enrich/path.js';
 
 t.test('parses dotted paths and rejects empty or prototype segments', async (t) => {
   t.same(parsePath('a.b.c'), ['a', 'b', 'c']);

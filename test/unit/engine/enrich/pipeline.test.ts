@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
-import { ApiError } from '../errors.js';
-import { createEnricher } from './pipeline.js';
+import { ApiError } from '../../../../engine/errors.js';
+import { createEnricher } from '../../../../engine/enrich/pipeline.js';
 
 const enricher = await createEnricher({});
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0, 0);

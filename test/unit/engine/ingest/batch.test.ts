@@ -6,13 +6,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { mulberry32 } from '../../test/helpers/random.js';
+import { mulberry32 } from '../../../helpers/random.js';
 import {
   TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NUM, TAG_STR, openEngine, type AppendResult, type BatchAppendResult, type TallyEngine,
-} from '../index.js';
-import { INGEST_WORKER_BODY_BYTES_MIN } from '../limits.js';
-import { newLeaves } from '../schema/flatten.js';
-import { FastBatchReader } from './fast-batch.js';
+} from '../../../../engine/index.js';
+import { INGEST_WORKER_BODY_BYTES_MIN } from '../../../../engine/limits.js';
+import { newLeaves } from '../../../../engine/schema/flatten.js';
+import { FastBatchReader } from '../../../../engine/ingest/fast-batch.js';
 
 const ctx = { ip: '8.8.8.8', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0' };
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');

@@ -5,16 +5,16 @@
  * text that is not JSON. Events with `svc.addons` are compared with the real enricher (bundled data).
  */
 import t, { type Test } from 'tap';
-import { mulberry32 } from '../../test/helpers/random.js';
-import { createEnricher } from '../enrich/pipeline.js';
-import { EventPreparer, leavesBytes } from '../event-preparer.js';
-import { isApiError } from '../errors.js';
-import { ADDONS_PER_EVENT_MAX, EVENT_BYTES_MAX } from '../limits.js';
-import { isFragment, makeFragment, pathsUnder } from '../enrich/fragment.js';
-import { PathJoiner, flattenEvent, newLeaves, type Leaves } from '../schema/flatten.js';
-import { LeafEncoder, decodeLeaves } from '../schema/leaf-codec.js';
-import { packBatch, parseBatchBody } from './batch.js';
-import { FastBatchReader, type FastBatch } from './fast-batch.js';
+import { mulberry32 } from '../../../helpers/random.js';
+import { createEnricher } from '../../../../engine/enrich/pipeline.js';
+import { EventPreparer, leavesBytes } from '../../../../engine/event-preparer.js';
+import { isApiError } from '../../../../engine/errors.js';
+import { ADDONS_PER_EVENT_MAX, EVENT_BYTES_MAX } from '../../../../engine/limits.js';
+import { isFragment, makeFragment, pathsUnder } from '../../../../engine/enrich/fragment.js';
+import { PathJoiner, flattenEvent, newLeaves, type Leaves } from '../../../../engine/schema/flatten.js';
+import { LeafEncoder, decodeLeaves } from '../../../../engine/schema/leaf-codec.js';
+import { packBatch, parseBatchBody } from '../../../../engine/ingest/batch.js';
+import { FastBatchReader, type FastBatch } from '../../../../engine/ingest/fast-batch.js';
 
 const ctx = { ip: '203.0.113.9', userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Tally-test' };
 const NOW = Date.parse('2026-11-25T10:00:00.000Z');

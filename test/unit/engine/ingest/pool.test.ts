@@ -1,8 +1,8 @@
 import t from 'tap';
-import { ApiError } from '../errors.js';
-import { newLeaves } from '../schema/flatten.js';
-import { decodeLeaves } from '../schema/leaf-codec.js';
-import { IngestPool } from './pool.js';
+import { ApiError } from '../../../../engine/errors.js';
+import { newLeaves } from '../../../../engine/schema/flatten.js';
+import { decodeLeaves } from '../../../../engine/schema/leaf-codec.js';
+import { IngestPool } from '../../../../engine/ingest/pool.js';
 
 const ctx = { ip: '8.8.8.8', userAgent: 'test/1.0' };
 const NOW = Date.parse('2026-11-22T10:00:00.000Z');

@@ -6,14 +6,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import type { ScanSource, SegmentRef } from '../storage/chunk.js';
-import { compareValues } from './compare.js';
-import { parseFilters } from './filter.js';
-import type { AggregatePlan } from './plan.js';
-import { analyze, matches, valueAt } from './reference.js';
-import { parseRequest } from './request.js';
-import { QueryService } from './service.js';
-import { makeChunk, memorySource, randomEvents, type TestEvent } from './test-support.js';
+import type { ScanSource, SegmentRef } from '../../../../engine/storage/chunk.js';
+import { compareValues } from '../../../../engine/query/compare.js';
+import { parseFilters } from '../../../../engine/query/filter.js';
+import type { AggregatePlan } from '../../../../engine/query/plan.js';
+import { analyze, matches, valueAt } from '../../../helpers/query/reference.js';
+import { parseRequest } from '../../../../engine/query/request.js';
+import { QueryService } from '../../../../engine/query/service.js';
+import { makeChunk, memorySource, randomEvents, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 2, 1);
 const DAY = 86_400_000;
@@ -53,7 +53,7 @@ function segmentSource(all: readonly TestEvent[]): ScanSource {
 }
 
 async function withSegments(all: readonly TestEvent[]): Promise<ScanSource> {
-  const { writeSegment } = await import('../storage/segment/writer.js');
+  const { writeSegment } = await import('../../../../engine/storage/segment/writer.js');
   const placeholder = segmentSource(all) as unknown as { dir: string };
   const sorted = [...all].sort((a, b) => a.ts - b.ts);
   const third = Math.floor(sorted.length / 3);

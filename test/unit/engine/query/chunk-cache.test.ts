@@ -7,12 +7,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import type { SegmentRef } from '../storage/chunk.js';
-import { columnsBytes, systemBytes } from '../storage/chunk-bytes.js';
-import { readFooter, readSegment } from '../storage/segment/reader.js';
-import { writeSegment } from '../storage/segment/writer.js';
-import { ChunkCache } from './chunk-cache.js';
-import { makeChunk, type TestEvent } from './test-support.js';
+import type { SegmentRef } from '../../../../engine/storage/chunk.js';
+import { columnsBytes, systemBytes } from '../../../../engine/storage/chunk-bytes.js';
+import { readFooter, readSegment } from '../../../../engine/storage/segment/reader.js';
+import { writeSegment } from '../../../../engine/storage/segment/writer.js';
+import { ChunkCache } from '../../../../engine/query/chunk-cache.js';
+import { makeChunk, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 0, 1);
 

@@ -1,8 +1,8 @@
 /** Every query error of docs/api.md §3 that the query service raises, with its code and status. */
 import t from 'tap';
-import { ApiError } from '../errors.js';
-import { QueryService, type QueryLimits } from './service.js';
-import { memorySource, randomEvents, type TestEvent } from './test-support.js';
+import { ApiError } from '../../../../engine/errors.js';
+import { QueryService, type QueryLimits } from '../../../../engine/query/service.js';
+import { memorySource, randomEvents, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 2, 1);
 const NOW = START + 5 * 86_400_000;
@@ -116,8 +116,8 @@ t.test('unfiltered count_unique far above the exact limit merges the segment ske
   const fs = await import('node:fs');
   const os = await import('node:os');
   const path = await import('node:path');
-  const { writeSegment } = await import('../storage/segment/writer.js');
-  const { makeChunk } = await import('./test-support.js');
+  const { writeSegment } = await import('../../../../engine/storage/segment/writer.js');
+  const { makeChunk } = await import('../../../helpers/query/test-support.js');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-hll-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const segments = [0, 1, 2].map((s) => {

@@ -1,9 +1,9 @@
 /** extraction and funnel against the naive reference over seeded random events. */
 import t from 'tap';
-import { parseFilters } from './filter.js';
-import { matches, valueAt } from './reference.js';
-import { QueryService } from './service.js';
-import { memorySource, randomEvents, rawJson, type TestEvent } from './test-support.js';
+import { parseFilters } from '../../../../engine/query/filter.js';
+import { matches, valueAt } from '../../../helpers/query/reference.js';
+import { QueryService } from '../../../../engine/query/service.js';
+import { memorySource, randomEvents, rawJson, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 2, 1);
 const DAY = 86_400_000;

@@ -7,11 +7,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { ApiError } from '../errors.js';
-import type { ScanSource, SegmentRef } from '../storage/chunk.js';
-import { splitSource, workerOfSegment } from './partial.js';
-import { QueryService } from './service.js';
-import { makeChunk, randomEvents, type TestEvent } from './test-support.js';
+import { ApiError } from '../../../../engine/errors.js';
+import type { ScanSource, SegmentRef } from '../../../../engine/storage/chunk.js';
+import { splitSource, workerOfSegment } from '../../../../engine/query/partial.js';
+import { QueryService } from '../../../../engine/query/service.js';
+import { makeChunk, randomEvents, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 2, 1);
 const DAY = 86_400_000;
@@ -20,7 +20,7 @@ const timeframe = { start: '2024-03-01T06:00:00.000Z', end: '2024-03-04T18:00:00
 const base = { event_collection: 'e', timeframe };
 
 async function writeSource(all: readonly TestEvent[], parts: number): Promise<ScanSource> {
-  const { writeSegment } = await import('../storage/segment/writer.js');
+  const { writeSegment } = await import('../../../../engine/storage/segment/writer.js');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-fanout-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const sorted = [...all].sort((a, b) => a.ts - b.ts);

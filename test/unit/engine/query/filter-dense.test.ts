@@ -7,10 +7,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import type { ScanSource } from '../storage/chunk.js';
-import { writeSegment } from '../storage/segment/writer.js';
-import { QueryService } from './service.js';
-import { makeChunk, type TestEvent } from './test-support.js';
+import type { ScanSource } from '../../../../engine/storage/chunk.js';
+import { writeSegment } from '../../../../engine/storage/segment/writer.js';
+import { QueryService } from '../../../../engine/query/service.js';
+import { makeChunk, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 6, 1);
 const ROWS = 5000;

@@ -4,9 +4,9 @@
  * between threads), it holds exactly the distinct keys, compared with a JS Set of the same keys.
  */
 import t from 'tap';
-import { PartitionedPairSet } from './hash-table.js';
-import { StateReader, StateWriter } from './state-io.js';
-import { random } from './test-support.js';
+import { PartitionedPairSet } from '../../../../engine/query/hash-table.js';
+import { StateReader, StateWriter } from '../../../../engine/query/state-io.js';
+import { random } from '../../../helpers/query/test-support.js';
 
 /** `count` keys drawn from `distinct` possible ones (so with repeats), including (0, 0) and negatives. */
 function keys(count: number, distinct: number, seed: number): [number, number][] {

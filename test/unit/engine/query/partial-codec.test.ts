@@ -9,15 +9,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import t from 'tap';
-import { finishAggregate } from './execute.js';
-import { mergeOutcomes } from './partial.js';
-import { decodeOutcome, decodePartial, encodeOutcome, MAGIC, PartialStateError, VERSION } from './partial-codec.js';
-import type { AggregatePlan, ExecLimits } from './plan.js';
-import { parseRequest } from './request.js';
-import type { AggregateOutcome } from './result.js';
+import { finishAggregate } from '../../../../engine/query/execute.js';
+import { mergeOutcomes } from '../../../../engine/query/partial.js';
+import { decodeOutcome, decodePartial, encodeOutcome, MAGIC, PartialStateError, VERSION } from '../../../../engine/query/partial-codec.js';
+import type { AggregatePlan, ExecLimits } from '../../../../engine/query/plan.js';
+import { parseRequest } from '../../../../engine/query/request.js';
+import type { AggregateOutcome } from '../../../../engine/query/result.js';
 import {
   GOLDEN_CASES, goldenPlan, goldenState, partialOutcome, randomEvents, type GoldenCase, type TestEvent,
-} from './test-support.js';
+} from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 2, 1);
 const DAY = 86_400_000;
@@ -137,7 +137,7 @@ t.test('merging decoded states answers like merging the states', async (t) => {
   }
 });
 
-const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/partial-state');
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../../../test/fixtures/partial-state');
 
 t.test('golden states of every format version decode to their recorded answers', async (t) => {
   const versions = fs.readdirSync(fixtures).filter((name) => /^v\d+$/.test(name));

@@ -4,9 +4,9 @@
  * worker pool answering like the in-process path.
  */
 import t from 'tap';
-import { ApiError } from '../errors.js';
-import { QueryService } from './service.js';
-import { memorySource, randomEvents, type TestEvent } from './test-support.js';
+import { ApiError } from '../../../../engine/errors.js';
+import { QueryService } from '../../../../engine/query/service.js';
+import { memorySource, randomEvents, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 2, 1);
 const events = randomEvents(11, 2000, START, 86_400_000);

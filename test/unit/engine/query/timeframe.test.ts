@@ -1,9 +1,9 @@
 /** Relative and absolute timeframes and interval buckets across DST and half-hour offsets. */
 import t, { type Test } from 'tap';
-import { mulberry32 } from '../../test/helpers/random.js';
-import { ApiError } from '../errors.js';
-import { cutBuckets, parseInterval } from './interval.js';
-import { computeRelative, parseTimezone, resolveTimeframe } from './timeframe.js';
+import { mulberry32 } from '../../../helpers/random.js';
+import { ApiError } from '../../../../engine/errors.js';
+import { cutBuckets, parseInterval } from '../../../../engine/query/interval.js';
+import { computeRelative, parseTimezone, resolveTimeframe } from '../../../../engine/query/timeframe.js';
 
 function throwsCode(t: Test, fn: () => unknown, code: string, name: string): void {
   try {

@@ -5,14 +5,14 @@
  * once, which is when check() would pass each of its events.
  */
 import t from 'tap';
-import { mulberry32 } from '../../test/helpers/random.js';
-import { isApiError } from '../errors.js';
-import { COLLECTION_PROPERTIES_MAX } from '../limits.js';
-import type { SchemaType } from '../storage/chunk.js';
-import { SchemaDictionary } from './dictionary.js';
-import { flattenEvent, newLeaves, type Leaves } from './flatten.js';
-import { makeFragment, type Fragment } from '../enrich/fragment.js';
-import { LeafEncoder, viewLeaves } from './leaf-codec.js';
+import { mulberry32 } from '../../../helpers/random.js';
+import { isApiError } from '../../../../engine/errors.js';
+import { COLLECTION_PROPERTIES_MAX } from '../../../../engine/limits.js';
+import type { SchemaType } from '../../../../engine/storage/chunk.js';
+import { SchemaDictionary } from '../../../../engine/schema/dictionary.js';
+import { flattenEvent, newLeaves, type Leaves } from '../../../../engine/schema/flatten.js';
+import { makeFragment, type Fragment } from '../../../../engine/enrich/fragment.js';
+import { LeafEncoder, viewLeaves } from '../../../../engine/schema/leaf-codec.js';
 
 /** The events' leaves in one Leaves, and each event's [from, to). */
 function leavesOf(events: readonly Record<string, unknown>[]): { leaves: Leaves; from: number[]; to: number[] } {

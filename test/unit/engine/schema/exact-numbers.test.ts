@@ -1,6 +1,6 @@
 import t from 'tap';
-import { parseJson } from '../ingest/batch.js';
-import { markOutOfRangeNumbers, outOfRange } from './exact-numbers.js';
+import { parseJson } from '../../../../engine/ingest/batch.js';
+import { markOutOfRangeNumbers, outOfRange } from '../../../../engine/schema/exact-numbers.js';
 
 t.test('the range is decided from the literal, not from the double it rounds to', async (t) => {
   t.equal(outOfRange('9223372036854775807'), false, '2^63 - 1');

@@ -4,13 +4,13 @@
  * come back as they went in, from any byte offset; damaged bytes are refused, not misread.
  */
 import t from 'tap';
-import { mulberry32 } from '../../test/helpers/random.js';
-import { appendLeaves, makeFragment, newAppended, type Fragment } from '../enrich/fragment.js';
-import { PathJoiner, flattenEvent, newLeaves, type Leaves } from './flatten.js';
+import { mulberry32 } from '../../../helpers/random.js';
+import { appendLeaves, makeFragment, newAppended, type Fragment } from '../../../../engine/enrich/fragment.js';
+import { PathJoiner, flattenEvent, newLeaves, type Leaves } from '../../../../engine/schema/flatten.js';
 import {
   KIND_FALSE, KIND_LIST, KIND_NULL, KIND_NUM, KIND_STR, KIND_TRUE, LeafEncoder, decodeLeaves, leafValue,
   leavesOfView, viewLeaves,
-} from './leaf-codec.js';
+} from '../../../../engine/schema/leaf-codec.js';
 
 function leavesOf(events: Record<string, unknown>[]): Leaves {
   const leaves = newLeaves();

@@ -1,9 +1,9 @@
 import t from 'tap';
-import { ApiError } from '../errors.js';
-import { validateCollectionName } from './collection-name.js';
-import { flattenEvent, newLeaves } from './flatten.js';
-import { prepareEvent } from './prepare.js';
-import { parseTimestamp } from './timestamp.js';
+import { ApiError } from '../../../../engine/errors.js';
+import { validateCollectionName } from '../../../../engine/schema/collection-name.js';
+import { flattenEvent, newLeaves } from '../../../../engine/schema/flatten.js';
+import { prepareEvent } from '../../../../engine/schema/prepare.js';
+import { parseTimestamp } from '../../../../engine/schema/timestamp.js';
 
 const ctx = { ip: '1.2.3.4', userAgent: 'agent/1.0' };
 const NOW = Date.UTC(2024, 4, 1, 12, 0, 0);

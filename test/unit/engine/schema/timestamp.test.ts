@@ -1,6 +1,6 @@
 import t from 'tap';
-import { mulberry32 } from '../../test/helpers/random.js';
-import { formatTimestamp, parseTimestamp } from './timestamp.js';
+import { mulberry32 } from '../../../helpers/random.js';
+import { formatTimestamp, parseTimestamp } from '../../../../engine/schema/timestamp.js';
 
 t.test('the canonical form reads as Date.parse reads it, across the years 0000-9999', async (t) => {
   const random = mulberry32(7);

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { hashNumber, hashString } from './hash.js';
-import { HyperLogLog } from './hyperloglog.js';
+import { hashNumber, hashString } from '../../../../engine/sketch/hash.js';
+import { HyperLogLog } from '../../../../engine/sketch/hyperloglog.js';
 
 const SEED = 0x9747b28c;
 

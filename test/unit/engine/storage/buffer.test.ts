@@ -1,11 +1,11 @@
 import t, { type Test } from 'tap';
-import { mulberry32 } from '../../test/helpers/random.js';
-import { makeFragment, type Fragment } from '../enrich/fragment.js';
-import { flattenEvent, newLeaves } from '../schema/flatten.js';
-import { LeafEncoder, viewLeaves } from '../schema/leaf-codec.js';
-import { WriteBuffer, newViewCache } from './buffer.js';
-import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type ColumnChunk } from './chunk.js';
-import { EventBuilder } from './event-json.js';
+import { mulberry32 } from '../../../helpers/random.js';
+import { makeFragment, type Fragment } from '../../../../engine/enrich/fragment.js';
+import { flattenEvent, newLeaves } from '../../../../engine/schema/flatten.js';
+import { LeafEncoder, viewLeaves } from '../../../../engine/schema/leaf-codec.js';
+import { WriteBuffer, newViewCache } from '../../../../engine/storage/buffer.js';
+import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type ColumnChunk } from '../../../../engine/storage/chunk.js';
+import { EventBuilder } from '../../../../engine/storage/event-json.js';
 
 /** Appends an event as row `seq`. */
 function add(buffer: WriteBuffer, seq: number, event: Record<string, unknown>): void {

@@ -3,10 +3,10 @@
  * over a few days (counted in a typed array) and over centuries (counted in a Map).
  */
 import t from 'tap';
-import { mulberry32 } from '../../test/helpers/random.js';
-import type { ColumnChunk } from './chunk.js';
-import { rowsByPartition } from './collection.js';
-import { partitionKey } from './partition.js';
+import { mulberry32 } from '../../../helpers/random.js';
+import type { ColumnChunk } from '../../../../engine/storage/chunk.js';
+import { rowsByPartition } from '../../../../engine/storage/collection.js';
+import { partitionKey } from '../../../../engine/storage/partition.js';
 
 const DAY = 86_400_000;
 

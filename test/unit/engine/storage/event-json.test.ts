@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { openEngine, type TallyEngine } from '../index.js';
-import { abandonDataDirLock } from '../data-dir-lock.js';
-import { formatTimestamp } from '../schema/timestamp.js';
+import { openEngine, type TallyEngine } from '../../../../engine/index.js';
+import { abandonDataDirLock } from '../../../../engine/data-dir-lock.js';
+import { formatTimestamp } from '../../../../engine/schema/timestamp.js';
 
 const ctx = { ip: '203.0.113.9', userAgent: 'test/1.0' };
 const BASE = Date.UTC(2024, 4, 1);

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { RetiredFiles } from './retired-files.js';
+import { RetiredFiles } from '../../../../engine/storage/retired-files.js';
 
 function files(count: number): string[] {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-retired-'));

@@ -6,10 +6,10 @@ import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { RECORD_HEADER_BYTES, encodeRecord, frameInPlace } from './record.js';
-import { segmentPath } from './segment-file.js';
-import { RECOVER_AFTER_MS, Wal, unwritten, type WalLog, type WalOptions } from './wal.js';
-import { mulberry32 } from '../../test/helpers/random.js';
+import { RECORD_HEADER_BYTES, encodeRecord, frameInPlace } from '../../../../engine/wal/record.js';
+import { segmentPath } from '../../../../engine/wal/segment-file.js';
+import { RECOVER_AFTER_MS, Wal, unwritten, type WalLog, type WalOptions } from '../../../../engine/wal/wal.js';
+import { mulberry32 } from '../../../helpers/random.js';
 
 const quiet: WalLog = () => {};
 const durable: WalOptions = { fsync: true, log: quiet };

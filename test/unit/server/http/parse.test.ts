@@ -1,7 +1,7 @@
 /** Lenient query-string values: parsed as JSON when they are JSON, else kept as the raw string. */
 import t from 'tap';
-import { mulberry32 } from '../../test/helpers/random.js';
-import { lenientParams } from './parse.js';
+import { mulberry32 } from '../../../helpers/random.js';
+import { lenientParams } from '../../../../server/http/parse.js';
 
 /** The rule of docs/api.md §6 as written: JSON.parse, and the raw text when it throws. */
 function reference(value: string): unknown {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { DateTime } from 'luxon';
-import { createDateTimeParser, parseDateTime } from './date-time-parser.js';
+import { createDateTimeParser, parseDateTime } from '../../../../../engine/enrich/addons/date-time-parser.js';
 
 t.test('splits an offset timestamp into wall-clock fields, hour in UTC', async (t) => {
   t.same(parseDateTime('2024-03-05T14:30:15.123+05:30'), {

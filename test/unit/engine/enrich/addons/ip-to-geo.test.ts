@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { adoptDatabaseFiles, createIpToGeo, loadGeoDatabases, sharedDatabaseFiles } from './ip-to-geo.js';
+import { adoptDatabaseFiles, createIpToGeo, loadGeoDatabases, sharedDatabaseFiles } from '../../../../../engine/enrich/addons/ip-to-geo.js';
 
 const geo = createIpToGeo(loadGeoDatabases());
 const NOWHERE = {
@@ -21,7 +21,7 @@ t.test('the bundled databases are read on first lookup, once, by whichever threa
   t.same([stateOf('ipv4.mmdb'), stateOf('ipv6.mmdb')], [0, 0], 'reserved, not read, when the enricher is made');
   // Another thread adopts the reservations and looks up an IPv4 address: it fills the IPv4 file
   // for both threads; the IPv6 file stays unread.
-  const module = new URL('./ip-to-geo.js', import.meta.url).href;
+  const module = new URL('../../../../../engine/enrich/addons/ip-to-geo.js', import.meta.url).href;
   const worker = new Worker(`import(${JSON.stringify(module)}).then((geo) => {
       const { parentPort, workerData } = require('node:worker_threads');
       geo.adoptDatabaseFiles(workerData);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createReferrerParser, loadReferrerTable } from './referrer-parser.js';
+import { createReferrerParser, loadReferrerTable } from '../../../../../engine/enrich/addons/referrer-parser.js';
 
 const table = loadReferrerTable();
 const parser = createReferrerParser(table, 4);

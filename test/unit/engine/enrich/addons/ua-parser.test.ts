@@ -1,6 +1,6 @@
 import t from 'tap';
-import { createUaParser } from './ua-parser.js';
-import { loadUapRules } from './uap-rules.js';
+import { createUaParser } from '../../../../../engine/enrich/addons/ua-parser.js';
+import { loadUapRules } from '../../../../../engine/enrich/addons/uap-rules.js';
 
 const rules = loadUapRules();
 const parser = createUaParser(rules, 8);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createUrlParser } from './url-parser.js';
+import { createUrlParser } from '../../../../../engine/enrich/addons/url-parser.js';
 
 const parser = createUrlParser();
 

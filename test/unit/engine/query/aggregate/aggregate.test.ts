@@ -4,10 +4,10 @@
  * missing values are not values. Also across the exact → sketch switch.
  */
 import t from 'tap';
-import { ColumnViews } from '../columns.js';
-import type { AggregateKind, ExecLimits } from '../plan.js';
-import { makeChunk, randomEvents } from '../test-support.js';
-import { createAggregator, type Aggregator, type UpdateInput } from './index.js';
+import { ColumnViews } from '../../../../../engine/query/columns.js';
+import type { AggregateKind, ExecLimits } from '../../../../../engine/query/plan.js';
+import { makeChunk, randomEvents } from '../../../../helpers/query/test-support.js';
+import { createAggregator, type Aggregator, type UpdateInput } from '../../../../../engine/query/aggregate/index.js';
 
 const KINDS: AggregateKind[] = ['count', 'count_unique', 'minimum', 'maximum', 'sum', 'average',
   'median', 'percentile', 'standard_deviation', 'select_unique'];

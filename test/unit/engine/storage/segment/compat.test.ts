@@ -7,10 +7,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { openEngine } from '../../index.js';
+import { openEngine } from '../../../../../engine/index.js';
 
 // dist/engine/storage/segment → the repository's test/fixtures.
-const FIXTURE = fileURLToPath(new URL('../../../../test/fixtures/layout-v1', import.meta.url));
+const FIXTURE = fileURLToPath(new URL('../../../../../../test/fixtures/layout-v1', import.meta.url));
 const PROJECT = 'f83b5c3f4048f7572c32629f';
 
 t.test('a layout-1 store answers queries and extractions from its columns', async (t) => {

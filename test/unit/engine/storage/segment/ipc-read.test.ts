@@ -8,10 +8,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { tableFromArrays, tableFromJSON, tableToIPC } from 'apache-arrow';
 import t from 'tap';
-import { IpcFile } from './ipc-read.js';
-import { readSegment, readSegmentArrow } from './reader.js';
-import { buildChunk, viewChunk, type TestRow } from './test-chunk.js';
-import { writeSegment } from './writer.js';
+import { IpcFile } from '../../../../../engine/storage/segment/ipc-read.js';
+import { readSegment, readSegmentArrow } from '../../../../../engine/storage/segment/reader.js';
+import { buildChunk, viewChunk, type TestRow } from '../../../../../engine/storage/segment/test-chunk.js';
+import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
 
 function tempDir(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-ipc-'));

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { compressFrameSync } from 'lz4-napi';
-import { codecBytes } from '../../../test/helpers/random.js';
-import { decompressFrame } from './lz4-frame.js';
+import { codecBytes } from '../../../../helpers/random.js';
+import { decompressFrame } from '../../../../../engine/storage/segment/lz4-frame.js';
 
 function bytes(length: number, compressible: boolean): Buffer {
   return codecBytes(length, compressible ? 'text' : 'noise');

@@ -9,13 +9,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { hideProperties } from '../../deletes/predicate.js';
-import { QueryService } from '../../query/service.js';
-import { makeChunk, type TestEvent } from '../../query/test-support.js';
-import { columnBytes } from '../chunk-bytes.js';
-import { isUniformTags, TAG_MISSING, TAG_NUM, TAG_STR, uniformTags, type ScanSource } from '../chunk.js';
-import { readSegment } from './reader.js';
-import { writeSegment } from './writer.js';
+import { hideProperties } from '../../../../../engine/deletes/predicate.js';
+import { QueryService } from '../../../../../engine/query/service.js';
+import { makeChunk, type TestEvent } from '../../../../helpers/query/test-support.js';
+import { columnBytes } from '../../../../../engine/storage/chunk-bytes.js';
+import { isUniformTags, TAG_MISSING, TAG_NUM, TAG_STR, uniformTags, type ScanSource } from '../../../../../engine/storage/chunk.js';
+import { readSegment } from '../../../../../engine/storage/segment/reader.js';
+import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
 
 function tempDir(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-narrow-'));

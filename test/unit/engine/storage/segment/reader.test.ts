@@ -4,13 +4,13 @@ import path from 'node:path';
 import { crc32c } from '@node-rs/crc32';
 import { pack, unpack } from 'msgpackr';
 import t from 'tap';
-import type { SchemaType } from '../chunk.js';
-import { zstdCompress, zstdDecompress } from './arrow.js';
-import { warmSidecarDecoding } from './footer.js';
-import { HyperLogLog } from '../../sketch/hyperloglog.js';
-import { readFooter, readSegment, verifySegment } from './reader.js';
-import { buildChunk, viewChunk, type TestRow, type TestValue } from './test-chunk.js';
-import { writeSegment } from './writer.js';
+import type { SchemaType } from '../../../../../engine/storage/chunk.js';
+import { zstdCompress, zstdDecompress } from '../../../../../engine/storage/segment/arrow.js';
+import { warmSidecarDecoding } from '../../../../../engine/storage/segment/footer.js';
+import { HyperLogLog } from '../../../../../engine/sketch/hyperloglog.js';
+import { readFooter, readSegment, verifySegment } from '../../../../../engine/storage/segment/reader.js';
+import { buildChunk, viewChunk, type TestRow, type TestValue } from '../../../../../engine/storage/segment/test-chunk.js';
+import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
 
 const T0 = Date.UTC(2024, 2, 5, 14, 30);
 

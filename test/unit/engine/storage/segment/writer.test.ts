@@ -3,13 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { tableFromIPC } from 'apache-arrow';
-import { AssertionError } from '../../assert.js';
-import { HyperLogLog } from '../../sketch/hyperloglog.js';
-import type { SchemaType } from '../chunk.js';
-import { readFooter, readSegment, readSegmentArrow } from './reader.js';
-import { buildChunk, valueAt, type TestRow } from './test-chunk.js';
-import { writeSegment } from './writer.js';
-import { SORT_PREFIX_BYTES, encodeUtf8, prefixOrder } from './arrow-data.js';
+import { AssertionError } from '../../../../../engine/assert.js';
+import { HyperLogLog } from '../../../../../engine/sketch/hyperloglog.js';
+import type { SchemaType } from '../../../../../engine/storage/chunk.js';
+import { readFooter, readSegment, readSegmentArrow } from '../../../../../engine/storage/segment/reader.js';
+import { buildChunk, valueAt, type TestRow } from '../../../../../engine/storage/segment/test-chunk.js';
+import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
+import { SORT_PREFIX_BYTES, encodeUtf8, prefixOrder } from '../../../../../engine/storage/segment/arrow-data.js';
 
 const T0 = Date.UTC(2024, 2, 5, 14, 30);
 

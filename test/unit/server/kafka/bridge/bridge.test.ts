@@ -3,9 +3,9 @@
  * B's outbound topic into A's engine, and produces A's enriched events to B's inbound listener.
  */
 import t from 'tap';
-import { startTestBroker } from '../test-helpers/broker.js';
-import { openTestEngine } from '../test-helpers/engine.js';
-import { startKafkaBridge } from './index.js';
+import { startTestBroker } from '../../../../helpers/kafka/broker.js';
+import { openTestEngine } from '../../../../helpers/kafka/engine.js';
+import { startKafkaBridge } from '../../../../../server/kafka/bridge/index.js';
 
 t.test('bridge: external topic → engine → enriched topic', async (t) => {
   const b = await startTestBroker();

@@ -1,7 +1,7 @@
 /** The group coordinator alone: KIP-394 ids, leader/follower sync, session expiry, commits. */
 import t from 'tap';
-import { KafkaError } from '../protocol/errors.js';
-import { GroupCoordinator, type JoinRequest } from './group-coordinator.js';
+import { KafkaError } from '../../../../../server/kafka/protocol/errors.js';
+import { GroupCoordinator, type JoinRequest } from '../../../../../server/kafka/broker/group-coordinator.js';
 
 const base: JoinRequest = {
   projectId: 'p', groupId: 'g', memberId: '', groupInstanceId: null, clientId: 'c',

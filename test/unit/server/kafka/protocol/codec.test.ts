@@ -1,11 +1,11 @@
 /** Request/response codecs: captured client frames decode and re-encode byte for byte. */
 import t from 'tap';
-import { ApiKey } from './api-keys.js';
+import { ApiKey } from '../../../../../server/kafka/protocol/api-keys.js';
 import {
   decodeRequest, decodeResponse, encodeRequest, encodeResponseFrame, UnsupportedVersionError,
-} from './codec.js';
-import { fixtureNames, readFixture } from './fixtures/index.js';
-import { MESSAGES } from './messages/index.js';
+} from '../../../../../server/kafka/protocol/codec.js';
+import { fixtureNames, readFixture } from '../../../../fixtures/kafka-frames/index.js';
+import { MESSAGES } from '../../../../../server/kafka/protocol/messages/index.js';
 
 t.test('every captured request decodes and re-encodes to the same bytes', async (t) => {
   const names = fixtureNames();

@@ -1,6 +1,6 @@
 /** Framing: whole frames from any chunking, and the size guard before buffering. */
 import t from 'tap';
-import { frame, FrameError, FrameSplitter } from './frame.js';
+import { frame, FrameError, FrameSplitter } from '../../../../../server/kafka/protocol/frame.js';
 
 t.test('splits frames across and within chunks', async (t) => {
   const a = frame(Buffer.from('hello'));

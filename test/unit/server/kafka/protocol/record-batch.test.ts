@@ -2,10 +2,10 @@
 import t from 'tap';
 import snappy from 'snappyjs';
 import { crc32c } from '@node-rs/crc32';
-import { decodeRequest } from './codec.js';
-import { decompress } from './compression.js';
-import { readFixture } from './fixtures/index.js';
-import { CorruptBatchError, decodeRecordBatch, encodeRecordBatch, splitBatches } from './record-batch.js';
+import { decodeRequest } from '../../../../../server/kafka/protocol/codec.js';
+import { decompress } from '../../../../../server/kafka/protocol/compression.js';
+import { readFixture } from '../../../../fixtures/kafka-frames/index.js';
+import { CorruptBatchError, decodeRecordBatch, encodeRecordBatch, splitBatches } from '../../../../../server/kafka/protocol/record-batch.js';
 
 function batchesOf(fixture: string): Buffer[] {
   const request = decodeRequest(readFixture(fixture));

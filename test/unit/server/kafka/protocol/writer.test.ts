@@ -1,7 +1,7 @@
 /** Writer/Reader: values survive growth of the buffer at every width. */
 import t from 'tap';
-import { Reader } from './reader.js';
-import { Writer } from './writer.js';
+import { Reader } from '../../../../../server/kafka/protocol/reader.js';
+import { Writer } from '../../../../../server/kafka/protocol/writer.js';
 
 t.test('writes across buffer growth and reads back', async (t) => {
   const w = new Writer(1);
