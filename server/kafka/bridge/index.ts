@@ -18,7 +18,10 @@ export interface BridgeCluster {
 export interface KafkaBridgeOptions extends BridgeCluster {
   engine: TallyEngine;
   projectId: string;
-  /** Inbound topics (= collections); default: every topic not starting with outputPrefix. */
+  /**
+   * Inbound topics (= collections); default: every topic existing when the bridge starts, except
+   * those starting with outputPrefix and Kafka's internal "__" topics.
+   */
   topics?: (string | RegExp)[];
   /** Outbound topic of a collection = outputPrefix + collection (default "enriched."). */
   outputPrefix?: string;
@@ -51,7 +54,9 @@ export async function startKafkaBridge(opts: KafkaBridgeOptions): Promise<KafkaB
   const producer = client(opts.output ?? opts, 'tally-bridge-out')
     .producer({ allowAutoTopicCreation: true });
   await Promise.all([consumer.connect(), producer.connect()]);
-  const topics = opts.topics ?? [new RegExp(`^(?!${escapeRegExp(prefix)})[A-Za-z0-9._-]+$`)];
+  // Not Kafka's internal topics ("__consumer_offsets" and the like): the group's own offset commits
+  // land in __consumer_offsets, so consuming it would feed on itself.
+  const topics = opts.topics ?? [new RegExp(`^(?!${escapeRegExp(prefix)}|__)[A-Za-z0-9._-]+$`)];
   await consumer.subscribe({ topics, fromBeginning: true });
   await consumer.run({
     eachBatch: async ({ batch }) => ingest(opts, batch.topic, batch.messages, log),

@@ -1,0 +1,50 @@
+/**
+ * A real Apache Kafka for tests: scripts/kafka.mjs's startKafka in a fresh temp dir, its nodes
+ * watched so they stop should the test process die first. Needs Java 17+ and Maven (the jars come
+ * from Maven Central on first use and stay in .cache/kafka/); without them it throws a message
+ * saying what to install, so the test fails rather than skips.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** dist/test/helpers/kafka-cluster.js → scripts/kafka.mjs (not compiled; plain ESM). */
+const SCRIPT = new URL('../../../scripts/kafka.mjs', import.meta.url).href;
+
+interface KafkaScript {
+  KAFKA_VERSION: string;
+  startKafka(options: {
+    nodes: number; dir: string; exitWithParent?: boolean; log?: (msg: string) => void;
+  }): Promise<{ bootstrap: string[]; stop(): Promise<number[]> }>;
+  stopKafka(options: { dir: string; graceMs?: number }): Promise<number[]>;
+}
+
+export interface RealKafka {
+  /** host:port of every broker. */
+  readonly bootstrap: string[];
+  readonly version: string;
+  /** Stops the nodes (SIGTERM, then SIGKILL) and removes their dir. */
+  stop(): Promise<void>;
+}
+
+export async function startKafka(options: { nodes?: 1 | 3; log?: (msg: string) => void } = {}): Promise<RealKafka> {
+  const script = (await import(SCRIPT)) as KafkaScript;
+  const dir = mkdtempSync(join(tmpdir(), 'tally-kafka-'));
+  try {
+    const cluster = await script.startKafka({
+      nodes: options.nodes ?? 1, dir, exitWithParent: true, ...(options.log && { log: options.log }),
+    });
+    let stopped: Promise<void> | undefined;
+    return {
+      bootstrap: cluster.bootstrap,
+      version: script.KAFKA_VERSION,
+      stop: () => stopped ??= (async () => {
+        await script.stopKafka({ dir, graceMs: 10_000 });
+        rmSync(dir, { recursive: true, force: true });
+      })(),
+    };
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
