@@ -127,6 +127,18 @@ export class StateWriter {
     this.raw(array);
   }
 
+  /** A sparse per-cell array (sketches): the count of present cells, then each cell and its item. */
+  sparse<T>(cells: readonly (T | undefined)[], write: (item: T) => void): void {
+    let present = 0;
+    cells.forEach((item) => { if (item !== undefined) present++; });
+    this.u32(present);
+    cells.forEach((item, cell) => {
+      if (item === undefined) return;
+      this.u32(cell);
+      write(item);
+    });
+  }
+
   private raw(array: RawArray): void {
     this.u32(array.length);
     this.align();
@@ -261,6 +273,14 @@ export class StateReader {
 
   u8Array(what = 'a byte array'): Uint8Array<ArrayBuffer> {
     return this.raw(what, 1, Uint8Array) as Uint8Array<ArrayBuffer>;
+  }
+
+  /** What StateWriter.sparse wrote, each item read by `read`. */
+  sparse<T>(what: string, read: () => T): (T | undefined)[] {
+    const cells: (T | undefined)[] = [];
+    const present = this.u32(`${what} count`);
+    for (let s = 0; s < present; s++) cells[this.u32(`${what} cell`)] = read();
+    return cells;
   }
 
   private raw(

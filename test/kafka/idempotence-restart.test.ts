@@ -45,6 +45,26 @@ async function initProducerId(c: RawClient): Promise<number> {
   return (await c.response(ApiKey.InitProducerId, 1)).body.producer_id;
 }
 
+/**
+ * Sends Produce v8 batches of `n` JSON records `{"seq": k}` as idempotent producer `producerId`
+ * (epoch 0) to partition 0 of `topic`, from `baseSequence` on; resolves with the partition's answer.
+ */
+function idempotentSender(topic: string, producerId: number) {
+  const batch = (baseSequence: number, n: number) => encodeRecordBatch({
+    baseOffset: 0, baseTimestamp: Date.now(), maxTimestamp: Date.now(), producerId, producerEpoch: 0,
+    baseSequence, records: Array.from({ length: n }, (_, i) => ({
+      offsetDelta: i, timestampDelta: 0, key: null, value: Buffer.from(`{"seq":${baseSequence + i}}`),
+    })),
+  });
+  return async (client: RawClient, baseSequence: number, n: number) => {
+    client.send(ApiKey.Produce, 8, {
+      transactional_id: null, acks: -1, timeout_ms: 5000,
+      topic_data: [{ name: topic, partition_data: [{ index: 0, records: batch(baseSequence, n) }] }],
+    });
+    return (await client.response(ApiKey.Produce, 8)).body.responses[0].partition_responses[0];
+  };
+}
+
 t.test('a raw idempotent batch retried after kill -9 and restart is not stored twice', async (t) => {
   const port = await freePort();
   const first = await start(t, port);
@@ -53,19 +73,7 @@ t.test('a raw idempotent batch retried after kill -9 and restart is not stored t
   const producerId = await initProducerId(c);
   const otherId = await initProducerId(c);
   t.ok(producerId > 0 && otherId !== producerId);
-  const batch = (baseSequence: number, n: number) => encodeRecordBatch({
-    baseOffset: 0, baseTimestamp: Date.now(), maxTimestamp: Date.now(), producerId, producerEpoch: 0,
-    baseSequence, records: Array.from({ length: n }, (_, i) => ({
-      offsetDelta: i, timestampDelta: 0, key: null, value: Buffer.from(`{"seq":${baseSequence + i}}`),
-    })),
-  });
-  const send = async (client: RawClient, baseSequence: number, n: number) => {
-    client.send(ApiKey.Produce, 8, {
-      transactional_id: null, acks: -1, timeout_ms: 5000,
-      topic_data: [{ name: 'idem_crash', partition_data: [{ index: 0, records: batch(baseSequence, n) }] }],
-    });
-    return (await client.response(ApiKey.Produce, 8)).body.responses[0].partition_responses[0];
-  };
+  const send = idempotentSender('idem_crash', producerId);
   const a = await send(c, 0, 3);
   const b = await send(c, 3, 2);
   t.same([a.error_code, a.base_offset, b.error_code, b.base_offset], [0, 0, 0, 3]);
@@ -108,19 +116,7 @@ t.test('a batch in the WAL but not yet in the producer state file is still recog
   t.teardown(() => first.cleanup());
   const c = await login(first, port);
   const producerId = await initProducerId(c);
-  const batch = (baseSequence: number, n: number) => encodeRecordBatch({
-    baseOffset: 0, baseTimestamp: Date.now(), maxTimestamp: Date.now(), producerId, producerEpoch: 0,
-    baseSequence, records: Array.from({ length: n }, (_, i) => ({
-      offsetDelta: i, timestampDelta: 0, key: null, value: Buffer.from(`{"seq":${baseSequence + i}}`),
-    })),
-  });
-  const send = async (client: RawClient, baseSequence: number, n: number) => {
-    client.send(ApiKey.Produce, 8, {
-      transactional_id: null, acks: -1, timeout_ms: 5000,
-      topic_data: [{ name: 'idem_gap', partition_data: [{ index: 0, records: batch(baseSequence, n) }] }],
-    });
-    return (await client.response(ApiKey.Produce, 8)).body.responses[0].partition_responses[0];
-  };
+  const send = idempotentSender('idem_gap', producerId);
   const a = await send(c, 0, 3);
   t.same([a.error_code, a.base_offset], [0, 0]);
   c.socket.destroy();

@@ -57,14 +57,7 @@ export class CountUniqueAggregator implements Aggregator {
     this.single?.encode(writer);
     this.set?.encode(writer);
     if (this.sketches === null) return;
-    let present = 0;
-    this.sketches.forEach((sketch) => { if (sketch) present++; });
-    writer.u32(present);
-    this.sketches.forEach((sketch, cell) => {
-      if (!sketch) return;
-      writer.u32(cell);
-      writer.u8Array(sketch.registers);
-    });
+    writer.sparse(this.sketches, (sketch) => writer.u8Array(sketch.registers));
   }
 
   static decode(reader: StateReader, context: { readonly views: ColumnViews }): CountUniqueAggregator {
@@ -79,17 +72,13 @@ export class CountUniqueAggregator implements Aggregator {
     state.single = (parts & HAS_SINGLE) !== 0 ? PartitionedPairSet.decode(reader) : null;
     state.set = (parts & HAS_SET) !== 0 ? TripleSet.decode(reader) : null;
     if ((parts & HAS_SKETCHES) === 0) return state;
-    const sketches: (HyperLogLog | undefined)[] = [];
-    const present = reader.u32('sketch count');
-    for (let s = 0; s < present; s++) {
-      const cell = reader.u32('sketch cell');
+    state.sketches = reader.sparse('sketch', () => {
       const registers = reader.u8Array('sketch registers');
       if (registers.length !== 1 << precision) {
         throw new PartialStateError(`a precision-${precision} sketch with ${registers.length} registers`);
       }
-      sketches[cell] = new HyperLogLog(precision, registers);
-    }
-    state.sketches = sketches;
+      return new HyperLogLog(precision, registers);
+    });
     return state;
   }
 

@@ -36,14 +36,7 @@ export class QuantileAggregator implements Aggregator {
     writer.i32Array(this.cells.subarray(0, this.count));
     writer.bool(this.sketches !== null);
     if (this.sketches === null) return;
-    let present = 0;
-    this.sketches.forEach((sketch) => { if (sketch) present++; });
-    writer.u32(present);
-    this.sketches.forEach((sketch, cell) => {
-      if (!sketch) return;
-      writer.u32(cell);
-      sketch.encode(writer);
-    });
+    writer.sparse(this.sketches, (sketch) => sketch.encode(writer));
   }
 
   /** The parameters encode wrote first (the subclass's decode constructs with them). */
@@ -68,13 +61,7 @@ export class QuantileAggregator implements Aggregator {
       if (this.cells[k] < 0) throw new PartialStateError(`quantile: negative cell ${this.cells[k]}`);
     }
     if (!reader.bool('whether the values are sketched')) return this;
-    const sketches: (QuantileSketch | undefined)[] = [];
-    const present = reader.u32('sketch count');
-    for (let s = 0; s < present; s++) {
-      const cell = reader.u32('sketch cell');
-      sketches[cell] = QuantileSketch.decode(reader);
-    }
-    this.sketches = sketches;
+    this.sketches = reader.sparse('sketch', () => QuantileSketch.decode(reader));
     return this;
   }
 
