@@ -31,6 +31,8 @@ let statics: http.Server;
 let browser: Browser;
 let page: Page;
 let pageUrl: string;
+/** The purchases recorded in `before`. */
+let purchasesNow: object[] = [];
 /** Requests to Tally that failed (status >= 400 or no answer) and errors the page threw. */
 const failures: string[] = [];
 const pageErrors: string[] = [];
@@ -159,6 +161,34 @@ const ANALYSIS_TYPE = `() => document.querySelector('.label-analysis-type').next
 const CHART_TYPE = `() => document.querySelector('.select-chart-type')`;
 const GROUP_BY = `() => document.querySelector('.group-by .label-main').nextElementSibling`;
 
+/** The select right after the `.label-main` whose text is `label` (in the visible query panel). */
+function afterLabel(label: string, within = '.panel-content:not(.hide)'): string {
+  return `() => [...document.querySelectorAll(${JSON.stringify(`${within} .label-main`)})]
+    .find((el) => el.textContent === ${JSON.stringify(label)}).nextElementSibling`;
+}
+const TARGET_PROPERTY = afterLabel('Target property');
+const TIMEZONE = `() => document.querySelector('.panel-content:not(.hide) .timeframe').nextElementSibling`;
+
+/** Starts a new query (the Explorer's "+" tab): the builder returns to its defaults. */
+async function newQuery(p: Page): Promise<void> {
+  await p.click('.button-new-query');
+  await p.waitForFunction(() => !document.querySelector('.keen-dataviz-container, .result-string'), { timeout: WAIT_MS });
+}
+
+/** The single number a metric chart draws: the exact value (its title) and the text shown. */
+async function drawnMetric(p: Page): Promise<{ exact: string; shown: string }> {
+  await p.waitForSelector('.keen-dataviz-metric', { timeout: WAIT_MS });
+  return p.$eval('.keen-dataviz-metric', (el) => ({ exact: el.getAttribute('title') ?? '',
+    shown: el.querySelector('.keen-dataviz-metric-value')?.textContent ?? '' }));
+}
+
+/** Every row of the drawn table, header first, cells as shown. */
+async function drawnTable(p: Page): Promise<string[][]> {
+  await p.waitForSelector('.keen-dataviz-table td', { timeout: WAIT_MS });
+  return p.$$eval('.keen-dataviz-table tr', (rows) =>
+    rows.map((row) => [...row.querySelectorAll('th, td')].map((cell) => (cell.textContent ?? '').trim())));
+}
+
 async function runQuery(p: Page): Promise<HTTPRequest> {
   const from = sent.length;
   await clickText(p, 'button', 'Run Query');
@@ -176,10 +206,11 @@ t.before(async () => {
   server = await startServer();
   api = client(server.url);
   const now = Date.now();
+  purchasesNow = purchases(now);
   const signups = [0, 1, 2].map((n) => ({ user: `u${n}`, plan: n === 0 ? 'pro' : 'free',
     svc: { timestamp: new Date(now - 4 * HOUR_MS).toISOString() } }));
   const batch = await api.post(`/3.0/projects/${server.projectId}/events`,
-    { key: server.keys.write, body: { purchases: purchases(now), signups } });
+    { key: server.keys.write, body: { purchases: purchasesNow, signups } });
   if (batch.status !== 200) throw new Error(`batch: ${batch.status} ${batch.text}`);
   const visible = await eventually(async () => (await api.post(`/3.0/projects/${server.projectId}/queries/count`,
     { key: server.keys.read, body: { event_collection: 'purchases', timeframe: 'this_1_days' } })).body?.result === 30);
@@ -350,6 +381,55 @@ t.test('cache the saved query: refresh rate 4 hours, organization-usage counts i
   t.equal(result.status, 200, 'the cached result reads');
   t.same(result.body.query.group_by, ['item']);
   await page.screenshot({ path: join(shots, 'cached.png') });
+});
+
+t.test('other analyses with a filter item eq widget and a timezone: each drawn number is the API answer', async (t) => {
+  await newQuery(page);
+  await choose(page, EVENT_COLLECTION, 'purchases');
+  await choose(page, ANALYSIS_TYPE, 'sum');
+  await choose(page, TARGET_PROPERTY, 'price');
+  await page.click('.panel-content:not(.hide) .filters.foldable');
+  await page.waitForSelector('.filters-container .button-add-filter', { timeout: WAIT_MS });
+  await page.click('.filters-container .button-add-filter');
+  await page.waitForSelector('.filters-container .row', { timeout: WAIT_MS });
+  await choose(page, `() => document.querySelector('.filters-container .row .row-part')`, 'item');
+  await page.type('.filters-container .row .row-part:nth-child(4) input', 'widget');
+  await page.click('.filters-container .button-done');
+  await page.waitForSelector('.filters-container', { hidden: true, timeout: WAIT_MS });
+  await choose(page, TIMEZONE, 'Asia/Tokyo');
+  await page.screenshot({ path: join(shots, 'analyses-builder.png') });
+  const widgets = purchasesNow.filter((event: any) => event.item === 'widget');
+  const prices = widgets.map((event: any) => event.price as number).sort((a, b) => a - b);
+  const expected: Record<string, number> = {
+    sum: prices.reduce((a, b) => a + b, 0),
+    minimum: prices[0]!,
+    maximum: prices.at(-1)!,
+    count_unique: new Set(widgets.map((event: any) => event.user)).size,
+  };
+  let chosenTarget = 'price';
+  for (const [analysis, target, percentile] of [['sum', 'price'], ['average', 'price'], ['minimum', 'price'],
+    ['maximum', 'price'], ['count_unique', 'user'], ['percentile', 'price', '90'], ['median', 'price'],
+    ['standard_deviation', 'price']] as const) {
+    if (analysis !== 'sum') await choose(page, ANALYSIS_TYPE, analysis);
+    if (target !== chosenTarget) await choose(page, TARGET_PROPERTY, target);
+    chosenTarget = target;
+    if (percentile !== undefined) await page.type('.percentile input', percentile);
+    const req = await runQuery(page);
+    t.match(new URL(req.url()).pathname, new RegExp(`/queries/${analysis}$`));
+    const body = JSON.parse(req.postData() ?? '{}');
+    t.match(body.filters, [{ property_name: 'item', operator: 'eq', property_value: 'widget' }], `${analysis}: the filter as sent`);
+    t.equal(body.filters.length, 1);
+    t.equal(body.timezone, 32_400, `${analysis}: Asia/Tokyo as an offset in seconds`);
+    t.equal(body.target_property, target);
+    if (percentile !== undefined) t.equal(body.percentile, Number(percentile));
+    const answer = await apiAnswer(req);
+    t.equal(typeof answer.result, 'number', `${analysis}: a number`);
+    if (analysis in expected) t.equal(answer.result, expected[analysis], `${analysis} of widget ${target}s`);
+    const drawn = await drawnMetric(page);
+    t.equal(Number(drawn.exact), answer.result, `${analysis}: the metric is ${drawn.exact} (shown ${drawn.shown})`);
+    t.ok(Math.abs(parseFloat(drawn.shown) - answer.result) <= Math.abs(answer.result) * 0.01, `${analysis}: shown ${drawn.shown}`);
+  }
+  await page.screenshot({ path: join(shots, 'analyses.png') });
 });
 
 t.test('no request to Tally failed and the page threw nothing', async (t) => {
