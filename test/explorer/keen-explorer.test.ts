@@ -612,6 +612,37 @@ t.test('extraction: properties item, price and user of the latest 12, drawn rows
   t.same(JSON.parse(json.text).result, answer.result, 'the JSON holds the API answer');
 });
 
+t.test('bulk extraction to email: the Explorer draws Tally\'s sentence; the job\'s events are the API answer', async (t) => {
+  await clickText(page, '.extraction .tab', 'Bulk CSV extraction');
+  await page.waitForSelector('.extraction input[name=email]', { timeout: WAIT_MS });
+  await page.type('.extraction input[name=email]', 'analyst@example.test');
+  const from = sent.length;
+  await clickText(page, 'button', 'Extract to Email');
+  const req = await waitSent('POST', '/queries/extraction', from);
+  const body = JSON.parse(req.postData() ?? '{}');
+  t.equal(body.email, 'analyst@example.test');
+  t.equal(body.latest, 1000, 'the bulk tab asks for up to 1000');
+  t.same(body.property_names, ['item', 'price', 'user']);
+  t.equal(req.response()!.status(), 202, 'accepted');
+  const accepted = await req.response()!.json();
+  t.match(accepted, { result: /^Processing\. /, id: /^[0-9a-f]{24}$/, url: /\/result$/ });
+  await page.waitForSelector('.result-string', { timeout: WAIT_MS });
+  t.equal(await page.$eval('.result-string', (el) => el.textContent), accepted.result, 'the Explorer draws the sentence');
+  await page.screenshot({ path: join(shots, 'bulk.png') });
+  let job: any = {};
+  const done = await eventually(async () => {
+    job = (await api.get(`/3.0/projects/${server.projectId}/queries/extraction/jobs/${accepted.id}`, { key: server.keys.read })).body;
+    return job.status === 'done';
+  }, WAIT_MS);
+  t.ok(done, `the job is done (${job.status})`);
+  const file = await api.get(accepted.url, { key: server.keys.read });
+  const events = file.text.trim().split('\n').map((line: string) => JSON.parse(line));
+  const { email: _email, ...sync } = body;
+  const answer = await api.post(`/3.0/projects/${server.projectId}/queries/extraction`, { key: server.keys.read, body: sync });
+  t.equal(events.length, 30, 'every purchase');
+  t.same(events, answer.body.result, 'the job holds what the synchronous extraction answers');
+});
+
 t.test('no request to Tally failed and the page threw nothing', async (t) => {
   t.same(failures, [], 'no failing request');
   t.same(pageErrors, [], 'no uncaught page error');
