@@ -38,11 +38,27 @@ export function submitExtraction(
 ): Reply {
   const job = engine.submitExtraction(project, params);
   const view = jobView(job);
+  const handle = { id: view.id, url: view.url, status: view.status };
   return {
     status: 202,
-    json: { result: { id: view.id, url: view.url, status: view.status } },
+    json: byEmailOnly(params) ? { result: emailSentence(job), ...handle } : { result: handle },
     headers: [['Location', jobPath(job)]],
   };
+}
+
+/** Keen's email extraction (an `email` and no `async: true`), as Keen's Explorer sends it. */
+function byEmailOnly(params: Record<string, unknown>): boolean {
+  return typeof params.email === 'string' && params.email !== '' && params.async !== true && params.async !== 'true';
+}
+
+/**
+ * Keen answers an email extraction with a sentence in `result` and its Explorer draws that sentence
+ * (it draws any other `result` as a table, and an object as a never-ending spinner). Tally sends no
+ * email, so the sentence says where the events will be; the job's id, url and status sit beside it.
+ */
+function emailSentence(job: ExtractionJob): string {
+  return `Processing. Tally sends no email: extraction job ${job.id} is ${job.status}; `
+    + `its status is at ${jobPath(job)} and, once done, its events at ${jobPath(job)}/result.`;
 }
 
 /**
