@@ -49,6 +49,29 @@ export class HyperLogLog {
     if (rank > this.registers[index]) this.registers[index] = rank;
   }
 
+  /**
+   * This sketch at a lower precision, exactly as if its hashes had been added to a sketch of that
+   * precision: an index's dropped low bits become the head of the rest, so a register moves to
+   * index >> shift with rank (first one bit of those bits), or shift + rank when they are all zero.
+   * Partial states whose sketches were sized for different cell counts merge at the smaller size.
+   */
+  folded(precision: number): HyperLogLog {
+    assert(precision >= 4 && precision <= this.precision, 'folds to a precision within 4..this one');
+    if (precision === this.precision) return new HyperLogLog(precision, this.registers.slice());
+    const shift = this.precision - precision;
+    const out = new Uint8Array(1 << precision);
+    const source = this.registers;
+    for (let index = 0; index < source.length; index++) {
+      const rank = source[index];
+      if (rank === 0) continue;
+      const low = index & ((1 << shift) - 1);
+      const folded = low === 0 ? shift + rank : Math.clz32(low) - (32 - shift) + 1;
+      const at = index >>> shift;
+      if (folded > out[at]) out[at] = folded;
+    }
+    return new HyperLogLog(precision, out);
+  }
+
   /** Folds `other` into this sketch; afterwards this estimates the union of both inputs. */
   merge(other: HyperLogLog): void {
     assert(other.precision === this.precision, 'merge needs equal precision');

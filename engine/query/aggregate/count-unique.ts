@@ -236,8 +236,13 @@ export class CountUniqueAggregator implements Aggregator {
       return;
     }
     if (this.set !== null) this.toSketches();
+    // Each side sized its sketches for its own cell count (toSketches): merge at the smaller size.
+    if (source.precision < this.precision) {
+      this.sketches = this.sketches!.map((sketch) => sketch?.folded(source.precision));
+      this.precision = source.precision;
+    }
     source.sketches!.forEach((sketch, cell) => {
-      if (sketch) this.sketch(cell).merge(sketch);
+      if (sketch) this.sketch(cell).merge(sketch.precision > this.precision ? sketch.folded(this.precision) : sketch);
     });
   }
 

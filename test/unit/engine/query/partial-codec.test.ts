@@ -123,8 +123,9 @@ t.test('merging decoded states answers like merging the states', async (t) => {
             roundTrip(await partialOutcome(plan, a, limits), plan),
             roundTrip(await partialOutcome(plan, b, limits), plan)]);
           t.same(got, want, name);
+          // States whose sketches were sized for different cell counts merge at the smaller size.
           if (typeof want === 'string' && want.startsWith('merge failed')) {
-            t.comment(`${name}: ${want} (the same without the codec)`);
+            t.fail(`${name}: ${want}`);
             continue;
           }
           // A merged state encodes and decodes too (a coordinator passing it on).

@@ -98,3 +98,19 @@ t.test('hashes tell numbers, -0 and strings apart as they should', async (t) => 
   t.not(hashString('a', SEED), hashString('a\u0000', SEED));
   t.not(hashString('é', SEED), hashString('e', SEED));
 });
+
+t.test('a sketch folded to a lower precision equals the sketch built at that precision', async (t) => {
+  for (const [from, to] of [[14, 14], [14, 12], [14, 8], [12, 4], [16, 9]] as const) {
+    for (const count of [0, 1, 37, 5_000, 200_000]) {
+      const high = new HyperLogLog(from);
+      const low = new HyperLogLog(to);
+      for (let i = 0; i < count; i++) {
+        const hash = hashString(`v${i}`, SEED);
+        high.add(hash);
+        low.add(hash);
+      }
+      t.same(high.folded(to).registers, low.registers, `${count} values, precision ${from} -> ${to}`);
+    }
+  }
+  t.throws(() => new HyperLogLog(10).folded(12), /folds to a precision/);
+});
