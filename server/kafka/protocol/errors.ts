@@ -2,7 +2,7 @@
  * Kafka error codes the listener sends (apache/kafka Errors.java), and the one mapping from a
  * Tally ApiError to a Kafka error code. Handlers never invent numeric codes elsewhere.
  */
-import type { ApiError } from '../../../engine/errors.js';
+import type { ApiError } from '../../../engine/index.js';
 
 export const KafkaError = {
   NONE: 0,

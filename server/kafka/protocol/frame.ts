@@ -3,7 +3,9 @@
  * payloads and rejects a size above FRAME_BYTES_MAX (or negative) *before* buffering it, so a
  * TLS ClientHello on a plaintext port (size ≈ 0x16030100) costs nothing. It parses no payloads.
  */
-import { FRAME_BYTES_MAX } from '../../../engine/limits.js';
+import { limits } from '../../../engine/index.js';
+
+const { FRAME_BYTES_MAX } = limits;
 
 export class FrameError extends Error {
   override name = 'FrameError';
