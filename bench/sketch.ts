@@ -5,7 +5,7 @@
  * Run: npx tsc -p tsconfig.json && node dist/bench/sketch.js
  */
 import { createRequire } from 'node:module';
-import { HLL_PRECISION } from '../engine/limits.js';
+import { HLL_PRECISION } from '../engine/base/limits.js';
 import { hashNumber, hashString } from '../engine/sketch/hash.js';
 import { HyperLogLog } from '../engine/sketch/hyperloglog.js';
 

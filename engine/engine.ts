@@ -9,19 +9,19 @@ import path from 'node:path';
 import type {
   AppendOptions, AppendResult, BatchAppendResult, EngineStats, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, ReplayedTag, TallyEngine, WriteContext,
-} from './api.js';
+} from './types.js';
 import { DeleteManager } from './deletes/manager.js';
 import { applyDeletes } from './deletes/rewrite.js';
-import { ExtractionJobs, type ExtractionJob } from './extraction-jobs.js';
+import { ExtractionJobs, type ExtractionJob } from './query/jobs.js';
 import { createEnricher, sharedDatabaseFiles, type Enricher } from './enrich/pipeline.js';
-import { ApiError } from './errors.js';
-import { collectionIdKey } from './ids.js';
+import { ApiError } from './base/errors.js';
+import { collectionIdKey } from './storage/event-ids.js';
 import { parseBatchBody } from './ingest/batch.js';
 import { IngestPool } from './ingest/pool.js';
 import {
   BUFFER_ROWS_MAX, COLLECTIONS_LISTED_MAX, COMPACTION_QUERY_IDLE_MS, FLUSH_INTERVAL_MS, INGEST_WORKER_BODY_BYTES_MIN,
-} from './limits.js';
-import { ProjectStore } from './projects.js';
+} from './base/limits.js';
+import { ProjectStore } from './catalog/projects.js';
 import { QueryService } from './query/service.js';
 import { plainChunk, type ColumnChunk, type ScanSource } from './storage/chunk.js';
 import { CollectionStore, type FlushPlan } from './storage/collection.js';
@@ -30,17 +30,17 @@ import { readManifest, writeManifest } from './storage/manifest.js';
 import { SegmentPool } from './storage/segment-pool.js';
 import { readSegment } from './storage/segment/reader.js';
 import { Wal } from './wal/wal.js';
-import { jsonLogger, type Logger } from './logger.js';
-import { SavedQueries, type SavedQuery } from './saved-queries.js';
-import { AccessKeys, type AccessKey } from './access-keys.js';
-import { Datasets, type DatasetView } from './datasets.js';
+import { jsonLogger, type Logger } from './base/logger.js';
+import { SavedQueries, type SavedQuery } from './catalog/saved-queries.js';
+import { AccessKeys, type AccessKey } from './catalog/access-keys.js';
+import { Datasets, type DatasetView } from './catalog/datasets.js';
 import type { FilterNode } from './query/plan.js';
-import { LogReader } from './log.js';
+import { LogReader } from './log/reader.js';
 import { RetiredFiles } from './storage/retired-files.js';
-import { collectGarbage, defaultMemoryBudget, planMemory, type MemoryPlan } from './memory.js';
-import { WritePath } from './write-path.js';
-import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
-import { TAG_BYTES_MAX } from './wal-record.js';
+import { collectGarbage, defaultMemoryBudget, planMemory, type MemoryPlan } from './base/memory.js';
+import { WritePath } from './write/write-path.js';
+import { lockDataDir, type DataDirLock } from './base/data-dir-lock.js';
+import { TAG_BYTES_MAX } from './write/wal-payload.js';
 
 type OffsetsFile = Record<string, Record<string, CommittedOffset[]>>;
 

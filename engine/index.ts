@@ -5,21 +5,21 @@
 export type {
   AppendOptions, AppendResult, EngineStats, ExtractionJob, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, ReplayedTag, TallyEngine, WriteContext,
-} from './api.js';
+} from './types.js';
 export type { Column, ColumnChunk, SchemaType, ScanSource, SegmentFooter } from './storage/chunk.js';
 export { TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR } from './storage/chunk.js';
 export { EventBuilder } from './storage/event-json.js';
-export { ApiError, ERROR_STATUS, isApiError } from './errors.js';
-export type { ErrorCode } from './errors.js';
-export { AssertionError } from './assert.js';
-export * as limits from './limits.js';
+export { ApiError, ERROR_STATUS, isApiError } from './base/errors.js';
+export type { ErrorCode } from './base/errors.js';
+export { AssertionError } from './base/assert.js';
+export * as limits from './base/limits.js';
 export { openEngine } from './engine.js';
-export { DataDirError, LOCK_FILE } from './data-dir-lock.js';
-export type { RunInformation, SavedQuery } from './saved-queries.js';
-export type { DatasetDefinition, DatasetView } from './datasets.js';
-export { PERMISSIONS, applyAutofill, carriesForcedFilters, withForcedFilters, type AccessKey, type AccessKeyOptions, type NameList, type Permission } from './access-keys.js';
-export { LOG_LEVELS, jsonLogger, type LogFields, type LogLevel, type Logger } from './logger.js';
-export { MEMORY_BUDGET_MIN_BYTES, defaultMemoryBudget, parseBytes } from './memory.js';
+export { DataDirError, LOCK_FILE } from './base/data-dir-lock.js';
+export type { RunInformation, SavedQuery } from './catalog/saved-queries.js';
+export type { DatasetDefinition, DatasetView } from './catalog/datasets.js';
+export { PERMISSIONS, applyAutofill, carriesForcedFilters, withForcedFilters, type AccessKey, type AccessKeyOptions, type NameList, type Permission } from './catalog/access-keys.js';
+export { LOG_LEVELS, jsonLogger, type LogFields, type LogLevel, type Logger } from './base/logger.js';
+export { MEMORY_BUDGET_MIN_BYTES, defaultMemoryBudget, parseBytes } from './base/memory.js';
 export { parseJson, parseJsonBody } from './ingest/batch.js';
-export { isAsyncExtraction } from './extraction-jobs.js';
+export { isAsyncExtraction } from './query/jobs.js';
 export { validateCollectionName } from './schema/collection-name.js';

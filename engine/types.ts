@@ -2,15 +2,15 @@
  * The types of the engine's public surface. The server, the Kafka broker, the bench and embedding
  * programs code against TallyEngine; engine/engine.ts implements it. Wire field names stay snake_case.
  */
-import type { Logger } from './logger.js';
-import type { SavedQuery } from './saved-queries.js';
-import type { AccessKey } from './access-keys.js';
-import type { DatasetView } from './datasets.js';
-import type { ApiError } from './errors.js';
+import type { Logger } from './base/logger.js';
+import type { SavedQuery } from './catalog/saved-queries.js';
+import type { AccessKey } from './catalog/access-keys.js';
+import type { DatasetView } from './catalog/datasets.js';
+import type { ApiError } from './base/errors.js';
 import type { ColumnChunk, SchemaType, ScanSource } from './storage/chunk.js';
-import type { ExtractionJob } from './extraction-jobs.js';
+import type { ExtractionJob } from './query/jobs.js';
 
-export type { ExtractionJob } from './extraction-jobs.js';
+export type { ExtractionJob } from './query/jobs.js';
 
 export type KeyKind = 'master' | 'write' | 'read';
 
@@ -119,7 +119,7 @@ export interface EngineOptions {
   /** Worker threads for queries; default: one per core. 0 runs queries in-process. */
   readonly queryWorkers?: number;
   /**
-   * Bytes for caches and write buffers (engine/memory.ts splits them); default: a thirty-second of
+   * Bytes for caches and write buffers (engine/base/memory.ts splits them); default: a thirty-second of
    * the machine's memory, between 256 MiB and 2 GiB.
    */
   readonly memoryBudgetBytes?: number;
@@ -242,7 +242,7 @@ export interface TallyEngine {
   commitOffsets(projectId: string, groupId: string, offsets: readonly CommittedOffset[]): Promise<void>;
   fetchOffsets(projectId: string, groupId: string): CommittedOffset[];
 
-  // Access keys (docs/api.md §8; engine/access-keys.ts). Unknown keys → 404 ResourceNotFoundError.
+  // Access keys (docs/api.md §8; engine/catalog/access-keys.ts). Unknown keys → 404 ResourceNotFoundError.
   createAccessKey(projectId: string, body: unknown): AccessKey;
   listAccessKeys(projectId: string, name?: string): AccessKey[];
   getAccessKey(projectId: string, key: string): AccessKey;
@@ -252,7 +252,7 @@ export interface TallyEngine {
   /** The access key record `key` names in this project (active or not), or null. */
   findAccessKey(projectId: string, key: string): AccessKey | null;
 
-  // Cached datasets (docs/api.md §10; engine/datasets.ts). Unknown names → 404 ResourceNotFoundError.
+  // Cached datasets (docs/api.md §10; engine/catalog/datasets.ts). Unknown names → 404 ResourceNotFoundError.
   putDataset(projectId: string, name: string, body: unknown): DatasetView;
   listDatasets(projectId: string): DatasetView[];
   getDataset(projectId: string, name: string): DatasetView;
@@ -260,7 +260,7 @@ export interface TallyEngine {
   /** Per interval bucket of `timeframe`, the value for one index value (503 until bootstrapped). */
   datasetResults(projectId: string, name: string, indexBy: unknown, timeframe: unknown): { timeframe: { start: string; end: string }; value: unknown }[];
 
-  // Saved and cached queries (docs/api.md §9; engine/saved-queries.ts).
+  // Saved and cached queries (docs/api.md §9; engine/catalog/saved-queries.ts).
   listSavedQueries(projectId: string): SavedQuery[];
   /** Throws 404 ResourceNotFoundError for an unknown name. */
   getSavedQuery(projectId: string, name: string): SavedQuery;

@@ -27,7 +27,7 @@ interface Closable {
   close(): Promise<void> | void;
 }
 
-/** JSON lines on stderr (engine/logger.ts); the level comes from --log-level once the flags are read. */
+/** JSON lines on stderr (engine/base/logger.ts); the level comes from --log-level once the flags are read. */
 let logger: Logger = jsonLogger('info');
 
 function log(line: string): void {

@@ -1,6 +1,6 @@
 /**
  * The one error type of Tally and the table of its codes. Expected failures (bad input, missing
- * resources, limits) throw ApiError; broken invariants throw AssertionError (engine/assert.ts).
+ * resources, limits) throw ApiError; broken invariants throw AssertionError (engine/base/assert.ts).
  * Wire names follow docs/api.md §3, which follows the Keen IO v3 clients.
  */
 export const ERROR_STATUS = {

@@ -44,7 +44,7 @@ export const NUMBER_MAX = 2 ** 63 - 1;
 export const BUFFER_ROWS_MAX = 250_000;
 /** Longest time rows stay only in the WAL and memory before a flush; bounds WAL replay time. */
 export const FLUSH_INTERVAL_MS = 10_000;
-/** Bytes of WAL frames the write path keeps for reuse (engine/byte-pool.ts). */
+/** Bytes of WAL frames the write path keeps for reuse (engine/write/byte-pool.ts). */
 export const WAL_POOL_BYTES_MAX = 64 * 1024 * 1024;
 /** Bytes of one WAL record; a batch body bounds it, plus framing. A longer length means corruption. */
 export const WAL_RECORD_BYTES_MAX = 64 * 1024 * 1024;

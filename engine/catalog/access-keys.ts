@@ -7,10 +7,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { ApiError } from './errors.js';
+import { ApiError } from '../base/errors.js';
 import { safeEqual } from './projects.js';
-import { parseFilters } from './query/filter.js';
-import { readJsonIfExists, writeFileDurable } from './storage/files.js';
+import { parseFilters } from '../query/filter.js';
+import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 
 export const PERMISSIONS = ['writes', 'queries', 'saved_queries', 'cached_queries', 'datasets', 'schema'] as const;
 export type Permission = (typeof PERMISSIONS)[number];

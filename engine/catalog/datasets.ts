@@ -9,14 +9,14 @@
  */
 import path from 'node:path';
 import { DateTime, type Zone } from 'luxon';
-import type { LogRecord } from './api.js';
-import { ApiError } from './errors.js';
-import { parseFilters } from './query/filter.js';
-import { cutBuckets, parseInterval } from './query/interval.js';
-import type { FilterNode } from './query/plan.js';
-import { parseTimezone, resolveTimeframe, startOfUnit, type CalendarUnit } from './query/timeframe.js';
-import { readJsonIfExists, writeFileDurable } from './storage/files.js';
-import { DATASETS_MAX } from './limits.js';
+import type { LogRecord } from '../types.js';
+import { ApiError } from '../base/errors.js';
+import { parseFilters } from '../query/filter.js';
+import { cutBuckets, parseInterval } from '../query/interval.js';
+import type { FilterNode } from '../query/plan.js';
+import { parseTimezone, resolveTimeframe, startOfUnit, type CalendarUnit } from '../query/timeframe.js';
+import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
+import { DATASETS_MAX } from '../base/limits.js';
 
 const ANALYSES = new Set(['count', 'sum', 'minimum', 'maximum', 'average', 'count_unique']);
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;

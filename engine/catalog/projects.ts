@@ -4,9 +4,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import type { KeyKind, ProjectInfo } from './api.js';
-import { ApiError } from './errors.js';
-import { readJsonIfExists, writeFileDurable } from './storage/files.js';
+import type { KeyKind, ProjectInfo } from '../types.js';
+import { ApiError } from '../base/errors.js';
+import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 
 interface ProjectsFile {
   orgId: string;

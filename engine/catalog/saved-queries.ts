@@ -7,9 +7,9 @@
  * serves the last successful run from memory. Before its first run completes a read waits for it.
  */
 import path from 'node:path';
-import { ApiError } from './errors.js';
-import { readJsonIfExists, writeFileDurable } from './storage/files.js';
-import { CACHED_QUERIES_MAX } from './limits.js';
+import { ApiError } from '../base/errors.js';
+import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
+import { CACHED_QUERIES_MAX } from '../base/limits.js';
 
 type Params = Readonly<Record<string, unknown>>;
 

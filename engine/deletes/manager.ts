@@ -10,8 +10,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ApiError } from '../errors.js';
-import { COLLECTION_DELETES_PER_MINUTE, DELETES_PER_MINUTE } from '../limits.js';
+import { ApiError } from '../base/errors.js';
+import { COLLECTION_DELETES_PER_MINUTE, DELETES_PER_MINUTE } from '../base/limits.js';
 import { parseFilters } from '../query/filter.js';
 import { RateLimiter } from '../query/rate-limit.js';
 import { parseTimezone, resolveTimeframe } from '../query/timeframe.js';

@@ -4,7 +4,7 @@
  * and the previous `old` is dropped whole. A hit in `old` is promoted. Every operation is a Map get
  * or set: no per-hit delete, which made a strict Map-order LRU the hottest code of a geo lookup.
  */
-import { assert } from '../assert.js';
+import { assert } from '../base/assert.js';
 
 export class LruCache<K, V> {
   private young = new Map<K, V>();

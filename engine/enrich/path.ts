@@ -4,7 +4,7 @@
  * Only own properties of plain objects are walked; arrays are values, never containers. Writing
  * creates missing objects; it never replaces a non-object on the way.
  */
-import { EVENT_DEPTH_MAX } from '../limits.js';
+import { EVENT_DEPTH_MAX } from '../base/limits.js';
 
 /** The segments of `path`, or null when it is not a valid dotted path. */
 export function parsePath(path: unknown): string[] | null {

@@ -21,8 +21,8 @@
  * serialization would give. Any other output (nested, an existing name, read by a later add-on)
  * puts every result into the event as a fresh copy, as without an Appended.
  */
-import { assert } from '../assert.js';
-import { ApiError } from '../errors.js';
+import { assert } from '../base/assert.js';
+import { ApiError } from '../base/errors.js';
 import type { Addon } from './addons/addon.js';
 import { createDateTimeParser } from './addons/date-time-parser.js';
 import { adoptDatabaseFiles, createIpToGeo, loadGeoDatabases, type SharedFile } from './addons/ip-to-geo.js';
@@ -33,7 +33,7 @@ import { loadUapRules } from './addons/uap-rules.js';
 import { createUrlParser } from './addons/url-parser.js';
 import {
   ADDONS_PER_EVENT_MAX, FRAGMENT_CACHE_ENTRIES_MAX, FRAGMENT_KEY_CHARS_MAX, PATH_CACHE_ENTRIES_MAX,
-} from '../limits.js';
+} from '../base/limits.js';
 import { cloneJson, makeFragment, type Appended, type Fragment } from './fragment.js';
 import { LruCache } from './lru.js';
 import { MISSING, deletePath, isObject, parsePath, readPath, writePath } from './path.js';

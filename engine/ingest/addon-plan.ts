@@ -13,7 +13,7 @@
 import type { Enricher } from '../enrich/pipeline.js';
 import { appendableName } from '../enrich/pipeline.js';
 import { isObject, parsePath } from '../enrich/path.js';
-import { ADDONS_PER_EVENT_MAX } from '../limits.js';
+import { ADDONS_PER_EVENT_MAX } from '../base/limits.js';
 
 /** An input that reads the event's svc.timestamp text (the receipt time when it has none). */
 export const TIMESTAMP_INPUT = 'svc.timestamp';

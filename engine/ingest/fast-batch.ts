@@ -10,14 +10,14 @@
  *
  * At ~200 bytes an event, JSON.parse alone was ~2.4 µs of the write path's ~8.4 µs of CPU an event.
  */
-import { leavesBytes } from '../event-preparer.js';
-import type { WriteContext } from '../api.js';
+import { leavesBytes } from '../write/event-preparer.js';
+import type { WriteContext } from '../types.js';
 import { bytesUnder, type Fragment } from '../enrich/fragment.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import {
   BATCH_EVENTS_MAX, EVENT_BYTES_MAX, EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX, NUMBER_MIN,
   PROPERTY_NAME_CHARS_MAX, STRING_VALUE_CHARS_MAX,
-} from '../limits.js';
+} from '../base/limits.js';
 import { PathJoiner, type Leaves } from '../schema/flatten.js';
 import { formatTimestamp, parseCanonicalBytes, parseTimestamp } from '../schema/timestamp.js';
 import { TIMESTAMP_INPUT, planAddons, type AddonPlan } from './addon-plan.js';

@@ -5,11 +5,11 @@
  * Jobs run one at a time, in the order they arrive.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { WriteContext } from '../api.js';
+import type { WriteContext } from '../types.js';
 import { createEnricher, type EnricherOptions } from '../enrich/pipeline.js';
-import { isApiError, type ErrorCode } from '../errors.js';
-import { EventPreparer } from '../event-preparer.js';
-import { collectGarbage } from '../memory.js';
+import { isApiError, type ErrorCode } from '../base/errors.js';
+import { EventPreparer } from '../write/event-preparer.js';
+import { collectGarbage } from '../base/memory.js';
 import { newLeaves } from '../schema/flatten.js';
 import { LeafEncoder } from '../schema/leaf-codec.js';
 import { packBatch, packedTransferables, parseBatchBody, preparedOf, type PackedBatch } from './batch.js';

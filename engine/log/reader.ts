@@ -5,17 +5,17 @@
  * (storage/event-json.ts). Recently read segments stay decoded in a small cache because consumers
  * read forward.
  */
-import type { LogRecord } from './api.js';
-import { hideProperties, keptRows, type DeleteEntry } from './deletes/predicate.js';
-import { eventId } from './ids.js';
-import { ColumnViews } from './query/columns.js';
-import { compileFilters, Scratch } from './query/filter-eval.js';
-import type { FilterNode } from './query/plan.js';
-import type { ColumnChunk } from './storage/chunk.js';
-import { EventBuilder } from './storage/event-json.js';
-import { chunkBytes } from './storage/chunk-bytes.js';
-import type { CollectionStore } from './storage/collection.js';
-import { readSegment } from './storage/segment/reader.js';
+import type { LogRecord } from '../types.js';
+import { hideProperties, keptRows, type DeleteEntry } from '../deletes/predicate.js';
+import { eventId } from '../storage/event-ids.js';
+import { ColumnViews } from '../query/columns.js';
+import { compileFilters, Scratch } from '../query/filter-eval.js';
+import type { FilterNode } from '../query/plan.js';
+import type { ColumnChunk } from '../storage/chunk.js';
+import { EventBuilder } from '../storage/event-json.js';
+import { chunkBytes } from '../storage/chunk-bytes.js';
+import type { CollectionStore } from '../storage/collection.js';
+import { readSegment } from '../storage/segment/reader.js';
 
 
 export class LogReader {

@@ -3,7 +3,7 @@
  * waiter → 429 TooManyConcurrentQueriesError, a waiter not started within `startDeadlineMs` →
  * 503 ServiceUnavailableError (the seed's fast failure). First come, first served.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../base/errors.js';
 
 interface Waiter {
   readonly start: () => void;

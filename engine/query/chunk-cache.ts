@@ -12,7 +12,7 @@ import type { SegmentFiles } from './segment-reader.js';
 
 export type ReadSegment = (file: string, columns?: readonly string[]) => ColumnChunk;
 
-/** Default budgets per worker, for callers without a memory plan (engine/memory.ts makes one). */
+/** Default budgets per worker, for callers without a memory plan (engine/base/memory.ts makes one). */
 export const CHUNK_CACHE_BYTES_DEFAULT = 512 * 1024 * 1024;
 export const FOOTER_CACHE_BYTES_DEFAULT = 64 * 1024 * 1024;
 

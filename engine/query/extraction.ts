@@ -7,7 +7,7 @@
  * hold one of the N newest events, so `latest` never trips the scan limit (docs/api.md §11).
  */
 import fs from 'node:fs';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../base/errors.js';
 import type { ColumnChunk, ScanSource, SegmentRef } from '../storage/chunk.js';
 import { EventBuilder } from '../storage/event-json.js';
 import type { ExtractionPlan } from './plan.js';

@@ -3,8 +3,8 @@
  * values of svc.timestamp / svc.created_at become ms so they compare as instants. Evaluation
  * over chunks lives in filter-eval.ts; this file is pure validation.
  */
-import { ApiError } from '../errors.js';
-import { REGEX_PATTERN_CHARS_MAX } from '../limits.js';
+import { ApiError } from '../base/errors.js';
+import { REGEX_PATTERN_CHARS_MAX } from '../base/limits.js';
 import type { CompareOperator, FilterNode, FilterScalar } from './plan.js';
 import { parseInstant } from './timeframe.js';
 

@@ -5,7 +5,7 @@
  * sketch only the rows of boundary segments and the write buffer. Otherwise returns null and the
  * scan counts exactly. Hashes match storage/segment/sketches.ts by using its sketchColumn.
  */
-import { HLL_PRECISION } from '../limits.js';
+import { HLL_PRECISION } from '../base/limits.js';
 import { HyperLogLog } from '../sketch/hyperloglog.js';
 import type { Column, ColumnChunk, ScanSource, SegmentRef } from '../storage/chunk.js';
 import { sketchColumn } from '../storage/segment/sketches.js';

@@ -4,7 +4,7 @@
  * inverted, did not do) step i. Optional steps do not narrow later steps. Order in time is not
  * enforced (docs/api.md §6). Over funnelActorsMax actors in a step → TooManyGroupsError.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../base/errors.js';
 import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Primitive, type ScanSource } from '../storage/chunk.js';
 import type { FunnelPlan, FunnelStepPlan } from './plan.js';
 import { scanSource, type ExecEnv, type ScanBuffers } from './scan.js';

@@ -4,7 +4,7 @@
  * typed NumberMap); several properties combine pairwise into tuple ids. Missing and null share
  * the null group. Over `groupsMax` groups → TooManyGroupsError.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../base/errors.js';
 import {
   TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Column, type ColumnChunk, type Primitive,
 } from '../storage/chunk.js';

@@ -4,7 +4,7 @@
  * hours). The first and last buckets are clipped to the timeframe. Pure.
  */
 import { DateTime, type Zone } from 'luxon';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../base/errors.js';
 import type { Buckets, TimeRange } from './plan.js';
 import { addUnits, parseUnit, startOfUnit, type CalendarUnit } from './timeframe.js';
 

@@ -9,13 +9,13 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ApiError } from './errors.js';
-import { ASYNC_EXTRACTION_EVENTS_MAX, ASYNC_EXTRACTION_TTL_MS } from './limits.js';
-import { parseRequest } from './query/request.js';
-import type { ExtractionPlan } from './query/plan.js';
-import type { QueryService } from './query/service.js';
-import type { ScanSource } from './storage/chunk.js';
-import { readJsonIfExists, writeFileDurable } from './storage/files.js';
+import { ApiError } from '../base/errors.js';
+import { ASYNC_EXTRACTION_EVENTS_MAX, ASYNC_EXTRACTION_TTL_MS } from '../base/limits.js';
+import { parseRequest } from './request.js';
+import type { ExtractionPlan } from './plan.js';
+import type { QueryService } from './service.js';
+import type { ScanSource } from '../storage/chunk.js';
+import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 
 export type ExtractionStatus = 'queued' | 'running' | 'done' | 'failed';
 export type ExtractionFormat = 'ndjson' | 'csv';

@@ -6,9 +6,9 @@
  * QueryIncompleteError.
  */
 import { Worker } from 'node:worker_threads';
-import { assert } from '../assert.js';
-import { ApiError, type ErrorCode } from '../errors.js';
-import { WORKER_YOUNG_GENERATION_MB } from '../memory.js';
+import { assert } from '../base/assert.js';
+import { ApiError, type ErrorCode } from '../base/errors.js';
+import { WORKER_YOUNG_GENERATION_MB } from '../base/memory.js';
 import { queryIncomplete } from './scan.js';
 import type { ScanSource, SegmentFooter, SegmentRef } from '../storage/chunk.js';
 import { KeptSnapshots, type QueryTask } from './task.js';

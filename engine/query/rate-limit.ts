@@ -4,7 +4,7 @@
  * minute (429 RateLimitExceededError naming the limit and when it lifts). Categories are
  * independent. The clock comes in from the service, so tests control time.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../base/errors.js';
 
 const WINDOW_MS = 60_000;
 

@@ -4,8 +4,8 @@
  * clock and the interval bound come in as arguments; no I/O.
  */
 import type { Zone } from 'luxon';
-import { ApiError } from '../errors.js';
-import { FUNNEL_STEPS_MAX, INTERVALS_MAX } from '../limits.js';
+import { ApiError } from '../base/errors.js';
+import { FUNNEL_STEPS_MAX, INTERVALS_MAX } from '../base/limits.js';
 import { parseFilters } from './filter.js';
 import { cutBuckets, parseInterval } from './interval.js';
 import type {

@@ -4,7 +4,7 @@
  * passing the filters into a reused selection vector, and checks the cooperative deadline
  * between chunks. Segments a positive filter cannot match (column absent) are skipped unread.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../base/errors.js';
 import type { ColumnChunk, ScanSource, SegmentFooter, SegmentRef } from '../storage/chunk.js';
 import type { ChunkCache } from './chunk-cache.js';
 import type { ColumnViews } from './columns.js';

@@ -3,7 +3,7 @@
  * Q waiting, start deadline), planning (request.ts), and execution on the worker pool, or
  * in-process when `workers` is 0 (tests; cancellation is then cooperative between chunks).
  */
-import * as L from '../limits.js';
+import * as L from '../base/limits.js';
 import type { ScanSource } from '../storage/chunk.js';
 import { Admission } from './admission.js';
 import { CHUNK_CACHE_BYTES_DEFAULT, ChunkCache, FOOTER_CACHE_BYTES_DEFAULT } from './chunk-cache.js';
@@ -158,7 +158,7 @@ export class QueryService {
   }
 
   /**
-   * Runs one asynchronous extraction task (engine/extraction-jobs.ts) on a worker, outside the
+   * Runs one asynchronous extraction task (engine/query/jobs.ts) on a worker, outside the
    * admission queue (a job runs one task at a time); returns the events it wrote to output.file.
    */
   async extractToFile(plan: Plan, source: ScanSource, output: QueryTask['output']): Promise<number> {

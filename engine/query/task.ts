@@ -2,7 +2,7 @@
  * One query task as a worker (or the in-process path) runs it: execute the plan, then refuse a
  * response over the byte limit. Tasks are plain data so they can be posted to a worker.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../base/errors.js';
 import type { ScanSource } from '../storage/chunk.js';
 import { aggregateOver, executePlan } from './execute.js';
 import { extractToFile, type ExtractionOutput } from './extraction.js';

@@ -4,7 +4,7 @@
  * {start, end} pairs. Weeks start on Sunday. Pure: the clock comes in as an argument.
  */
 import { DateTime, FixedOffsetZone, IANAZone, type Zone } from 'luxon';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../base/errors.js';
 import type { TimeRange } from './plan.js';
 
 export type CalendarUnit = 'minute' | 'hour' | 'day' | 'week' | 'month' | 'year';

@@ -4,7 +4,7 @@
  * query never executes on the thread that serves writes.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { isApiError } from '../errors.js';
+import { isApiError } from '../base/errors.js';
 import { ChunkCache } from './chunk-cache.js';
 import { ColumnViews } from './columns.js';
 import { loadSegmentFiles, type SegmentFiles } from './segment-reader.js';

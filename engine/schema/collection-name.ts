@@ -1,6 +1,6 @@
 /** Collection name rules of docs/api.md §4: 1-64 characters, no `$`, no leading `_`, no leading or trailing `.`. */
-import { ApiError } from '../errors.js';
-import { COLLECTION_NAME_CHARS_MAX } from '../limits.js';
+import { ApiError } from '../base/errors.js';
+import { COLLECTION_NAME_CHARS_MAX } from '../base/limits.js';
 
 export function validateCollectionName(name: unknown): asserts name is string {
   if (typeof name !== 'string' || name.length === 0) {

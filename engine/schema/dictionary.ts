@@ -3,8 +3,8 @@
  * first non-null type it was seen with; later values of other types are still stored. Bounded by
  * COLLECTION_PROPERTIES_MAX distinct paths (TooManyPropertiesError rejects the whole event).
  */
-import { ApiError } from '../errors.js';
-import { COLLECTION_PROPERTIES_MAX } from '../limits.js';
+import { ApiError } from '../base/errors.js';
+import { COLLECTION_PROPERTIES_MAX } from '../base/limits.js';
 import type { SchemaType } from '../storage/chunk.js';
 import { isStructuralPath, type Leaves } from './flatten.js';
 import {

@@ -1,6 +1,6 @@
 /**
  * Leaves (flatten.ts) as bytes: how a prepared batch crosses from an ingest worker to the write
- * path, and how the WAL keeps an append call's events (wal-record.ts). The columns are rebuilt
+ * path, and how the WAL keeps an append call's events (write/wal-payload.ts). The columns are rebuilt
  * from these leaves, not from JSON text, so neither side serializes or parses an event again.
  *
  *   Leaves  => header:u32[8] nums:f64[numCount] pathOf:u32[stored] refs:u32[stored]
@@ -20,7 +20,7 @@
  * (LeafView.compact) and takes each result whole. With fragmentCount 0 (F = 0) this is the format
  * written before fragments were (2026-11-25), which reads as it did.
  */
-import { assert } from '../assert.js';
+import { assert } from '../base/assert.js';
 import { isFragment, pathsUnder, type Fragment } from '../enrich/fragment.js';
 import { PathJoiner, type Leaves } from './flatten.js';
 

@@ -4,11 +4,11 @@
  * fields. Pure apart from mutating the given object; ids and time come from the caller.
  * Enrichment (add-ons) and flattening into columns happen after this, elsewhere.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../base/errors.js';
 import {
   EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX, NUMBER_MIN, PROPERTY_NAME_CHARS_MAX,
   STRING_VALUE_CHARS_MAX, UNIQUENESS_TOKEN_CHARS_MAX,
-} from '../limits.js';
+} from '../base/limits.js';
 import { formatTimestamp, parseTimestamp } from './timestamp.js';
 
 export type JsonObject = Record<string, unknown>;

@@ -11,8 +11,8 @@
  *   Sparse  => count:u32 (index:u16 value:u8)[count]           (kind 1, only non-zero registers)
  * Sparse is chosen when it is smaller, which it is for the many low-cardinality columns.
  */
-import { assert } from '../assert.js';
-import { HLL_PRECISION } from '../limits.js';
+import { assert } from '../base/assert.js';
+import { HLL_PRECISION } from '../base/limits.js';
 
 const VERSION = 1;
 const KIND_DENSE = 0;

@@ -3,7 +3,7 @@
  * growing typed arrays so a scan snapshot is a few copies, not a re-encoding. Rows arrive in log
  * order (seq increasing). The buffer knows nothing of files; storage/collection.ts flushes it.
  */
-import { assert } from '../assert.js';
+import { assert } from '../base/assert.js';
 import type { Leaves } from '../schema/flatten.js';
 import {
   CompactCursor, KIND_FALSE, KIND_FRAGMENT, KIND_LIST, KIND_NUM, KIND_STR, KIND_TRUE, type CompactLeaves, type LeafView,

@@ -4,7 +4,7 @@
  * data (typed arrays, arrays, maps of them) so a chunk can be posted to a worker thread.
  * This file owns the shape only; segment/writer.ts and segment/reader.ts convert it to Arrow.
  */
-import { assert } from '../assert.js';
+import { assert } from '../base/assert.js';
 import type { DeleteEntry } from '../deletes/predicate.js';
 
 /** Schema type strings of docs/api.md §4. */

@@ -5,9 +5,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { assert } from '../assert.js';
-import { collectionIdKey } from '../ids.js';
-import { PARTITION_QUIET_MS, PARTITION_SEGMENTS_MAX, SEGMENT_ROWS_MAX } from '../limits.js';
+import { assert } from '../base/assert.js';
+import { collectionIdKey } from './event-ids.js';
+import { PARTITION_QUIET_MS, PARTITION_SEGMENTS_MAX, SEGMENT_ROWS_MAX } from '../base/limits.js';
 import { SchemaDictionary } from '../schema/dictionary.js';
 import type { Leaves } from '../schema/flatten.js';
 import type { LeafView } from '../schema/leaf-codec.js';

@@ -6,7 +6,7 @@
  * `svc.addons` and empty objects from their structural leaves (schema/flatten.ts). Key order may
  * differ from the order sent; JSON objects are unordered.
  */
-import { eventId } from '../ids.js';
+import { eventId } from './event-ids.js';
 import { STRUCTURAL_SUFFIX, isStructuralPath } from '../schema/flatten.js';
 import { formatTimestamp } from '../schema/timestamp.js';
 import {

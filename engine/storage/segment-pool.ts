@@ -2,9 +2,9 @@
  * The main thread's side of segment-worker.ts: one worker, jobs answered in order as promises.
  * With `inline` (tests, or no worker threads wanted) jobs run synchronously on the calling thread.
  */
-import { JobWorker } from '../job-worker.js';
-import { SEGMENT_INLINE_ROWS_MAX } from '../limits.js';
-import { WORKER_YOUNG_GENERATION_MB } from '../memory.js';
+import { JobWorker } from '../base/job-worker.js';
+import { SEGMENT_INLINE_ROWS_MAX } from '../base/limits.js';
+import { WORKER_YOUNG_GENERATION_MB } from '../base/memory.js';
 import type { ColumnChunk, SegmentFooter } from './chunk.js';
 import { runSegmentJob, type SegmentJob, type SegmentJobResult } from './segment-worker.js';
 

@@ -5,7 +5,7 @@
  * A torn last line after a crash is skipped: its rows are still in the WAL.
  */
 import fs from 'node:fs';
-import { UNIQUENESS_WINDOW_MS } from '../limits.js';
+import { UNIQUENESS_WINDOW_MS } from '../base/limits.js';
 
 export class TokenIndex {
   private readonly seen = new Map<string, number>();

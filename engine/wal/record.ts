@@ -17,8 +17,8 @@
  * A frame is valid only if all four checks pass; the first that fails ends the clean prefix.
  */
 import { crc32c } from '@node-rs/crc32';
-import { assert } from '../assert.js';
-import { WAL_RECORD_BYTES_MAX } from '../limits.js';
+import { assert } from '../base/assert.js';
+import { WAL_RECORD_BYTES_MAX } from '../base/limits.js';
 
 export const RECORD_MAGIC = 0xa7;
 export const RECORD_VERSION = 1;

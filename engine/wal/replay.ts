@@ -5,7 +5,7 @@
  * interpret payloads or decide what the engine does with them.
  */
 import { readFile } from 'node:fs/promises';
-import { assert } from '../assert.js';
+import { assert } from '../base/assert.js';
 import { decodeRecords, type TornReason } from './record.js';
 import { segmentPath, truncateSegment } from './segment-file.js';
 

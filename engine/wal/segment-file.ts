@@ -5,7 +5,7 @@
  */
 import { mkdir, open, readdir, truncate, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { assert } from '../assert.js';
+import { assert } from '../base/assert.js';
 
 /** Digits of a segment name; wider indexes still parse, they just stop sorting as text. */
 const SEGMENT_NAME_DIGITS = 6;

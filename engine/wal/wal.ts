@@ -13,9 +13,9 @@
  * replay later and every acknowledged record stays. While that fails, appends reject at once.
  */
 import { rm, type FileHandle } from 'node:fs/promises';
-import { assert } from '../assert.js';
-import { ApiError } from '../errors.js';
-import { WAL_GROUP_BYTES_MAX } from '../limits.js';
+import { assert } from '../base/assert.js';
+import { ApiError } from '../base/errors.js';
+import { WAL_GROUP_BYTES_MAX } from '../base/limits.js';
 import { encodeRecord } from './record.js';
 import { replaySegments, type WalCut, type WalLog } from './replay.js';
 import { createSegment, listSegments, removeSegments, segmentPath } from './segment-file.js';

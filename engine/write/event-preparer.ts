@@ -3,14 +3,14 @@
  * placeholders, add-on results and leaves. Runs on the thread that serves writes for small calls and
  * on ingest workers (ingest/worker.ts) for large batch bodies; both make the same leaves, and the
  * store-side checks stay with the write path. Nothing here writes the event's JSON: the WAL keeps
- * its leaves (wal-record.ts) and the columns are the only stored copy.
+ * its leaves (write/wal-payload.ts) and the columns are the only stored copy.
  */
-import type { WriteContext } from './api.js';
-import { appendLeaves, bytesUnder, isFragment, newAppended } from './enrich/fragment.js';
-import type { Enricher } from './enrich/pipeline.js';
-import { EVENT_BYTES_MAX } from './limits.js';
-import { PathJoiner, flattenEvent, leafBytes, type Leaves } from './schema/flatten.js';
-import { prepareEvent } from './schema/prepare.js';
+import type { WriteContext } from '../types.js';
+import { appendLeaves, bytesUnder, isFragment, newAppended } from '../enrich/fragment.js';
+import type { Enricher } from '../enrich/pipeline.js';
+import { EVENT_BYTES_MAX } from '../base/limits.js';
+import { PathJoiner, flattenEvent, leafBytes, type Leaves } from '../schema/flatten.js';
+import { prepareEvent } from '../schema/prepare.js';
 
 /** Bytes the svc fields add to an event as sent; a batch item's size may exceed the limit by this. */
 const SVC_OVERHEAD_BYTES = 2_048;

@@ -20,8 +20,8 @@
  * rows a flush already put in segments. Payloads of version 1 (one line of text per event with the
  * event's JSON, written before 2026-11-25) still replay: their first byte is a project id's.
  */
-import { flattenEvent, type Leaves } from './schema/flatten.js';
-import { decodeLeaves } from './schema/leaf-codec.js';
+import { flattenEvent, type Leaves } from '../schema/flatten.js';
+import { decodeLeaves } from '../schema/leaf-codec.js';
 
 const VERSION = 2;
 /** flags bit 0: a tag (Str16) follows the project id. */

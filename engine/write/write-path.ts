@@ -4,23 +4,23 @@
  * Log offsets are reserved before the WAL append, so WAL order is log order, and replay after a
  * crash re-applies exactly the rows that no flush had put in a segment.
  */
-import type { AppendResult, EventToWrite, ReplayedTag, WriteContext } from './api.js';
+import type { AppendResult, EventToWrite, ReplayedTag, WriteContext } from '../types.js';
 import { BytePool } from './byte-pool.js';
-import type { Enricher } from './enrich/pipeline.js';
-import { ApiError, isApiError } from './errors.js';
+import type { Enricher } from '../enrich/pipeline.js';
+import { ApiError, isApiError } from '../base/errors.js';
 import { EventPreparer, TOO_LARGE_MESSAGE, type PreparedRow } from './event-preparer.js';
-import { RANGE_FIELDS, preparedOf, type PackedBatch, type PreparedBatch } from './ingest/batch.js';
-import { FastBatchReader } from './ingest/fast-batch.js';
-import { BUFFER_ROWS_MAX, WAL_POOL_BYTES_MAX } from './limits.js';
-import { validateCollectionName } from './schema/collection-name.js';
-import { newLeaves, type Leaves } from './schema/flatten.js';
-import { LeafEncoder, leavesOfView, viewLeaves, type LeafView } from './schema/leaf-codec.js';
-import { formatTimestamp } from './schema/timestamp.js';
-import { newViewCache, type ViewCache } from './storage/buffer.js';
-import type { CollectionStore } from './storage/collection.js';
-import type { Wal } from './wal/wal.js';
-import { RECORD_HEADER_BYTES, frameInPlace } from './wal/record.js';
-import { decodeWalPayload, encodeWalPayload, type WalEvent } from './wal-record.js';
+import { RANGE_FIELDS, preparedOf, type PackedBatch, type PreparedBatch } from '../ingest/batch.js';
+import { FastBatchReader } from '../ingest/fast-batch.js';
+import { BUFFER_ROWS_MAX, WAL_POOL_BYTES_MAX } from '../base/limits.js';
+import { validateCollectionName } from '../schema/collection-name.js';
+import { newLeaves, type Leaves } from '../schema/flatten.js';
+import { LeafEncoder, leavesOfView, viewLeaves, type LeafView } from '../schema/leaf-codec.js';
+import { formatTimestamp } from '../schema/timestamp.js';
+import { newViewCache, type ViewCache } from '../storage/buffer.js';
+import type { CollectionStore } from '../storage/collection.js';
+import type { Wal } from '../wal/wal.js';
+import { RECORD_HEADER_BYTES, frameInPlace } from '../wal/record.js';
+import { decodeWalPayload, encodeWalPayload, type WalEvent } from './wal-payload.js';
 
 /** Per-call state: the receipt time (one per call, formatted once) and the stores seen. */
 interface BatchState {

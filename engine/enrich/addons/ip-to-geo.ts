@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { isIP } from 'node:net';
 import { Reader } from 'maxmind';
 import { continents, countries } from 'countries-list';
-import { GEO_IP_CACHE_ENTRIES_MAX, GEO_LOAD_WAIT_MS, GEO_RECORD_CACHE_ENTRIES_MAX } from '../../limits.js';
+import { GEO_IP_CACHE_ENTRIES_MAX, GEO_LOAD_WAIT_MS, GEO_RECORD_CACHE_ENTRIES_MAX } from '../../base/limits.js';
 import { LruCache } from '../lru.js';
 import type { Addon } from './addon.js';
 

@@ -20,7 +20,7 @@ import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
 import {
   PAGE_HOST_CACHE_ENTRIES_MAX, REFERRER_CACHE_ENTRIES_MAX, URL_CACHED_CHARS_MAX,
-} from '../../limits.js';
+} from '../../base/limits.js';
 import { LruCache } from '../lru.js';
 import type { Addon } from './addon.js';
 import { parseUrl } from './url-parser.js';

@@ -11,7 +11,7 @@
  * 'Other' (uap-core's convention) and no `device.type`.
  */
 import UAParser from 'ua-parser-js';
-import { UA_CACHE_ENTRIES_MAX, UA_CHARS_MAX } from '../../limits.js';
+import { UA_CACHE_ENTRIES_MAX, UA_CHARS_MAX } from '../../base/limits.js';
 import { LruCache } from '../lru.js';
 import type { Addon } from './addon.js';
 import { matchRules, type UapRules } from './uap-rules.js';

@@ -10,8 +10,8 @@
  * containing '.', 256+ characters, `__proto__`) is dropped rather than rejecting the event.
  * Parsed URLs are LRU-cached.
  */
-import { PROPERTY_NAME_CHARS_MAX } from '../../limits.js';
-import { URL_CACHE_ENTRIES_MAX, URL_CACHED_CHARS_MAX } from '../../limits.js';
+import { PROPERTY_NAME_CHARS_MAX } from '../../base/limits.js';
+import { URL_CACHE_ENTRIES_MAX, URL_CACHED_CHARS_MAX } from '../../base/limits.js';
 import { LruCache } from '../lru.js';
 import type { Addon } from './addon.js';
 

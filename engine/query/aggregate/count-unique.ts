@@ -4,7 +4,7 @@
  * force_exact → ApproximationRequiredError, else one HyperLogLog per cell. Strings are keyed by
  * two independent 32-bit hashes computed once per dictionary code, numbers by their float64 bits.
  */
-import { ApiError } from '../../errors.js';
+import { ApiError } from '../../base/errors.js';
 import { HyperLogLog } from '../../sketch/hyperloglog.js';
 import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Column } from '../../storage/chunk.js';
 import { SegmentColumn } from '../../storage/segment/decode-column.js';

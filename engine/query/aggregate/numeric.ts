@@ -3,7 +3,7 @@
  * cells) into scratch arrays and counts present non-numeric values, which only matter for the
  * whole-query NonNumericTargetPropertyError (values exist, none numeric).
  */
-import { ApiError } from '../../errors.js';
+import { ApiError } from '../../base/errors.js';
 import { numbersOf, TAG_NUM } from '../../storage/chunk.js';
 import type { StateReader, StateWriter } from '../state-io.js';
 import type { UpdateInput } from './types.js';

@@ -20,7 +20,7 @@ import {
   makeData,
   makeVector,
 } from 'apache-arrow';
-import { assert } from '../../assert.js';
+import { assert } from '../../base/assert.js';
 import type { Codes } from '../chunk.js';
 
 const TWO_POW_32 = 4294967296;

@@ -3,7 +3,7 @@
  * 64-bit types, make a BigInt per value). Used by the segment reader only.
  */
 import type { FieldData as Data } from './ipc-read.js';
-import { assert } from '../../assert.js';
+import { assert } from '../../base/assert.js';
 
 const TWO_POW_32 = 4294967296;
 

@@ -4,7 +4,7 @@
  * bulk copy or a view, so only lists and dictionary strings allocate (they are JS values).
  */
 import type { FieldData as Data } from './ipc-read.js';
-import { assert } from '../../assert.js';
+import { assert } from '../../base/assert.js';
 import {
   TAG_BOOL,
   TAG_LIST,

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { assert } from '../../assert.js';
+import { assert } from '../../base/assert.js';
 import { writeSynced } from '../files.js';
 
 export const TMP_SUFFIX = '.tmp';

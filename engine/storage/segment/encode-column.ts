@@ -4,7 +4,7 @@
  * built in one tight pass over the typed arrays. Lists are the exception: a list row is a JS array.
  */
 import { Data, DataType, Field, Null, makeData } from 'apache-arrow';
-import { assert } from '../../assert.js';
+import { assert } from '../../base/assert.js';
 import {
   numbersOf,
   TAG_BOOL,

@@ -25,7 +25,7 @@
  */
 import { crc32c } from '@node-rs/crc32';
 import { pack, unpack } from 'msgpackr';
-import { assert } from '../../assert.js';
+import { assert } from '../../base/assert.js';
 import {
   TAG_MISSING,
   TAG_NUM,

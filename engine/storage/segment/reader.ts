@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import { RecordBatchReader, tableFromIPC, type RecordBatch } from 'apache-arrow';
-import { assert } from '../../assert.js';
+import { assert } from '../../base/assert.js';
 import type { Column, ColumnChunk, SchemaType, SegmentFooter } from '../chunk.js';
 import './arrow.js';
 import { readTimestamps } from './arrow-values.js';

@@ -14,7 +14,7 @@ import {
   makeData,
   type Data,
 } from 'apache-arrow';
-import { assert } from '../../assert.js';
+import { assert } from '../../base/assert.js';
 import type { ColumnChunk, SchemaType, SegmentFooter } from '../chunk.js';
 import { SEGMENT_COMPRESSION } from './arrow.js';
 import { deltaData, float64Data, selectRows, timestampData } from './arrow-data.js';

@@ -15,7 +15,7 @@
  *
  * The WAL record holds the batch too. The handler passes the batch's producer fields as the
  * engine append's tag (`ProducerSequences.tag`), which the engine writes in the batch's WAL
- * record, atomically with its events (engine/wal-record.ts). So a crash after the WAL fsync but
+ * record, atomically with its events (engine/write/wal-payload.ts). So a crash after the WAL fsync but
  * before this file's fsync loses nothing: on open the listener passes the engine's
  * `replayedTags()` (every tagged record still in the WAL, also those whose rows were flushed), and
  * the batches this file lacks are added and written back at once (the compaction on open). The

@@ -8,7 +8,7 @@ import type {
   AppendResult, CommittedOffset, EventToWrite, KeyKind, LogRecord, ProjectInfo, TallyEngine,
   WriteContext,
 } from '../../../engine/index.js';
-import { ApiError } from '../../../engine/errors.js';
+import { ApiError } from '../../../engine/base/errors.js';
 
 export function fakeEngine(): TallyEngine {
   const project: ProjectInfo = {

@@ -3,7 +3,7 @@
  * generates seeded random events, and computes every analysis the naive way, one event object
  * at a time, as the reference the scan must agree with.
  */
-import { eventId } from '../../../engine/ids.js';
+import { eventId } from '../../../engine/storage/event-ids.js';
 import {
   TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR,
   type Column, type ColumnChunk, type Primitive, type ScanSource,

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { collectionIdKey } from '../../../../engine/ids.js';
+import { collectionIdKey } from '../../../../engine/storage/event-ids.js';
 import { EventBuilder, openEngine, type TallyEngine } from '../../../../engine/index.js';
 
 const ctx = { ip: '203.0.113.9', userAgent: 'test/1.0' };

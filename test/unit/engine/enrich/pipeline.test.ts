@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { ApiError } from '../../../../engine/errors.js';
+import { ApiError } from '../../../../engine/base/errors.js';
 import { createEnricher } from '../../../../engine/enrich/pipeline.js';
 
 const enricher = await createEnricher({});

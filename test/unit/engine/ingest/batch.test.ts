@@ -10,7 +10,7 @@ import { mulberry32 } from '../../../helpers/random.js';
 import {
   TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NUM, TAG_STR, openEngine, type AppendResult, type BatchAppendResult, type TallyEngine,
 } from '../../../../engine/index.js';
-import { INGEST_WORKER_BODY_BYTES_MIN } from '../../../../engine/limits.js';
+import { INGEST_WORKER_BODY_BYTES_MIN } from '../../../../engine/base/limits.js';
 import { newLeaves } from '../../../../engine/schema/flatten.js';
 import { FastBatchReader } from '../../../../engine/ingest/fast-batch.js';
 

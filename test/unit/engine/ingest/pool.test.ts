@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ApiError } from '../../../../engine/errors.js';
+import { ApiError } from '../../../../engine/base/errors.js';
 import { newLeaves } from '../../../../engine/schema/flatten.js';
 import { decodeLeaves } from '../../../../engine/schema/leaf-codec.js';
 import { IngestPool } from '../../../../engine/ingest/pool.js';

@@ -1,6 +1,6 @@
 /** Every query error of docs/api.md §3 that the query service raises, with its code and status. */
 import t from 'tap';
-import { ApiError } from '../../../../engine/errors.js';
+import { ApiError } from '../../../../engine/base/errors.js';
 import { QueryService, type QueryLimits } from '../../../../engine/query/service.js';
 import { memorySource, randomEvents, type TestEvent } from '../../../helpers/query/test-support.js';
 

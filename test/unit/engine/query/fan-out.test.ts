@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { ApiError } from '../../../../engine/errors.js';
+import { ApiError } from '../../../../engine/base/errors.js';
 import type { ScanSource, SegmentRef } from '../../../../engine/storage/chunk.js';
 import { splitSource, workerOfSegment } from '../../../../engine/query/partial.js';
 import { QueryService } from '../../../../engine/query/service.js';

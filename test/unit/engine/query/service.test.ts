@@ -4,7 +4,7 @@
  * worker pool answering like the in-process path.
  */
 import t from 'tap';
-import { ApiError } from '../../../../engine/errors.js';
+import { ApiError } from '../../../../engine/base/errors.js';
 import { QueryService } from '../../../../engine/query/service.js';
 import { memorySource, randomEvents, type TestEvent } from '../../../helpers/query/test-support.js';
 

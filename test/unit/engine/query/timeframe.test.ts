@@ -1,7 +1,7 @@
 /** Relative and absolute timeframes and interval buckets across DST and half-hour offsets. */
 import t, { type Test } from 'tap';
 import { mulberry32 } from '../../../helpers/random.js';
-import { ApiError } from '../../../../engine/errors.js';
+import { ApiError } from '../../../../engine/base/errors.js';
 import { cutBuckets, parseInterval } from '../../../../engine/query/interval.js';
 import { computeRelative, parseTimezone, resolveTimeframe } from '../../../../engine/query/timeframe.js';
 

@@ -6,8 +6,8 @@
  */
 import t from 'tap';
 import { mulberry32 } from '../../../helpers/random.js';
-import { isApiError } from '../../../../engine/errors.js';
-import { COLLECTION_PROPERTIES_MAX } from '../../../../engine/limits.js';
+import { isApiError } from '../../../../engine/base/errors.js';
+import { COLLECTION_PROPERTIES_MAX } from '../../../../engine/base/limits.js';
 import type { SchemaType } from '../../../../engine/storage/chunk.js';
 import { SchemaDictionary } from '../../../../engine/schema/dictionary.js';
 import { flattenEvent, newLeaves, type Leaves } from '../../../../engine/schema/flatten.js';

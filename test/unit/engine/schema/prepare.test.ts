@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ApiError } from '../../../../engine/errors.js';
+import { ApiError } from '../../../../engine/base/errors.js';
 import { validateCollectionName } from '../../../../engine/schema/collection-name.js';
 import { flattenEvent, newLeaves } from '../../../../engine/schema/flatten.js';
 import { prepareEvent } from '../../../../engine/schema/prepare.js';

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { openEngine, type TallyEngine } from '../../../../engine/index.js';
-import { abandonDataDirLock } from '../../../../engine/data-dir-lock.js';
+import { abandonDataDirLock } from '../../../../engine/base/data-dir-lock.js';
 import { formatTimestamp } from '../../../../engine/schema/timestamp.js';
 
 const ctx = { ip: '203.0.113.9', userAgent: 'test/1.0' };

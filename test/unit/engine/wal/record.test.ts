@@ -3,7 +3,7 @@
  * implementation), plus every way a frame can be torn or corrupt.
  */
 import t from 'tap';
-import { WAL_RECORD_BYTES_MAX } from '../../../../engine/limits.js';
+import { WAL_RECORD_BYTES_MAX } from '../../../../engine/base/limits.js';
 import { decodeRecords, encodeRecord, RECORD_HEADER_BYTES } from '../../../../engine/wal/record.js';
 
 // magic a7, version 01, length 00000005, crc b281b9e0, payload "tally".

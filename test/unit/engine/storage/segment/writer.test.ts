@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { tableFromIPC } from 'apache-arrow';
-import { AssertionError } from '../../../../../engine/assert.js';
+import { AssertionError } from '../../../../../engine/base/assert.js';
 import { HyperLogLog } from '../../../../../engine/sketch/hyperloglog.js';
 import type { SchemaType } from '../../../../../engine/storage/chunk.js';
 import { readFooter, readSegment, readSegmentArrow } from '../../../../../engine/storage/segment/reader.js';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { BytePool } from '../../../engine/byte-pool.js';
+import { BytePool } from '../../../../engine/write/byte-pool.js';
 
 t.test('a given-back buffer serves the next request it fits; small requests are not pooled', async (t) => {
   const pool = new BytePool(4 * 1024 * 1024);

@@ -1,12 +1,12 @@
 /**
- * A WAL record's payload (wal-record.ts): the events of one append call with their leaves. Version 2
+ * A WAL record's payload (engine/write/wal-payload.ts): the events of one append call with their leaves. Version 2
  * round-trips every field; version 1 payloads (event JSON as text), left by an older Tally, still
  * replay into the same leaves.
  */
 import t from 'tap';
-import { flattenEvent, newLeaves } from '../../../engine/schema/flatten.js';
-import { LeafEncoder } from '../../../engine/schema/leaf-codec.js';
-import { decodeWalPayload, encodeWalPayload, type WalEvent } from '../../../engine/wal-record.js';
+import { flattenEvent, newLeaves } from '../../../../engine/schema/flatten.js';
+import { LeafEncoder } from '../../../../engine/schema/leaf-codec.js';
+import { decodeWalPayload, encodeWalPayload, type WalEvent } from '../../../../engine/write/wal-payload.js';
 
 const ROOM = 13;
 

@@ -6,9 +6,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { mulberry32 } from '../../helpers/random.js';
-import { openEngine, type TallyEngine } from '../../../engine/index.js';
-import { defaultMemoryBudget, parseBytes, planMemory } from '../../../engine/memory.js';
+import { mulberry32 } from '../../../helpers/random.js';
+import { openEngine, type TallyEngine } from '../../../../engine/index.js';
+import { defaultMemoryBudget, parseBytes, planMemory } from '../../../../engine/base/memory.js';
 
 const ctx = { ip: '203.0.113.9', userAgent: 'test/1.0' };
 const DAY = 86_400_000;
