@@ -1,8 +1,7 @@
 /**
- * Dependency rules, checked by `.ci/run` before the tests (`npx depcruise engine server`, with
- * the known violations of .dependency-cruiser-known-violations.json ignored, so the list can only
- * shrink). Type-only imports count (tsPreCompilationDeps): a cycle closed by a type import is a
- * cycle of the design all the same.
+ * Dependency rules, checked by `.ci/run` before the tests (`npm run check`). Type-only imports
+ * count (tsPreCompilationDeps): a cycle closed by a type import is a cycle of the design all the
+ * same. There is none today, and none may come.
  */
 module.exports = {
   forbidden: [
@@ -44,8 +43,9 @@ module.exports = {
     {
       name: 'not-to-unresolvable',
       severity: 'error',
-      comment: 'Every import resolves to a file or a declared package.',
-      from: {},
+      comment: 'Every import resolves to a file or a declared package (the CommonJS door loads the '
+        + 'compiled engine from dist/, which a fresh clone has only after a build).',
+      from: { pathNot: '^engine/index\\.cjs$' },
       to: { couldNotResolve: true },
     },
   ],

@@ -12,13 +12,9 @@ import type { ExtractionJob } from './query/jobs.js';
 
 export type { ExtractionJob } from './query/jobs.js';
 
-export type KeyKind = 'master' | 'write' | 'read';
+import type { KeyKind, ProjectInfo } from './catalog/project-info.js';
 
-export interface ProjectInfo {
-  readonly id: string;
-  readonly name: string;
-  readonly api_keys: { readonly master: string; readonly write: string; readonly read: string };
-}
+export type { KeyKind, ProjectInfo };
 
 /** Where a write came from: fills the ${svc.ip} and ${svc.user_agent} placeholders. */
 export interface WriteContext {
@@ -72,19 +68,9 @@ export interface CollectionSchema {
   readonly properties: Readonly<Record<string, SchemaType>>;
 }
 
-/** One event of a collection's log, as the outbound Kafka stream serves it. */
-export interface LogRecord {
-  /** Position in the collection's log: the Kafka offset. */
-  readonly offset: number;
-  /** svc.id, the record key. */
-  readonly id: string;
-  /** svc.created_at in ms, the record timestamp. */
-  readonly createdAtMs: number;
-  /** The stored event JSON, enriched, with its svc object; empty when `matches` is false. */
-  readonly json: string;
-  /** Set when the read was given filters: whether the event passes them. */
-  readonly matches?: boolean;
-}
+import type { LogRecord } from './log/record.js';
+
+export type { LogRecord };
 
 export interface CommittedOffset {
   readonly topic: string;

@@ -9,7 +9,7 @@
  */
 import path from 'node:path';
 import { DateTime, type Zone } from 'luxon';
-import type { LogRecord } from '../types.js';
+import type { LogRecord } from '../log/record.js';
 import { ApiError } from '../base/errors.js';
 import { parseFilters } from '../query/filter.js';
 import { cutBuckets, parseInterval } from '../query/interval.js';

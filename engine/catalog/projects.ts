@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import type { KeyKind, ProjectInfo } from '../types.js';
+import type { KeyKind, ProjectInfo } from './project-info.js';
 import { ApiError } from '../base/errors.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 

@@ -8,26 +8,10 @@
 import { TAG_MISSING, replaceColumns, type Column, type ColumnChunk } from '../storage/chunk.js';
 import type { ColumnViews } from '../query/columns.js';
 import { compileFilters, type Scratch } from '../query/filter-eval.js';
-import type { FilterNode, TimeRange } from '../query/plan.js';
+import type { FilterNode } from '../query/plan.js';
 
-/** Events of the collection with seq < seqBefore, svc.timestamp in range, passing filters. */
-export interface RowsDelete {
-  readonly kind: 'rows';
-  readonly id: number;
-  readonly seqBefore: number;
-  readonly range: TimeRange;
-  readonly filters: readonly FilterNode[];
-}
-
-/** Property `path` (and every path below it) of events with seq < seqBefore. */
-export interface PropertyDelete {
-  readonly kind: 'property';
-  readonly id: number;
-  readonly seqBefore: number;
-  readonly path: string;
-}
-
-export type DeleteEntry = RowsDelete | PropertyDelete;
+export type { DeleteEntry, PropertyDelete, RowsDelete } from './entry.js';
+import type { DeleteEntry } from './entry.js';
 
 /** True when `column` is `path` itself or a path below it (deleting "user" deletes "user.id"). */
 export function underPath(column: string, path: string): boolean {

@@ -8,9 +8,9 @@ import { replaceColumns, type ColumnChunk, type SegmentRef } from '../storage/ch
 import { columnBytes, columnsBytes, dictStringBytes, systemBytes } from '../storage/chunk-bytes.js';
 import { SegmentColumn } from '../storage/segment/decode-column.js';
 import type { FooterWithSketches } from '../storage/segment/footer.js';
-import type { SegmentFiles } from './segment-reader.js';
+import type { ReadSegment, SegmentFiles } from './segment-reader.js';
 
-export type ReadSegment = (file: string, columns?: readonly string[]) => ColumnChunk;
+export type { ReadSegment };
 
 /** Default budgets per worker, for callers without a memory plan (engine/base/memory.ts makes one). */
 export const CHUNK_CACHE_BYTES_DEFAULT = 512 * 1024 * 1024;

@@ -8,13 +8,19 @@ import { isUniformTags, TAG_NUM, uniformTags, type Column, type ColumnChunk, typ
 import { paddedKeys, utf8Keys } from './aggregate/value-key.js';
 import { SegmentColumn, type PaddedUtf8 } from '../storage/segment/decode-column.js';
 import type { ValueCounts } from '../storage/segment/sketches.js';
-import type { Summary } from './value-counts.js';
 
 export interface DictKeys {
   readonly hi: Int32Array;
   readonly lo: Int32Array;
   /** 1 once hi/lo of that code are computed; null when all are. */
   readonly done: Uint8Array | null;
+}
+
+/** A segment's value counts as a column of distinct values and their weights (value-counts.ts). */
+export interface Summary {
+  readonly chunk: ColumnChunk;
+  readonly column: Column;
+  readonly weights: Float64Array;
 }
 
 export class ColumnViews {

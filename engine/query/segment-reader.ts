@@ -3,7 +3,10 @@
  * even where segment files are never read, and a worker pays the Arrow import once.
  */
 import type { FooterWithSketches } from '../storage/segment/footer.js';
-import type { ReadSegment } from './chunk-cache.js';
+import type { ColumnChunk } from '../storage/chunk.js';
+
+/** Reads a segment file's chunk (only `columns`, when given). */
+export type ReadSegment = (file: string, columns?: readonly string[]) => ColumnChunk;
 
 export interface SegmentFiles {
   readonly readSegment: ReadSegment;

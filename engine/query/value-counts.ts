@@ -21,11 +21,9 @@ import type { AggregatePlan } from './plan.js';
 import { filterPaths, identityOf, type ExecEnv } from './scan.js';
 
 /** A segment's column as one row per distinct value; weights[r] rows hold row r's value. */
-export interface Summary {
-  readonly chunk: ColumnChunk;
-  readonly column: Column;
-  readonly weights: Float64Array;
-}
+import type { Summary } from './columns.js';
+
+export type { Summary };
 
 /**
  * The per-segment answer for `plan`, or undefined when the plan reads more than one column (or a

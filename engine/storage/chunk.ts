@@ -5,7 +5,7 @@
  * This file owns the shape only; segment/writer.ts and segment/reader.ts convert it to Arrow.
  */
 import { assert } from '../base/assert.js';
-import type { DeleteEntry } from '../deletes/predicate.js';
+import type { DeleteEntry } from '../deletes/entry.js';
 
 /** Schema type strings of docs/api.md §4. */
 export type SchemaType = 'num' | 'bool' | 'string' | 'list' | 'null' | 'datetime' | 'geo';
