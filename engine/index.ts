@@ -22,4 +22,5 @@ export { LOG_LEVELS, jsonLogger, type LogFields, type LogLevel, type Logger } fr
 export { MEMORY_BUDGET_MIN_BYTES, defaultMemoryBudget, parseBytes } from './base/memory.js';
 export { parseJson, parseJsonBody } from './ingest/batch.js';
 export { isAsyncExtraction } from './query/jobs.js';
+export { AGGREGATE_KINDS, ANALYSES, type AggregateKind, type Analysis } from './query/plan.js';
 export { validateCollectionName } from './schema/collection-name.js';

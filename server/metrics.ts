@@ -7,12 +7,11 @@
  * observation per request and nothing more.
  */
 import client from 'prom-client';
-import type { TallyEngine } from '../engine/index.js';
+import { ANALYSES as ANALYSES_LIST, type TallyEngine } from '../engine/index.js';
 import { WRITE_PATHS, writeCounts, type WritePathName } from './write-counts.js';
 
 /** Analyses as labels; anything else a client puts in the path is `other` (labels stay bounded). */
-const ANALYSES = new Set(['count', 'count_unique', 'minimum', 'maximum', 'sum', 'average', 'median', 'percentile',
-  'standard_deviation', 'select_unique', 'extraction', 'funnel', 'multi_analysis']);
+const ANALYSES: ReadonlySet<string> = new Set(ANALYSES_LIST);
 
 export class Metrics {
   readonly registry = new client.Registry();

@@ -13,12 +13,13 @@ import type { LogRecord } from '../log/record.js';
 import { ApiError } from '../base/errors.js';
 import { parseFilters } from '../query/filter.js';
 import { cutBuckets, parseInterval } from '../query/interval.js';
-import type { FilterNode } from '../query/plan.js';
+import type { AggregateKind, FilterNode } from '../query/plan.js';
 import { parseTimezone, resolveTimeframe, startOfUnit, type CalendarUnit } from '../query/timeframe.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 import { DATASETS_MAX } from '../base/limits.js';
 
-const ANALYSES = new Set(['count', 'sum', 'minimum', 'maximum', 'average', 'count_unique']);
+/** The analyses a dataset keeps per bucket: a subset of THE list (query/plan.ts). */
+const ANALYSES: ReadonlySet<AggregateKind> = new Set(['count', 'sum', 'minimum', 'maximum', 'average', 'count_unique']);
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const INDEX_BY_MAX = 3;
 /** Records read from the log per step while following it; a step yields to other work between. */
@@ -177,7 +178,7 @@ export class Datasets {
   private compile(projectId: string, def: DatasetDefinition): Omit<Live, 'cells' | 'cursor' | 'events' | 'status' | 'message' | 'following' | 'again'> {
     const query = def.query;
     const analysis = query.analysis_type;
-    if (typeof analysis !== 'string' || !ANALYSES.has(analysis)) {
+    if (typeof analysis !== 'string' || !ANALYSES.has(analysis as AggregateKind)) {
       throw new ApiError('InvalidQueryError', `A dataset's analysis_type is one of ${[...ANALYSES].join(', ')}.`);
     }
     if (typeof query.event_collection !== 'string' || query.event_collection === '') {

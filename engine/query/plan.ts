@@ -4,11 +4,21 @@
  * Wire names (snake_case) stop at request.ts; fields here are camelCase.
  */
 
-export type AggregateKind =
-  | 'count' | 'count_unique' | 'minimum' | 'maximum' | 'sum' | 'average' | 'median'
-  | 'percentile' | 'standard_deviation' | 'select_unique';
+/**
+ * THE list of analyses: request validation, the HTTP route, metrics labels and the aggregate
+ * registry (aggregate/index.ts, whose switch fails to compile when a kind has no case) derive
+ * from it; the explorer's copy is pinned to it by a test.
+ */
+export const AGGREGATE_KINDS = [
+  'count', 'count_unique', 'minimum', 'maximum', 'sum', 'average', 'median', 'percentile',
+  'standard_deviation', 'select_unique',
+] as const;
 
-export type Analysis = AggregateKind | 'extraction' | 'funnel' | 'multi_analysis';
+export type AggregateKind = (typeof AGGREGATE_KINDS)[number];
+
+export const ANALYSES = [...AGGREGATE_KINDS, 'extraction', 'funnel', 'multi_analysis'] as const;
+
+export type Analysis = (typeof ANALYSES)[number];
 
 export type FilterOperator =
   | 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'exists' | 'in' | 'not_in' | 'contains'

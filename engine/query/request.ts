@@ -8,19 +8,16 @@ import { ApiError } from '../base/errors.js';
 import { FUNNEL_STEPS_MAX, INTERVALS_MAX } from '../base/limits.js';
 import { parseFilters } from './filter.js';
 import { cutBuckets, parseInterval } from './interval.js';
-import type {
-  AggregateKind, AggregatePlan, AggregateSpec, Analysis, Buckets, ExtractionPlan, FunnelPlan,
-  FunnelStepPlan, OrderBy, Plan,
+import {
+  AGGREGATE_KINDS, ANALYSES, type AggregateKind, type AggregatePlan, type AggregateSpec, type Analysis,
+  type Buckets, type ExtractionPlan, type FunnelPlan, type FunnelStepPlan, type OrderBy, type Plan,
 } from './plan.js';
 import { parseTimezone, resolveTimeframe } from './timeframe.js';
 
 type Params = Readonly<Record<string, unknown>>;
 
-export const AGGREGATES: readonly AggregateKind[] = [
-  'count', 'count_unique', 'minimum', 'maximum', 'sum', 'average', 'median', 'percentile',
-  'standard_deviation', 'select_unique',
-];
-export const ANALYSES: readonly Analysis[] = [...AGGREGATES, 'extraction', 'funnel', 'multi_analysis'];
+export const AGGREGATES: readonly AggregateKind[] = AGGREGATE_KINDS;
+export { ANALYSES };
 
 export interface RequestContext {
   readonly nowMs: number;

@@ -2,17 +2,15 @@
  * Analyses (docs/api.md §6): GET (lenient query-string params), POST (one JSON object) and
  * HEAD, with a Read or Master Key. The engine validates the parameters and runs the analysis.
  */
-import { ApiError, isAsyncExtraction, withForcedFilters } from '../../../engine/index.js';
+import { ANALYSES as ANALYSES_LIST, ApiError, isAsyncExtraction, withForcedFilters } from '../../../engine/index.js';
 import { requireScope, type Scope } from '../auth.js';
 import { lenientParams, parseJsonBody } from '../parse.js';
 import { json } from '../respond.js';
 import type { Ctx, Handler } from '../types.js';
 import { submitExtraction } from './extractions.js';
 
-const ANALYSES = new Set([
-  'count', 'count_unique', 'minimum', 'maximum', 'sum', 'average', 'median', 'percentile',
-  'standard_deviation', 'select_unique', 'extraction', 'funnel', 'multi_analysis',
-]);
+/** THE list of analyses (engine/query/plan.ts); anything else in the path is 404. */
+const ANALYSES: ReadonlySet<string> = new Set(ANALYSES_LIST);
 
 function queryParams(ctx: Ctx): Record<string, unknown> {
   if (ctx.method !== 'POST') return lenientParams(ctx.query);
