@@ -4,10 +4,8 @@
  */
 import type { CommittedOffset } from '../../../../engine/index.js';
 import { KafkaError } from '../../protocol/errors.js';
-import { limits } from '../../../../engine/index.js';
+import { OFFSET_METADATA_BYTES_MAX } from '../../../limits.js';
 import type { Handler } from './handler.js';
-
-const { OFFSET_METADATA_BYTES_MAX } = limits;
 
 interface CommitPartition {
   partition_index: number;

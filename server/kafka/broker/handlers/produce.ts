@@ -5,6 +5,7 @@
  * Good partitions go to engine.appendEvents in one call; the answer waits for it (durable).
  */
 import { ApiError, applyAutofill, isApiError, parseJson } from '../../../../engine/index.js';
+import { BATCH_RECORDS_BYTES_MAX } from '../../../limits.js';
 import type { EventToWrite } from '../../../../engine/index.js';
 import { DecompressError, UnsupportedCompressionError } from '../../protocol/compression.js';
 import { KafkaError, kafkaErrorFor } from '../../protocol/errors.js';
@@ -16,8 +17,6 @@ import { limits } from '../../../../engine/index.js';
 import { countWrites } from '../../../write-counts.js';
 import { topicNameError } from './metadata.js';
 import type { Handler } from './handler.js';
-
-const { BATCH_RECORDS_BYTES_MAX } = limits;
 
 interface RecordError { batch_index: number; batch_index_error_message: string | null }
 
