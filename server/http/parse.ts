@@ -63,8 +63,13 @@ function acceptQuality(accept: string, type: string): number {
   return Math.max(best, 0);
 }
 
+/** True when the Accept header ranks `type` above JSON (the API's own answer); '' never does. */
+export function prefersOverJson(accept: string, type: string): boolean {
+  if (accept === '') return false;
+  return acceptQuality(accept, type) > acceptQuality(accept, 'application/json');
+}
+
 /** True when the client prefers an image (GIF) over JSON, as an <img> beacon does. */
 export function prefersImage(accept: string): boolean {
-  if (accept === '') return false;
-  return acceptQuality(accept, 'image/gif') > acceptQuality(accept, 'application/json');
+  return prefersOverJson(accept, 'image/gif');
 }

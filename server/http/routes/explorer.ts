@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiError } from '../../../engine/index.js';
+import { prefersOverJson } from '../parse.js';
 import type { Handler, Reply } from '../types.js';
 import { getVersions } from './versions.js';
 
@@ -69,9 +70,12 @@ export const getExplorerPage: Handler = () => serve('index.html');
 
 export const getExplorerFile: Handler = (ctx) => serve(ctx.params['file']!);
 
-/** `/`: a browser (Accept names text/html, no key) goes to the explorer; others get the versions. */
+/**
+ * `/`: a browser (no key, an Accept that ranks HTML above JSON, negotiated as every route does)
+ * goes to the explorer; others get the versions.
+ */
 export const getRoot: Handler = (ctx, deps) => {
-  if (ctx.key === '' && /\btext\/html\b/.test(ctx.accept)) {
+  if (ctx.key === '' && prefersOverJson(ctx.accept, 'text/html')) {
     return { status: 302, headers: [['Location', '/explorer']] };
   }
   return getVersions(ctx, deps);
