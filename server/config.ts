@@ -2,6 +2,7 @@
  * The server's configuration: the only module that reads process.argv and process.env. It turns the
  * flags of docs/api.md §1 into a frozen Config; it does not open files or sockets (main.ts does).
  */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LOG_LEVELS, MEMORY_BUDGET_MIN_BYTES, parseBytes, type LogLevel } from '../engine/index.js';
 
 export interface Config {
@@ -96,28 +97,48 @@ export function usage(env: Readonly<Record<string, string | undefined>> = proces
   ].join('\n');
 }
 
-/** Parses `--name value`, `--name=value` and boolean `--name`; throws ConfigError on bad input. */
+/**
+ * Parses `--name value`, `--name=value`, boolean `--name` and `-h` with node:util's parseArgs;
+ * its errors become ConfigErrors in our words (which flag, what it needs). A value that starts
+ * with a dash goes after `=` (`--http-port=-1`), as parseArgs asks.
+ */
 function parseFlags(argv: readonly string[]): Map<string, string> {
-  const values = new Map<string, string>();
-  for (let index = 0; index < argv.length; index++) {
-    const token = argv[index]!;
-    if (!token.startsWith('--')) throw new ConfigError(`unexpected argument "${token}"`);
-    const eq = token.indexOf('=');
-    const name = eq === -1 ? token.slice(2) : token.slice(2, eq);
-    const spec = FLAGS.find((f) => f.name === name);
-    if (!spec) throw new ConfigError(`unknown flag --${name} (see --help)`);
-    if (!spec.arg) {
-      values.set(name, 'true');
-    } else if (eq !== -1) {
-      values.set(name, token.slice(eq + 1));
-    } else {
-      const next = argv[index + 1];
-      if (next === undefined) throw new ConfigError(`--${name} needs a value (${spec.arg})`);
-      values.set(name, next);
-      index++;
-    }
+  const options: ParseArgsConfig['options'] = {};
+  for (const spec of FLAGS) {
+    options[spec.name] = spec.arg ? { type: 'string' } : { type: 'boolean', ...(spec.name === 'help' && { short: 'h' }) };
   }
-  return values;
+  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  try {
+    ({ values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }));
+  } catch (error) {
+    throw flagError(error);
+  }
+  const flags = new Map<string, string>();
+  for (const [name, value] of Object.entries(values)) {
+    if (typeof value === 'string') flags.set(name, value);
+    else if (value === true) flags.set(name, 'true');
+  }
+  return flags;
+}
+
+/** parseArgs' error as one of ours, naming the flag. */
+function flagError(error: unknown): ConfigError {
+  const code = (error as { code?: string }).code;
+  const message = (error as Error).message;
+  const named = /'(-{1,2}[\w-]+)/.exec(message)?.[1] ?? '';
+  const spec = FLAGS.find((f) => `--${f.name}` === named);
+  switch (code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return new ConfigError(`unknown flag ${named} (see --help)`);
+    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+      return new ConfigError(`unexpected argument "${/'([^']*)'/.exec(message)?.[1] ?? ''}"`);
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return new ConfigError(spec?.arg
+        ? `${named} needs a value (${spec.arg}); a value starting with "-" goes after "=" (${named}=VALUE)`
+        : `${named} takes no value`);
+    default:
+      return new ConfigError(message);
+  }
 }
 
 function parsePort(name: string, raw: string | undefined, fallback: number): number {
@@ -169,7 +190,7 @@ export function readConfig(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Config {
   const command = argv[0] === 'keys' ? 'keys' : 'serve';
-  const flags = parseFlags((command === 'keys' ? argv.slice(1) : argv).map((token) => (token === '-h' ? '--help' : token)));
+  const flags = parseFlags(command === 'keys' ? argv.slice(1) : argv);
   const tlsCert = flags.get('tls-cert');
   const tlsKey = flags.get('tls-key');
   if ((tlsCert === undefined) !== (tlsKey === undefined)) {
