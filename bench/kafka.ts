@@ -3,7 +3,7 @@
  * thread, so client and broker each get a core) sends N events in batches of 1,000, a few requests
  * in flight, to the inbound listener; then a kafkajs consumer group reads them all back from the
  * outbound listener. Goal (issue 5): ≥ 100,000 events/s each way on this machine.
- *   node dist/bench/kafka.js [events=200000] [--no-fsync] [--in-flight=4]
+ *   node dist/bench/kafka.js [events=200000] [--no-fsync] [--in-flight=4] [--idempotent]
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,7 +11,11 @@ import path from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { Kafka, logLevel } from 'kafkajs';
 
-interface Job { inPort: number; outPort: number; project: string; write: string; read: string; total: number; inFlight: number }
+interface Job {
+  inPort: number; outPort: number; project: string; write: string; read: string; total: number; inFlight: number;
+  /** An idempotent producer (acks -1, one request in flight, as kafkajs requires). */
+  idempotent: boolean;
+}
 const BATCH = 1_000;
 
 const event = (i: number) => JSON.stringify({
@@ -24,7 +28,7 @@ async function client(job: Job): Promise<{ produceMs: number; consumeMs: number;
     clientId: 'bench', brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING,
     sasl: { mechanism: 'plain', username: job.project, password },
   });
-  const producer = kafka(job.inPort, job.write).producer();
+  const producer = kafka(job.inPort, job.write).producer(job.idempotent ? { idempotent: true, maxInFlightRequests: 1 } : {});
   await producer.connect();
   const produceStart = performance.now();
   let next = 0;
@@ -67,16 +71,18 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const total = Number(args.find((a) => /^\d+$/.test(a)) ?? 200_000);
   const fsync = !args.includes('--no-fsync');
-  const inFlight = Number(args.find((a) => a.startsWith('--in-flight='))?.split('=')[1] ?? 4);
+  const idempotent = args.includes('--idempotent');
+  const inFlight = idempotent ? 1 : Number(args.find((a) => a.startsWith('--in-flight='))?.split('=')[1] ?? 4);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-kafka-'));
   const engine = await openEngine({ dataDir, fsync });
   const project = engine.listProjects()[0] ?? (await engine.createProject('bench'));
   const common = { engine, host: '127.0.0.1', port: 0, advertisedHost: '127.0.0.1' };
-  const inbound = await startKafkaListener({ ...common, role: 'in' });
+  // As the server runs it: idempotent producers' state kept (and fsynced) in the data dir.
+  const inbound = await startKafkaListener({ ...common, role: 'in', stateDir: dataDir });
   const outbound = await startKafkaListener({ ...common, role: 'out' });
   const job: Job = {
     inPort: inbound.port, outPort: outbound.port, project: project.id,
-    write: project.api_keys.write, read: project.api_keys.read, total, inFlight,
+    write: project.api_keys.write, read: project.api_keys.read, total, inFlight, idempotent,
   };
   const worker = new Worker(new URL(import.meta.url), { workerData: job });
   const result = await new Promise<Awaited<ReturnType<typeof client>>>((resolve, reject) => {
@@ -84,7 +90,7 @@ async function main(): Promise<void> {
     worker.once('error', reject);
   });
   const rate = (n: number, ms: number) => Math.round((n / ms) * 1000).toLocaleString('en-US');
-  console.log(`events: ${total.toLocaleString('en-US')} in batches of ${BATCH}, ${inFlight} in flight, fsync ${fsync}`);
+  console.log(`events: ${total.toLocaleString('en-US')} in batches of ${BATCH}, ${inFlight} in flight, fsync ${fsync}${idempotent ? ', idempotent producer' : ''}`);
   console.log(`produce: ${rate(total, result.produceMs)} events/s (${result.produceMs.toFixed(0)} ms)  goal ≥ 100,000`);
   console.log(`consume: ${rate(result.consumed, result.consumeMs)} events/s ` +
     `(${result.consumeMs.toFixed(0)} ms from the first batch)  goal ≥ 100,000`);

@@ -147,7 +147,8 @@ class Engine implements TallyEngine {
       fsync: options.fsync ?? true,
       log: (level, message, fields) => logger.write(level, message, fields),
     });
-    const enricher = await createEnricher({ geoipDbPath: options.geoipDbPath });
+    const eagerData = options.addonData === 'at-open';
+    const enricher = await createEnricher({ geoipDbPath: options.geoipDbPath, eagerData });
     // One worker per core: a query fans out over all of them; the OS shares the cores with the
     // thread that serves writes, which never runs a scan itself.
     const workers = options.queryWorkers ?? os.availableParallelism();
@@ -163,7 +164,7 @@ class Engine implements TallyEngine {
     });
     // The thread that serves writes keeps a core's share of the work (schema, WAL, buffers).
     const ingestWorkers = options.ingestWorkers ?? Math.max(1, os.availableParallelism() - 1);
-    const ingest = ingestWorkers > 0 ? new IngestPool(ingestWorkers, { geoipDbPath: options.geoipDbPath, databaseFiles: sharedDatabaseFiles() }) : null;
+    const ingest = ingestWorkers > 0 ? new IngestPool(ingestWorkers, { geoipDbPath: options.geoipDbPath, databaseFiles: sharedDatabaseFiles(), eagerData }) : null;
     engine = new Engine(dataDir, clock, projects, wal, queries, enricher, workers === 0, ingest, memory, logger);
     engine.createdFresh = projects.created;
     engine.writeBacklogRows = options.writeBacklogRows ?? WRITE_BACKLOG_ROWS;

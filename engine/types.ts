@@ -88,6 +88,12 @@ export interface EngineOptions {
   readonly orgKey?: string;
   /** A MaxMind-format City database for svc:ip_to_geo; default: the bundled DB-IP City Lite. */
   readonly geoipDbPath?: string;
+  /**
+   * When the add-ons' rule data (uap-core, the referrer table) is read: at open (the server,
+   * so the first event that asks for an add-on is not the one that waits ~0.6 s) or on first
+   * use (the default, so an embedding program opens in milliseconds).
+   */
+  readonly addonData?: 'at-open' | 'on-first-use';
   /** ms since the epoch; injectable for tests. */
   readonly clock?: () => number;
   /** How often buffered rows are flushed to segments; default FLUSH_INTERVAL_MS. */

@@ -86,8 +86,17 @@ export function readKeys(dataDir: string): KeysView {
       ? `no keys in ${path.resolve(dataDir)}: it holds no projects.json (start the server once, or choose the directory with --data)`
       : `cannot read ${file}: ${(error as Error).message}; run as the data directory's owner`);
   }
-  const view = JSON.parse(text) as KeysView;
-  return { orgId: view.orgId, orgKey: view.orgKey, projects: view.projects ?? [] };
+  let view: Partial<KeysView>;
+  try {
+    view = JSON.parse(text) as Partial<KeysView>;
+  } catch {
+    view = {};
+  }
+  if (typeof view.orgKey !== 'string' || !Array.isArray(view.projects)) {
+    throw new StartupError(`${file} is not a projects file Tally wrote (damaged or edited by hand); `
+      + 'restore it from a backup, or choose another directory with --data');
+  }
+  return { orgId: String(view.orgId ?? ''), orgKey: view.orgKey, projects: view.projects };
 }
 
 export function markKeysNotShown(dataDir: string): void {

@@ -96,6 +96,11 @@ t.test('-h and --help name the command as it was run; keys of an empty directory
   t.equal(uncreatable.code, 1);
   t.match(uncreatable.stderr, /^tally: cannot (create|use) data directory .*a-file\/data: a part of the path is not a directory; .*--data\n$/,
     'a data directory that cannot be made is one sentence naming the flag');
+  const damaged = tempDir(t);
+  fs.writeFileSync(path.join(damaged, 'projects.json'), '{"orgKey": ');
+  const unreadable = await runToExit(['keys', '--data', damaged]);
+  t.equal(unreadable.code, 1);
+  t.match(unreadable.stderr, /^tally: .*projects\.json is not a projects file Tally wrote/, 'a damaged keys file is one sentence, no stack');
   const unknown = await runToExit(['--data', tempDir(t), '--bogus']);
   t.equal(unknown.code, 2);
   t.match(unknown.stderr, /^tally: unknown flag --bogus/);

@@ -71,7 +71,7 @@ t.test('a packed tarball installs into an empty project that embeds the engine a
     }
   };
   walk(path.join(consumer, 'node_modules', 'tally'));
-  t.same(shipped.filter((file) => /(^|\/)test(s|-helpers|-support)?(\/|\.)|\.test\.|fake-engine/.test(file)), [], 'no test code in the package');
+  t.same(shipped.filter((file) => /(^|\/)tests?([-/.]|$)|\.test\.|fake-engine|fixtures\//.test(file)), [], 'no test code in the package');
   t.same(shipped.filter((file) => file.endsWith('.map')), [], 'no source maps (their sources are not shipped)');
 
   const server = spawn('npx', ['--no-install', 'tally', '--data', path.join(work, 'server-data'), '--http-port', '0',

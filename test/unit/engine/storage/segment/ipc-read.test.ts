@@ -10,7 +10,7 @@ import { tableFromArrays, tableFromJSON, tableToIPC } from 'apache-arrow';
 import t from 'tap';
 import { IpcFile } from '../../../../../engine/storage/segment/ipc-read.js';
 import { readSegment, readSegmentArrow } from '../../../../../engine/storage/segment/reader.js';
-import { buildChunk, viewChunk, type TestRow } from '../../../../../engine/storage/segment/test-chunk.js';
+import { buildChunk, viewChunk, type TestRow } from '../../../../helpers/test-chunk.js';
 import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
 
 function tempDir(): string {

@@ -9,7 +9,7 @@ import { zstdCompress, zstdDecompress } from '../../../../../engine/storage/segm
 import { warmSidecarDecoding } from '../../../../../engine/storage/segment/footer.js';
 import { HyperLogLog } from '../../../../../engine/sketch/hyperloglog.js';
 import { readFooter, readSegment, verifySegment } from '../../../../../engine/storage/segment/reader.js';
-import { buildChunk, viewChunk, type TestRow, type TestValue } from '../../../../../engine/storage/segment/test-chunk.js';
+import { buildChunk, viewChunk, type TestRow, type TestValue } from '../../../../helpers/test-chunk.js';
 import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
 
 const T0 = Date.UTC(2024, 2, 5, 14, 30);

@@ -2,7 +2,7 @@ import t from 'tap';
 import { HyperLogLog } from '../../../../../engine/sketch/hyperloglog.js';
 import { computeDistinct, computeSketches, DISTINCT_VALUES_MAX, hashValue, sketchColumn } from '../../../../../engine/storage/segment/sketches.js';
 import { TAG_STR } from '../../../../../engine/storage/chunk.js';
-import { buildChunk, valueAt, type TestRow } from '../../../../../engine/storage/segment/test-chunk.js';
+import { buildChunk, valueAt, type TestRow } from '../../../../helpers/test-chunk.js';
 
 const VALUES = [1, '1', true, 1, null, 'a', [1, 2], [1, 2], [2, 1], false, 0, -0, 'é'];
 

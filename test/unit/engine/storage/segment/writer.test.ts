@@ -7,7 +7,7 @@ import { AssertionError } from '../../../../../engine/base/assert.js';
 import { HyperLogLog } from '../../../../../engine/sketch/hyperloglog.js';
 import type { SchemaType } from '../../../../../engine/storage/chunk.js';
 import { readFooter, readSegment, readSegmentArrow } from '../../../../../engine/storage/segment/reader.js';
-import { buildChunk, valueAt, type TestRow } from '../../../../../engine/storage/segment/test-chunk.js';
+import { buildChunk, valueAt, type TestRow } from '../../../../helpers/test-chunk.js';
 import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
 import { SORT_PREFIX_BYTES, encodeUtf8, prefixOrder } from '../../../../../engine/storage/segment/arrow-data.js';
 

@@ -13,7 +13,7 @@ import {
   type Column,
   type ColumnChunk,
   type Primitive,
-} from '../chunk.js';
+} from '../../engine/storage/chunk.js';
 
 /** A property value of a test row; undefined means the path is missing on that row. */
 export type TestValue = Primitive | readonly Primitive[] | undefined;
