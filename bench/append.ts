@@ -1,6 +1,6 @@
 /**
  * Engine-only write throughput (no HTTP): batch bodies of 5,000 realistic events appended through
- * engine.appendBatchBody (as the HTTP batch route does) with fsync on, several batches in flight. Answers "how fast is the write
+ * engine.events.appendBatch (as the HTTP batch route does) with fsync on, several batches in flight. Answers "how fast is the write
  * path itself?"; bench/ingest.ts answers the same over HTTP.
  * --enriched uses events that carry all five add-ons; --preenriched sends the same events already
  * enriched (their add-on outputs as plain properties, no svc), to tell the add-ons' cost from that
@@ -34,7 +34,7 @@ const mode = args.has('--enriched') ? ', all five add-ons' : enricher ? ', event
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-append-'));
 const ingestWorkers = args.has('--ingest-workers') ? Number(args.get('--ingest-workers')) : undefined;
 const engine = await openEngine({ dataDir: dir, queryWorkers: 1, ...(ingestWorkers !== undefined && { ingestWorkers }) });
-const project = engine.listProjects()[0].id;
+const project = engine.projects.list()[0].id;
 const ctx = { ip: '127.0.0.1', userAgent: 'bench' };
 // Each batch arrives as JSON text and is parsed inside the timed loop, as the HTTP server does.
 const BATCH_BODIES = Array.from({ length: 8 }, (_, b) =>
@@ -48,7 +48,7 @@ async function worker() {
     next += BATCH;
     const t0 = performance.now();
     const body = Buffer.from(BATCH_BODIES[batches++ % BATCH_BODIES.length]); // the route's body is its own copy
-    const { results } = await engine.appendBatchBody(project, body, ctx);
+    const { results } = await engine.events.appendBatch(project, body, ctx);
     if (results.some((result) => !result.ok)) throw new Error('an event was refused');
     latencies.push(performance.now() - t0);
   }

@@ -40,7 +40,7 @@ async function main(): Promise<void> {
   const rows = Number(arg('rows', '1000000'));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-delete-'));
   const engine = await openEngine({ dataDir, fsync: false, flushIntervalMs: 3_600_000 });
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const ctx = { ip: '127.0.0.1', userAgent: 'bench' };
   for (let from = 0; from < rows; from += BATCH) {
     const events = [];
@@ -53,7 +53,7 @@ async function main(): Promise<void> {
         svc: { timestamp: ts },
       });
     }
-    await engine.appendBatchBody(project, Buffer.from(JSON.stringify({ pv: events })), ctx);
+    await engine.events.appendBatch(project, Buffer.from(JSON.stringify({ pv: events })), ctx);
     if ((from + BATCH) % 1_000_000 === 0) await engine.flush(); // keeps the write buffer small
   }
   await engine.flush();
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
   };
   const time = async () => {
     const t0 = performance.now();
-    const result = await engine.query(project, 'count', query);
+    const result = await engine.queries.run(project, 'count', query);
     return { ms: performance.now() - t0, result: (result as { result: number }).result };
   };
   const coldMs = (await time()).ms; // decodes every segment into the workers' caches
@@ -72,7 +72,7 @@ async function main(): Promise<void> {
   for (let i = 0; i < 10; i++) before.push((await time()).ms);
   const bytesBefore = arrowBytes(dataDir);
   const t0 = performance.now();
-  await engine.deleteEvents(project, 'pv', {
+  await engine.collections.deleteEvents(project, 'pv', {
     filters: [{ property_name: 'bucket', operator: 'eq', property_value: 0 }],
   });
   const ackMs = performance.now() - t0;

@@ -2,7 +2,7 @@
  * Enriched ingest, Tally against DuckDB, on the same machine and the same events.
  *
  * Tally gets the events as clients send them: 5,000-event batch bodies (JSON text) whose events
- * each carry all five add-ons; engine.appendBatchBody parses, enriches, fsyncs and buffers them.
+ * each carry all five add-ons; engine.events.appendBatch parses, enriches, fsyncs and buffers them.
  * DuckDB gets the easier job: the same events already enriched (the JSON Tally stores, about
  * 1.6 KB each), as 5,000-line NDJSON files, each loaded by one INSERT ... FROM read_ndjson_auto
  * into a table in a database file (one commit per batch). Both run for the same time with the
@@ -30,20 +30,20 @@ const bodies = Array.from({ length: BODIES }, (_, b) =>
 
 async function tally(): Promise<{ eventsPerS: number; stored: string[] }> {
   const engine = await openEngine({ dataDir: path.join(dir, 'tally'), queryWorkers: 1 });
-  const project = engine.listProjects()[0]!.id;
+  const project = engine.projects.list()[0]!.id;
   // Warm-up: starts the ingest workers and fills the enrichment caches once.
-  await engine.appendBatchBody(project, Buffer.from(bodies[0]!), ctx);
+  await engine.events.appendBatch(project, Buffer.from(bodies[0]!), ctx);
   let batches = 0;
   const started = performance.now();
   const run = async () => {
     while (performance.now() - started < SECONDS * 1000) {
-      const results = (await engine.appendBatchBody(project, Buffer.from(bodies[batches++ % BODIES]!), ctx)).results;
+      const results = (await engine.events.appendBatch(project, Buffer.from(bodies[batches++ % BODIES]!), ctx)).results;
       if (results.some((r) => !r.ok)) throw new Error('an event was refused');
     }
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, run));
   const eventsPerS = (batches * BATCH) / ((performance.now() - started) / 1000);
-  const stored = engine.readLog(project, 'bench', 0, BATCH * BODIES, 1 << 30).map((record) => record.json);
+  const stored = engine.log.read(project, 'bench', 0, BATCH * BODIES, 1 << 30).map((record) => record.json);
   await engine.close();
   return { eventsPerS, stored };
 }

@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   const inFlight = idempotent ? 1 : Number(args.find((a) => a.startsWith('--in-flight='))?.split('=')[1] ?? 4);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-kafka-'));
   const engine = await openEngine({ dataDir, fsync });
-  const project = engine.listProjects()[0] ?? (await engine.createProject('bench'));
+  const project = engine.projects.list()[0] ?? (await engine.projects.create('bench'));
   const common = { engine, host: '127.0.0.1', port: 0, advertisedHost: '127.0.0.1' };
   // As the server runs it: idempotent producers' state kept (and fsynced) in the data dir.
   const inbound = await startKafkaListener({ ...common, role: 'in', stateDir: dataDir });

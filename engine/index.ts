@@ -5,6 +5,8 @@
 export type {
   AppendOptions, AppendResult, EngineStats, ExtractionJob, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, ReplayedTag, TallyEngine, WriteContext,
+  AccessKeyService, CollectionService, DatasetService, EventService, GroupOffsetService, LogService, OrganizationService,
+  ProjectService, QueryService, SavedQueryService,
 } from './types.js';
 export type { Column, ColumnChunk, SchemaType, ScanSource, SegmentFooter } from './storage/chunk.js';
 export { TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR } from './storage/chunk.js';
@@ -13,7 +15,7 @@ export { ApiError, ERROR_STATUS, isApiError } from './base/errors.js';
 export type { ErrorCode } from './base/errors.js';
 export { AssertionError } from './base/assert.js';
 export * as limits from './base/limits.js';
-export { openEngine } from './engine.js';
+export { openEngine } from './services/open.js';
 export { DataDirError, LOCK_FILE } from './base/data-dir-lock.js';
 export type { RunInformation, SavedQuery } from './catalog/saved-queries.js';
 export type { DatasetDefinition, DatasetView } from './catalog/datasets.js';

@@ -84,7 +84,7 @@ async function startBridge(config: Config, engine: TallyEngine): Promise<Closabl
     return null;
   }
   // The bridge feeds the default project: the first one, created on the first start.
-  const project = engine.listProjects()[0];
+  const project = engine.projects.list()[0];
   if (project === undefined) throw new Error('--kafka-bridge needs a project to write to');
   const brokers = config.kafkaBridge.split(',').map((b) => b.trim()).filter((b) => b !== '');
   return start({ engine, projectId: project.id, brokers, log });
@@ -159,7 +159,7 @@ async function main(): Promise<void> {
   const kafkaOut = await startKafka(config, engine, 'out', config.kafkaOutPort);
   const bridge = await startBridge(config, engine);
   if (keysNotShown(config.dataDir)) {
-    const view = { orgId: engine.orgId, orgKey: engine.orgKey, projects: engine.listProjects() };
+    const view = { orgId: engine.organization.id, orgKey: engine.organization.key, projects: engine.projects.list() };
     process.stdout.write(`${bannerText(view, http.url, config.dataDir)}\n`);
     markKeysShown(config.dataDir);
   }

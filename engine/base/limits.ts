@@ -44,6 +44,22 @@ export const NUMBER_MAX = 2 ** 63 - 1;
 export const BUFFER_ROWS_MAX = 250_000;
 /** Longest time rows stay only in the WAL and memory before a flush; bounds WAL replay time. */
 export const FLUSH_INTERVAL_MS = 10_000;
+/**
+ * Buffered rows (all collections) past which writes wait for a flush: twice the rows at which a
+ * flush is asked for (BUFFER_ROWS_MAX), so only a flush held up behind a merge makes writes wait.
+ */
+export const WRITE_BACKLOG_ROWS = 2 * BUFFER_ROWS_MAX;
+/** Writes have stopped when none started for this long (and none is in flight): a quiet flush. */
+export const WRITE_QUIET_MS = 1_000;
+/**
+ * Buffers that held at least this many rows (their capacity, let go at once) are worth a full
+ * collection when writes stop: ~20 MB of arrays and strings; a trickle of events costs none.
+ */
+export const QUIET_COLLECT_ROWS = 65_536;
+/** Rows between two sums of the write buffers' bytes: cheap, and fine-grained enough for the budget. */
+export const BUDGET_CHECK_ROWS = 8192;
+/** A failing flush (a full disk) is logged at most once per this many ms. */
+export const FLUSH_ERROR_LOG_MS = 60_000;
 /** Bytes of WAL frames the write path keeps for reuse (engine/write/byte-pool.ts). */
 export const WAL_POOL_BYTES_MAX = 64 * 1024 * 1024;
 /** Bytes of one WAL record; a batch body bounds it, plus framing. A longer length means corruption. */

@@ -5,7 +5,7 @@
  *
  *   decoded segments   half, split evenly among the query workers' caches (chunk-cache.ts)
  *   footers, sketches  a tenth, per query worker share (chunk-cache.ts)
- *   write buffers      a quarter: past it the buffers are flushed (engine.ts), whatever their rows
+ *   write buffers      a quarter: past it the buffers are flushed (maintenance/flusher.ts), whatever their rows
  *   the log view       the rest: decoded segments the outbound Kafka readers are reading (log.ts)
  *
  * Nothing per event lives for the life of the process: rows are in the write buffer until the
@@ -77,7 +77,7 @@ let fullCollection: (() => void) | null | undefined;
 /**
  * A full garbage collection of this thread's heap, now: for the moments the engine knows a large
  * amount of memory just became garbage and nothing will soon allocate enough to make V8 collect
- * it (engine.ts, when writes stop). Node gives no such call without --expose-gc, so the flag is
+ * it (maintenance/flusher.ts, when writes stop). Node gives no such call without --expose-gc, so the flag is
  * set at first use and the collector taken from a new context (V8 installs `gc` in contexts
  * created after the flag; an embedding process's later vm contexts see a `gc` global too). Does
  * nothing when that is not possible.

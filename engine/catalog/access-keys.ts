@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { ApiError } from '../base/errors.js';
+import type { Guards } from '../base/guards.js';
 import { safeEqual } from './projects.js';
 import { parseFilters } from '../query/filter.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
@@ -46,12 +47,13 @@ export class AccessKeys {
   private readonly file: string;
   private readonly byProject: Record<string, AccessKey[]>;
 
-  constructor(dataDir: string, private readonly clock: () => number) {
+  constructor(dataDir: string, private readonly clock: () => number, private readonly guards: Guards) {
     this.file = path.join(dataDir, 'access-keys.json');
     this.byProject = readJsonIfExists<Record<string, AccessKey[]>>(this.file) ?? {};
   }
 
   create(projectId: string, body: unknown): AccessKey {
+    this.guards.project(projectId);
     const keys = (this.byProject[projectId] ??= []);
     if (keys.length >= ACCESS_KEYS_MAX) throw invalid(`A project may have at most ${ACCESS_KEYS_MAX} access keys.`);
     const now = new Date(this.clock()).toISOString();

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { DateTime, type Zone } from 'luxon';
 import type { LogRecord } from '../log/record.js';
 import { ApiError } from '../base/errors.js';
+import type { Guards } from '../base/guards.js';
 import { parseFilters } from '../query/filter.js';
 import { cutBuckets, parseInterval } from '../query/interval.js';
 import type { AggregateKind, FilterNode } from '../query/plan.js';
@@ -47,6 +48,7 @@ export interface DatasetView extends DatasetDefinition {
 
 export interface DatasetHost {
   readonly dataDir: string;
+  readonly guards: Guards;
   readonly clock: () => number;
   /** With `filters`, each record says whether its event passes them, by the query engine's own evaluation. */
   readLog(projectId: string, collection: string, fromOffset: number, maxRecords: number, maxBytes: number,
@@ -100,6 +102,7 @@ export class Datasets {
   }
 
   put(projectId: string, name: string, body: unknown): DatasetView {
+    this.host.guards.project(projectId);
     if (!NAME.test(name)) throw new ApiError('InvalidResourceNameError', 'Dataset names are 1-64 characters of A-Z, a-z, 0-9, "_" and "-".');
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('InvalidQueryError', 'The body must be a JSON object.');
     const { display_name: display, query, index_by: indexBy } = body as Record<string, unknown>;

@@ -8,6 +8,7 @@
  */
 import path from 'node:path';
 import { ApiError } from '../base/errors.js';
+import type { Guards } from '../base/guards.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 import { CACHED_QUERIES_MAX } from '../base/limits.js';
 
@@ -41,6 +42,7 @@ export interface SavedQuery {
 
 export interface SavedQueryHost {
   readonly dataDir: string;
+  readonly guards: Guards;
   readonly clock: () => number;
   /** Checks a query as an ad-hoc one (the same 400s) without running it. */
   validate(projectId: string, analysis: string, params: Params): void;
@@ -87,6 +89,7 @@ export class SavedQueries {
 
   /** Creates or replaces `name` (a body's `query_name` renames it); `created` is false for a replacement. */
   put(projectId: string, name: string, body: unknown): { created: boolean; saved: SavedQuery } {
+    this.host.guards.project(projectId);
     checkName(name);
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new ApiError('InvalidQueryError', 'The body must be a JSON object with a "query" member.');
@@ -143,6 +146,7 @@ export class SavedQueries {
 
   /** The record plus `result`: from the cache for a cached query, else run now (counted). */
   async result(projectId: string, name: string): Promise<SavedQuery & { result: unknown }> {
+    this.host.guards.open();
     const def = this.stored(projectId, name);
     if (def.refresh_rate === 0) {
       const { analysis_type: analysis, ...params } = def.query;

@@ -6,7 +6,7 @@
  * meets a missing file, however long it runs, and a reader that decodes a cached segment's
  * columns lazily (segment/reader.ts) can always open the file again.
  *
- * A crash before removal leaves files the manifest does not name: Engine.open removes them.
+ * A crash before removal leaves files the manifest does not name: StoreSet.load (storage/store-set.ts) removes them at open.
  */
 export class RetiredFiles {
   /** Retirements so far: a lease remembers the count when it was taken. */

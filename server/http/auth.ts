@@ -48,14 +48,14 @@ export function requireScope(
   engine: TallyEngine, projectId: string, key: string, allowed: readonly KeyKind[], permission: Permission | null,
 ): Scope {
   if (key === '') throw missingKey();
-  const kind = engine.authenticate(projectId, key);
+  const kind = engine.projects.authenticate(projectId, key);
   if (kind !== null) {
     if (kind !== 'master' && !allowed.includes(kind)) {
       throw notPermitted(allowed.map((k) => KEY_NAMES[k]).concat('Master Key').join(' or '));
     }
     return { kind, access: null };
   }
-  const access = engine.findAccessKey(projectId, key);
+  const access = engine.accessKeys.find(projectId, key);
   if (access === null) throw invalidKey();
   if (permission === null) {
     throw new ApiError('KeyNotPermittedError', 'Access keys may not use this route; use a project key.');
@@ -76,14 +76,14 @@ export function sameKey(a: string, b: string): boolean {
 
 /** True when `key` is some project's key of any kind or an access key (a valid key, for the 403 vs 401 choice). */
 function isAnyProjectKey(engine: TallyEngine, key: string): boolean {
-  return engine.listProjects().some((project) => engine.authenticate(project.id, key) !== null
-    || engine.findAccessKey(project.id, key) !== null);
+  return engine.projects.list().some((project) => engine.projects.authenticate(project.id, key) !== null
+    || engine.accessKeys.find(project.id, key) !== null);
 }
 
 /** The organization key, or 403 for a project key, 401 otherwise. */
 export function requireOrgKey(engine: TallyEngine, key: string): void {
   if (key === '') throw missingKey();
-  if (sameKey(key, engine.orgKey)) return;
+  if (sameKey(key, engine.organization.key)) return;
   if (isAnyProjectKey(engine, key)) throw notPermitted('Organization Key');
   throw invalidKey();
 }
@@ -91,7 +91,7 @@ export function requireOrgKey(engine: TallyEngine, key: string): void {
 /** The versions endpoint: the org key or any project's master key; 403 for other project keys. */
 export function requireMasterOrOrgKey(engine: TallyEngine, key: string): void {
   if (key === '') throw missingKey();
-  if (sameKey(key, engine.orgKey) || engine.isAnyMasterKey(key)) return;
+  if (sameKey(key, engine.organization.key) || engine.projects.isAnyMasterKey(key)) return;
   if (isAnyProjectKey(engine, key)) throw notPermitted('Master Key or the Organization Key');
   throw invalidKey();
 }

@@ -46,7 +46,7 @@ function param(req: HttpRequest, index: number): string {
 function pump(engine: TallyEngine, stream: Stream): void {
   if (stream.closed) return;
   for (;;) {
-    const records = engine.readLog(stream.projectId, stream.collection, stream.next,
+    const records = engine.log.read(stream.projectId, stream.collection, stream.next,
       READ_EVENTS_MAX, READ_BYTES_MAX);
     if (records.length === 0) return;
     let text = '';
@@ -66,7 +66,7 @@ function pump(engine: TallyEngine, stream: Stream): void {
 
 /** The first offset to send: after Last-Event-ID on a reconnect, else the latest few events. */
 function startOffset(engine: TallyEngine, projectId: string, collection: string, lastId: string): number {
-  const { start, end } = engine.logBounds(projectId, collection);
+  const { start, end } = engine.log.bounds(projectId, collection);
   if (/^\d+$/.test(lastId)) return Math.max(start, Math.min(end, Number(lastId) + 1));
   return Math.max(start, end - BACKLOG_EVENTS_MAX);
 }
@@ -106,7 +106,7 @@ export function registerLive(app: TemplatedApp, engine: TallyEngine, log: (line:
       clearInterval(timer);
       unsubscribe();
     };
-    const unsubscribe = engine.onAppend((p, c) => {
+    const unsubscribe = engine.events.onAppend((p, c) => {
       if (p !== projectId || c !== collection) return;
       try {
         pump(engine, stream);

@@ -197,12 +197,12 @@ t.test(
     t.teardown(() => broker.stop());
     const { engine, project } = broker.te;
     const ctx = { ip: '10.0.0.1', userAgent: 'test' };
-    await engine.appendEvents(
+    await engine.events.append(
       project.id,
       Array.from({ length: 20 }, (_, i) => ({ collection: 'k', event: { n: i } })),
       ctx,
     );
-    await engine.deleteEvents(project.id, 'k', {
+    await engine.collections.deleteEvents(project.id, 'k', {
       filters: [{ property_name: 'n', operator: 'gte', property_value: 5 }],
     });
     const consumer = broker.kafka('out').consumer({ groupId: 'd1', maxWaitTimeInMs: 300 });
@@ -226,15 +226,15 @@ t.test(
     await consumer.disconnect();
     t.same(got, [0, 1, 2, 3, 4]);
     await engine.flush();
-    const log = engine.readLog(project.id, 'k', 0, 100, 1 << 20);
+    const log = engine.log.read(project.id, 'k', 0, 100, 1 << 20);
     t.same(
       log.map((r) => JSON.parse(r.json).n),
       [0, 1, 2, 3, 4],
       'also once flushed to a segment',
     );
-    await engine.deleteProperty(project.id, 'k', 'n');
+    await engine.collections.deleteProperty(project.id, 'k', 'n');
     const stripped = engine
-      .readLog(project.id, 'k', 0, 100, 1 << 20)
+      .log.read(project.id, 'k', 0, 100, 1 << 20)
       .map((r) => JSON.parse(r.json));
     t.equal(stripped.length, 5);
     t.ok(

@@ -33,9 +33,9 @@ t.test('a packed tarball installs into an empty project that embeds the engine a
   fs.writeFileSync(path.join(consumer, 'embed.mjs'), `
     import { openEngine } from 'tally';
     const engine = await openEngine({ dataDir: process.argv[2], queryWorkers: 0, ingestWorkers: 0 });
-    const project = engine.listProjects()[0].id;
-    await engine.appendEvents(project, [{ collection: 'clicks', event: { button: 'buy' } }], { ip: '127.0.0.1', userAgent: 'embedded' });
-    const { result } = await engine.query(project, 'count', { event_collection: 'clicks', timeframe: 'this_1_days' });
+    const project = engine.projects.list()[0].id;
+    await engine.events.append(project, [{ collection: 'clicks', event: { button: 'buy' } }], { ip: '127.0.0.1', userAgent: 'embedded' });
+    const { result } = await engine.queries.run(project, 'count', { event_collection: 'clicks', timeframe: 'this_1_days' });
     await engine.close();
     console.log(JSON.stringify({ result }));
   `);
@@ -48,9 +48,9 @@ t.test('a packed tarball installs into an empty project that embeds the engine a
     const { openEngine } = require('tally');
     (async () => {
       const engine = await openEngine({ dataDir: process.argv[2] });
-      const project = engine.listProjects()[0].id;
-      await engine.appendEvents(project, [{ collection: 'clicks', event: { button: 'buy' } }], { ip: '127.0.0.1', userAgent: 'cjs' });
-      const { result } = await engine.query(project, 'extraction', { event_collection: 'clicks', timeframe: 'this_1_days' });
+      const project = engine.projects.list()[0].id;
+      await engine.events.append(project, [{ collection: 'clicks', event: { button: 'buy' } }], { ip: '127.0.0.1', userAgent: 'cjs' });
+      const { result } = await engine.queries.run(project, 'extraction', { event_collection: 'clicks', timeframe: 'this_1_days' });
       await engine.close();
       console.log(JSON.stringify(result.map((event) => event.button)));
     })();

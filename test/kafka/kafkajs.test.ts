@@ -55,9 +55,9 @@ t.test('events written through the engine (as HTTP does) and via Kafka are consu
   const broker = await startTestBroker();
   t.teardown(() => broker.stop());
   const { engine, project } = broker.te;
-  await engine.appendEvents(project.id, [{ collection: 'mixed', event: { via: 'http' } }], { ip: '10.0.0.1', userAgent: 'curl' });
+  await engine.events.append(project.id, [{ collection: 'mixed', event: { via: 'http' } }], { ip: '10.0.0.1', userAgent: 'curl' });
   await produce(broker, 'mixed', [{ value: JSON.stringify({ via: 'kafka' }) }]);
-  await engine.appendEvents(project.id, [{ collection: 'mixed', event: { via: 'http' } }], { ip: '10.0.0.1', userAgent: 'curl' });
+  await engine.events.append(project.id, [{ collection: 'mixed', event: { via: 'http' } }], { ip: '10.0.0.1', userAgent: 'curl' });
   const consumer = broker.kafka('out').consumer({ groupId: 'mixed', maxWaitTimeInMs: 300 });
   await consumer.connect();
   await consumer.subscribe({ topic: 'mixed', fromBeginning: true });
@@ -158,7 +158,7 @@ t.test('a read key cannot produce', async (t) => {
   await t.rejects(onOutbound.send({ topic: 'x', messages: events(1, 'r') }), /authoriz/i,
     'a produce on the outbound listener is not authorized');
   await onOutbound.disconnect();
-  t.equal(broker.te.engine.listCollections(broker.te.project.id).length, 0);
+  t.equal(broker.te.engine.collections.list(broker.te.project.id).length, 0);
 });
 
 t.test('a write key cannot consume', async (t) => {
@@ -186,7 +186,7 @@ t.test('an invalid JSON record rejects its whole batch and stores nothing', asyn
   const error = await producer.send({ topic: 'bad', messages }).catch((e) => e);
   await producer.disconnect();
   t.match(String(error), /INVALID_RECORD|invalid record|record/i, `error: ${error}`);
-  t.equal(broker.te.engine.logBounds(broker.te.project.id, 'bad').end, 0, 'nothing stored');
+  t.equal(broker.te.engine.log.bounds(broker.te.project.id, 'bad').end, 0, 'nothing stored');
 });
 
 t.test('a record the engine refuses rejects its whole batch and stores nothing', async (t) => {
@@ -197,8 +197,8 @@ t.test('a record the engine refuses rejects its whole batch and stores nothing',
   const messages = [{ value: '{"ok":1}' }, { value: '{"bad.name":1}' }, { value: '{"ok":2}' }];
   const error = await producer.send({ topic: 'refused', messages }).catch((e) => e);
   t.match(String(error), /INVALID_RECORD|invalid record|record/i, `error: ${error}`);
-  t.equal(broker.te.engine.logBounds(broker.te.project.id, 'refused').end, 0, 'nothing stored');
-  t.notOk(broker.te.engine.getCollection(broker.te.project.id, 'refused')?.properties.ok, 'no schema trace');
+  t.equal(broker.te.engine.log.bounds(broker.te.project.id, 'refused').end, 0, 'nothing stored');
+  t.notOk(broker.te.engine.collections.get(broker.te.project.id, 'refused')?.properties.ok, 'no schema trace');
   const [meta] = await producer.send({ topic: 'refused', messages: [{ value: '{"ok":3}' }, { value: '{"ok":4}' }] });
   t.equal(Number(meta.baseOffset), 0, 'the next batch starts the log at offset 0');
   await producer.disconnect();
@@ -216,7 +216,7 @@ t.test('the number range is exact from the record text: 2^63 - 1 is stored, 2^63
   const refused = await producer.send({ topic: 'range', messages: [{ value: '{"n":-9223372036854775809}' }] }).catch((e) => e);
   t.match(String(refused), /INVALID_RECORD|invalid record|record/i);
   await producer.disconnect();
-  t.equal(broker.te.engine.logBounds(broker.te.project.id, 'range').end, 2, 'only the two in range were stored');
+  t.equal(broker.te.engine.log.bounds(broker.te.project.id, 'range').end, 2, 'only the two in range were stored');
 });
 
 t.test('committed offsets survive a restart', async (t) => {

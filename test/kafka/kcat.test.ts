@@ -27,7 +27,7 @@ t.test('kcat -P with every codec, then kcat -C -G resumes from its commits', asy
     const out = await run('kcat', ['-P', ...kcatArgs(broker, 'in'), '-t', 'kc', '-z', codec, '-X', 'linger.ms=50'], lines(20, codec));
     t.equal(out.code, 0, `kcat -P -z ${codec}: ${out.stderr}`);
   }
-  t.equal(broker.te.engine.logBounds(broker.te.project.id, 'kc').end, 100, 'all 100 events stored');
+  t.equal(broker.te.engine.log.bounds(broker.te.project.id, 'kc').end, 100, 'all 100 events stored');
 
   const consume = (count: number) => run('kcat', [
     '-C', ...kcatArgs(broker, 'out'), '-G', 'kg', 'kc', '-c', String(count), '-X', 'auto.offset.reset=earliest',
@@ -55,5 +55,5 @@ t.test('kcat: a read key cannot produce, a wrong password fails', async (t) => {
   t.match(out.stderr, /Write Key|Authentication|SASL/i);
   const consume = await run('kcat', ['-C', ...kcatArgs(broker, 'out', 'wrong'), '-t', 'nope', '-e'], undefined, 20_000);
   t.match(consume.stderr, /SASL|Authentication/i);
-  t.equal(broker.te.engine.listCollections(broker.te.project.id).length, 0, 'nothing stored');
+  t.equal(broker.te.engine.collections.list(broker.te.project.id).length, 0, 'nothing stored');
 });

@@ -87,7 +87,7 @@ t.test('pipelined produces are answered in order; acks=0 gets no answer', async 
   t.same([first.correlation_id, second.correlation_id, meta.correlation_id], [ids[0], ids[2], ids[3]]);
   t.equal(first.body.responses[0].partition_responses[0].base_offset, 0);
   t.equal(second.body.responses[0].partition_responses[0].base_offset, 5);
-  t.equal(broker.te.engine.logBounds(broker.te.project.id, 'pipe').end, 9);
+  t.equal(broker.te.engine.log.bounds(broker.te.project.id, 'pipe').end, 9);
 });
 
 t.test('a corrupt batch gets CORRUPT_MESSAGE and stores nothing', async (t) => {
@@ -106,7 +106,7 @@ t.test('a corrupt batch gets CORRUPT_MESSAGE and stores nothing', async (t) => {
   });
   const answer = await c.response(ApiKey.Produce, 7);
   t.equal(answer.body.responses[0].partition_responses[0].error_code, 2);
-  t.equal(broker.te.engine.logBounds(broker.te.project.id, 'crc').end, 0);
+  t.equal(broker.te.engine.log.bounds(broker.te.project.id, 'crc').end, 0);
 });
 
 t.test('INVALID_RECORD names each bad record (Produce v8)', async (t) => {
@@ -127,7 +127,7 @@ t.test('INVALID_RECORD names each bad record (Produce v8)', async (t) => {
   t.equal(p.error_code, 87);
   t.same(p.record_errors.map((e: Struct) => e.batch_index), [1, 3]);
   t.match(p.record_errors[0].batch_index_error_message, /not valid JSON/);
-  t.equal(broker.te.engine.logBounds(broker.te.project.id, 'inv').end, 0, 'nothing stored');
+  t.equal(broker.te.engine.log.bounds(broker.te.project.id, 'inv').end, 0, 'nothing stored');
 });
 
 t.test('an idempotent producer\'s retried batch is stored once', async (t) => {
@@ -156,7 +156,7 @@ t.test('an idempotent producer\'s retried batch is stored once', async (t) => {
   const retry = await send(0);
   t.equal(retry.error_code, 0);
   t.equal(retry.base_offset, 0, 'the retry gets the original offset');
-  t.equal(broker.te.engine.logBounds(broker.te.project.id, 'idem').end, 4, 'stored once');
+  t.equal(broker.te.engine.log.bounds(broker.te.project.id, 'idem').end, 4, 'stored once');
 });
 
 t.test('kafkajs idempotent producer works end to end', async (t) => {
@@ -168,5 +168,5 @@ t.test('kafkajs idempotent producer works end to end', async (t) => {
     await producer.send({ topic: 'kidem', messages: [{ value: JSON.stringify({ i }) }] });
   }
   await producer.disconnect();
-  t.equal(broker.te.engine.logBounds(broker.te.project.id, 'kidem').end, 3);
+  t.equal(broker.te.engine.log.bounds(broker.te.project.id, 'kidem').end, 3);
 });

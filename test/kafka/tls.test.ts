@@ -34,7 +34,7 @@ t.test('kafkajs and kcat over SASL_SSL', async (t) => {
   await producer.connect();
   await producer.send({ topic: 'secure', messages: [{ value: '{"tls":true}' }] });
   await producer.disconnect();
-  t.equal(broker.te.engine.logBounds(broker.te.project.id, 'secure').end, 1, 'stored over TLS');
+  t.equal(broker.te.engine.log.bounds(broker.te.project.id, 'secure').end, 1, 'stored over TLS');
 
   const plain = broker.kafka('in', undefined, { ssl: undefined }).producer({ retry: { retries: 0 } });
   await t.rejects(plain.connect(), 'a plaintext client cannot talk to the TLS listener');

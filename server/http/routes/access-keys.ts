@@ -11,8 +11,8 @@ import type { Ctx, Handler } from '../types.js';
 
 function manager(engine: TallyEngine, ctx: Ctx): { project: string; key: string } {
   const { project, key } = ctx.params as { project: string; key: string };
-  if (ctx.key !== '' && sameKey(ctx.key, engine.orgKey)) {
-    if (engine.getProject(project) === undefined) throw new ApiError('ResourceNotFoundError', `Project "${project}" was not found.`);
+  if (ctx.key !== '' && sameKey(ctx.key, engine.organization.key)) {
+    if (engine.projects.get(project) === undefined) throw new ApiError('ResourceNotFoundError', `Project "${project}" was not found.`);
   } else {
     requireProjectKey(engine, project, ctx.key, ['master']);
   }
@@ -26,36 +26,36 @@ function body(ctx: Ctx): unknown {
 
 export const createAccessKey: Handler = (ctx, { engine }) => {
   const { project } = manager(engine, ctx);
-  return json(201, engine.createAccessKey(project, body(ctx)));
+  return json(201, engine.accessKeys.create(project, body(ctx)));
 };
 
 export const listAccessKeys: Handler = (ctx, { engine }) => {
   const { project } = manager(engine, ctx);
-  return json(200, engine.listAccessKeys(project, ctx.query.get('name') ?? undefined));
+  return json(200, engine.accessKeys.list(project, ctx.query.get('name') ?? undefined));
 };
 
 export const getAccessKey: Handler = (ctx, { engine }) => {
   const { project, key } = manager(engine, ctx);
-  return json(200, engine.getAccessKey(project, key));
+  return json(200, engine.accessKeys.get(project, key));
 };
 
 export const updateAccessKey: Handler = (ctx, { engine }) => {
   const { project, key } = manager(engine, ctx);
-  return json(200, engine.updateAccessKey(project, key, body(ctx)));
+  return json(200, engine.accessKeys.update(project, key, body(ctx)));
 };
 
 export const deleteAccessKey: Handler = (ctx, { engine }) => {
   const { project, key } = manager(engine, ctx);
-  engine.deleteAccessKey(project, key);
+  engine.accessKeys.delete(project, key);
   return { status: 204 };
 };
 
 export const revokeAccessKey: Handler = (ctx, { engine }) => {
   const { project, key } = manager(engine, ctx);
-  return json(200, engine.setAccessKeyActive(project, key, false));
+  return json(200, engine.accessKeys.setActive(project, key, false));
 };
 
 export const unrevokeAccessKey: Handler = (ctx, { engine }) => {
   const { project, key } = manager(engine, ctx);
-  return json(200, engine.setAccessKeyActive(project, key, true));
+  return json(200, engine.accessKeys.setActive(project, key, true));
 };

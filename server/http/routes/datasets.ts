@@ -61,7 +61,7 @@ export const listDatasets: Handler = (ctx, { engine }) => {
   const project = ctx.params['project']!;
   const access = authorize(engine, ctx, 'list', null);
   const options = (access?.options.datasets ?? {}) as DatasetOptions;
-  const datasets = engine.listDatasets(project).filter((d) => !options.blocked?.includes(d.dataset_name)
+  const datasets = engine.datasets.list(project).filter((d) => !options.blocked?.includes(d.dataset_name)
     && (options.allowed === undefined || Object.hasOwn(options.allowed, d.dataset_name)));
   return json(200, { datasets, count: datasets.length });
 };
@@ -69,20 +69,20 @@ export const listDatasets: Handler = (ctx, { engine }) => {
 export const getDataset: Handler = (ctx, { engine }) => {
   const { project, name } = names(ctx);
   authorize(engine, ctx, 'read', name);
-  return json(200, engine.getDataset(project, name));
+  return json(200, engine.datasets.get(project, name));
 };
 
 export const putDataset: Handler = (ctx, { engine }) => {
   const { project, name } = names(ctx);
   requireProjectKey(engine, project, ctx.key, ['master']);
   if (ctx.body.length === 0) throw new ApiError('MissingRequiredRequestFieldError', 'The body needs "query" and "index_by".');
-  return json(201, engine.putDataset(project, name, parseJsonBody(ctx.body)));
+  return json(201, engine.datasets.put(project, name, parseJsonBody(ctx.body)));
 };
 
 export const deleteDataset: Handler = (ctx, { engine }) => {
   const { project, name } = names(ctx);
   requireProjectKey(engine, project, ctx.key, ['master']);
-  engine.deleteDataset(project, name);
+  engine.datasets.delete(project, name);
   return { status: 204 };
 };
 
@@ -94,5 +94,5 @@ export const datasetResults: Handler = (ctx, { engine }) => {
   if (indexBy === null || indexBy === '') throw new ApiError('MissingRequiredRequestFieldError', 'Results need an "index_by" value.');
   checkIndexValue(access, name, indexBy);
   if (params.timeframe === undefined) throw new ApiError('MissingRequiredRequestFieldError', 'Results need a "timeframe".');
-  return json(200, { result: engine.datasetResults(project, name, indexBy, params.timeframe) });
+  return json(200, { result: engine.datasets.results(project, name, indexBy, params.timeframe) });
 };

@@ -25,7 +25,7 @@ function deleteParams(ctx: Ctx): Record<string, unknown> {
 export const deleteEvents: Handler = async (ctx, { engine }) => {
   const { project, collection } = ctx.params as { project: string; collection: string };
   requireProjectKey(engine, project, ctx.key, []);
-  await engine.deleteEvents(project, collection, deleteParams(ctx));
+  await engine.collections.deleteEvents(project, collection, deleteParams(ctx));
   return { status: 204 };
 };
 
@@ -36,6 +36,6 @@ export const deleteProperty: Handler = async (ctx, { engine }) => {
     property: string;
   };
   requireProjectKey(engine, project, ctx.key, []);
-  await engine.deleteProperty(project, collection, property);
+  await engine.collections.deleteProperty(project, collection, property);
   return { status: 204 };
 };

@@ -36,7 +36,7 @@ export function submitExtraction(
   project: string,
   params: Record<string, unknown>,
 ): Reply {
-  const job = engine.submitExtraction(project, params);
+  const job = engine.queries.submitExtraction(project, params);
   const view = jobView(job);
   const handle = { id: view.id, url: view.url, status: view.status };
   return {
@@ -70,7 +70,7 @@ function emailSentence(job: ExtractionJob): string {
 function requireJob(ctx: Ctx, engine: Parameters<Handler>[1]['engine']): ExtractionJob {
   const { project, id } = ctx.params as { project: string; id: string };
   const { access } = requireScope(engine, project, ctx.key, ['read'], 'queries');
-  const job = engine.getExtractionJob(project, id);
+  const job = engine.queries.extractionJob(project, id);
   if (job === undefined) {
     throw new ApiError('ResourceNotFoundError', `no extraction job "${id}" (jobs expire after 24 hours)`);
   }
@@ -85,6 +85,6 @@ export const getExtractionJob: Handler = (ctx, { engine }) => json(200, jobView(
 
 export const getExtractionResult: Handler = (ctx, { engine }) => {
   const job = requireJob(ctx, engine);
-  const { file, contentType } = engine.extractionResult(job.project, job.id);
+  const { file, contentType } = engine.queries.extractionResult(job.project, job.id);
   return { status: 200, file, contentType };
 };

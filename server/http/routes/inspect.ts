@@ -26,14 +26,14 @@ export const listCollections: Handler = (ctx, { engine }) => {
   const project = ctx.params['project']!;
   requireScope(engine, project, ctx.key, ['read'], 'schema');
   const withProperties = ctx.query.get('include_schema') !== 'false';
-  const all = engine.listCollections(project).slice(0, limits.COLLECTIONS_LISTED_MAX);
+  const all = engine.collections.list(project).slice(0, limits.COLLECTIONS_LISTED_MAX);
   return json(200, all.map((schema) => describe(project, schema, withProperties)));
 };
 
 export const getCollection: Handler = (ctx, { engine }) => {
   const { project, collection } = ctx.params as { project: string; collection: string };
   requireScope(engine, project, ctx.key, ['read'], 'schema');
-  const schema = engine.getCollection(project, collection);
+  const schema = engine.collections.get(project, collection);
   if (schema === undefined) throw notFound(`Collection "${collection}"`);
   return json(200, describe(project, schema, true));
 };
@@ -41,7 +41,7 @@ export const getCollection: Handler = (ctx, { engine }) => {
 export const getProperty: Handler = (ctx, { engine }) => {
   const { project, collection, property } = ctx.params as Record<string, string>;
   requireScope(engine, project!, ctx.key, ['read'], 'schema');
-  const schema = engine.getCollection(project!, collection!);
+  const schema = engine.collections.get(project!, collection!);
   if (schema === undefined) throw notFound(`Collection "${collection}"`);
   const known = Object.hasOwn(schema.properties, property!);
   const type = known ? schema.properties[property!] : undefined;

@@ -12,7 +12,7 @@ const PROJECT_NAME_CHARS_MAX = 256;
 
 function requireOrg(ctx: Ctx, { engine }: Deps): void {
   requireOrgKey(engine, ctx.key);
-  if (ctx.params['org'] !== engine.orgId) {
+  if (ctx.params['org'] !== engine.organization.id) {
     throw new ApiError('ResourceNotFoundError',
       `Organization "${ctx.params['org']}" was not found.`);
   }
@@ -34,17 +34,17 @@ function projectName(body: unknown): string {
 export const createProject: Handler = async (ctx, deps) => {
   requireOrg(ctx, deps);
   const name = projectName(parseJsonBody(ctx.body));
-  return json(201, await deps.engine.createProject(name));
+  return json(201, await deps.engine.projects.create(name));
 };
 
 export const listProjects: Handler = (ctx, deps) => {
   requireOrg(ctx, deps);
-  return json(200, deps.engine.listProjects());
+  return json(200, deps.engine.projects.list());
 };
 
 export const getProject: Handler = (ctx, deps) => {
   requireOrg(ctx, deps);
-  const project = deps.engine.getProject(ctx.params['project']!);
+  const project = deps.engine.projects.get(ctx.params['project']!);
   if (project === undefined) {
     throw new ApiError('ResourceNotFoundError',
       `Project "${ctx.params['project']}" was not found.`);
@@ -59,5 +59,5 @@ export const regenerateKey: Handler = async (ctx, { engine }) => {
     throw new ApiError('ResourceNotFoundError',
       `Only the write and read keys can be regenerated, not "${kind}".`);
   }
-  return json(200, { [kind]: await engine.regenerateKey(project, kind) });
+  return json(200, { [kind]: await engine.projects.regenerateKey(project, kind) });
 };

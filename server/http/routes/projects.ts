@@ -17,7 +17,7 @@ function projectUrl(id: string): string {
 /** Keen's project object: links for discovery, every collection and every saved query by name and URL. */
 function projectObject(engine: TallyEngine, project: ProjectInfo): object {
   const url = projectUrl(project.id);
-  const collections = engine.listCollections(project.id).slice(0, limits.COLLECTIONS_LISTED_MAX);
+  const collections = engine.collections.list(project.id).slice(0, limits.COLLECTIONS_LISTED_MAX);
   return {
     id: project.id,
     name: project.name,
@@ -25,13 +25,13 @@ function projectObject(engine: TallyEngine, project: ProjectInfo): object {
     events_url: `${url}/events`,
     queries_url: `${url}/queries`,
     events: collections.map(({ name }) => ({ name, url: `${url}/events/${encodeURIComponent(name)}` })),
-    saved_queries: engine.listSavedQueries(project.id).map(({ query_name: name }) => (
+    saved_queries: engine.savedQueries.list(project.id).map(({ query_name: name }) => (
       { name, url: `${url}/queries/saved/${encodeURIComponent(name)}` })),
   };
 }
 
 function isOrgKey(engine: TallyEngine, key: string): boolean {
-  return key !== '' && sameKey(key, engine.orgKey);
+  return key !== '' && sameKey(key, engine.organization.key);
 }
 
 /**
@@ -42,12 +42,12 @@ function isOrgKey(engine: TallyEngine, key: string): boolean {
 function requireProject(ctx: Ctx, engine: TallyEngine): ProjectInfo {
   const id = ctx.params['project']!;
   if (isOrgKey(engine, ctx.key)) {
-    const project = engine.getProject(id);
+    const project = engine.projects.get(id);
     if (project === undefined) throw new ApiError('ResourceNotFoundError', `Project "${id}" was not found.`);
     return project;
   }
   requireProjectKey(engine, id, ctx.key, ['master']);
-  return engine.getProject(id)!;
+  return engine.projects.get(id)!;
 }
 
 export const getDiscovery: Handler = (ctx, { engine }) => {
@@ -57,10 +57,10 @@ export const getDiscovery: Handler = (ctx, { engine }) => {
 
 export const listProjectResources: Handler = (ctx, { engine }) => {
   requireMasterOrOrgKey(engine, ctx.key);
-  const all = engine.listProjects();
+  const all = engine.projects.list();
   const reachable = isOrgKey(engine, ctx.key)
     ? all
-    : all.filter((project) => engine.authenticate(project.id, ctx.key) === 'master');
+    : all.filter((project) => engine.projects.authenticate(project.id, ctx.key) === 'master');
   return json(200, reachable.map((project) => projectObject(engine, project)));
 };
 
@@ -75,15 +75,15 @@ export const getProjectResource: Handler = (ctx, { engine }) => {
  */
 export const getOrganizationUsage: Handler = (ctx, { engine }) => {
   const project = requireProject(ctx, engine);
-  const saved = engine.listSavedQueries(project.id);
+  const saved = engine.savedQueries.list(project.id);
   const cached = saved.filter((query) => query.refresh_rate > 0).length;
-  const collections = engine.listCollections(project.id).map(({ name }) => (
-    { name, events_recorded: engine.logBounds(project.id, name).end }));
+  const collections = engine.collections.list(project.id).map(({ name }) => (
+    { name, events_recorded: engine.log.bounds(project.id, name).end }));
   return json(200, {
     project_id: project.id,
     cached_queries: { limited: true, limit: limits.CACHED_QUERIES_MAX, current_usage: cached },
     saved_queries: { limited: false, current_usage: saved.length },
-    datasets: { limited: true, limit: limits.DATASETS_MAX, current_usage: engine.listDatasets(project.id).length },
+    datasets: { limited: true, limit: limits.DATASETS_MAX, current_usage: engine.datasets.list(project.id).length },
     events: {
       collections: collections.length,
       events_recorded: collections.reduce((sum, collection) => sum + collection.events_recorded, 0),

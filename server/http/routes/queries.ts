@@ -51,7 +51,7 @@ export const runQuery: Handler = async (ctx, { engine }) => {
   }
   const params = scopedParams(analysis, queryParams(ctx), scope);
   if (analysis === 'extraction' && isAsyncExtraction(params)) return submitExtraction(engine, project, params);
-  const result = await engine.query(project, analysis, params);
+  const result = await engine.queries.run(project, analysis, params);
   // The engine answers with the whole body ({result, ...}); a bare value gets the envelope.
   const isObject = result !== null && typeof result === 'object' && !Array.isArray(result);
   return json(200, isObject && 'result' in result ? result : { result });

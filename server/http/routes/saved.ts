@@ -39,7 +39,7 @@ function authorizeRead(engine: TallyEngine, project: string, key: string, name: 
   }
   if (access === null) return;
   if (!listed(access.options[via], name)) throw keyNotPermitted(`This access key may not read the saved query "${name}".`);
-  const saved = engine.getSavedQuery(project, name);
+  const saved = engine.savedQueries.get(project, name);
   if (via === 'cached_queries' && saved.refresh_rate === 0) throw keyNotPermitted(`"${name}" is not a cached query.`);
   const forced = access.options.queries?.filters;
   if (!carriesForcedFilters(saved.query, forced)) {
@@ -50,33 +50,33 @@ function authorizeRead(engine: TallyEngine, project: string, key: string, name: 
 export const listSaved: Handler = (ctx, { engine }) => {
   const project = ctx.params['project']!;
   const { access } = requireScope(engine, project, ctx.key, ['read'], 'saved_queries');
-  const all = engine.listSavedQueries(project);
+  const all = engine.savedQueries.list(project);
   return json(200, access === null ? all : all.filter((saved) => listed(access.options.saved_queries, saved.query_name)));
 };
 
 export const getSaved: Handler = (ctx, { engine }) => {
   const { project, name } = names(ctx);
   authorizeRead(engine, project, ctx.key, name, false);
-  return json(200, engine.getSavedQuery(project, name));
+  return json(200, engine.savedQueries.get(project, name));
 };
 
 export const putSaved: Handler = (ctx, { engine }) => {
   const { project, name } = names(ctx);
   requireProjectKey(engine, project, ctx.key, ['master']);
   if (ctx.body.length === 0) throw new ApiError('MissingRequiredRequestFieldError', 'The body needs a "query" object.');
-  const { created, saved } = engine.putSavedQuery(project, name, parseJsonBody(ctx.body));
+  const { created, saved } = engine.savedQueries.put(project, name, parseJsonBody(ctx.body));
   return json(created ? 201 : 200, saved);
 };
 
 export const deleteSaved: Handler = (ctx, { engine }) => {
   const { project, name } = names(ctx);
   requireProjectKey(engine, project, ctx.key, ['master']);
-  engine.deleteSavedQuery(project, name);
+  engine.savedQueries.delete(project, name);
   return { status: 204 };
 };
 
 export const savedResult: Handler = async (ctx, { engine }) => {
   const { project, name } = names(ctx);
   authorizeRead(engine, project, ctx.key, name, true);
-  return json(200, await engine.savedQueryResult(project, name));
+  return json(200, await engine.savedQueries.result(project, name));
 };

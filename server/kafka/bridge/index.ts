@@ -89,7 +89,7 @@ async function ingest(
   }
   if (events.length === 0) return;
   const ctx = { ip: '', userAgent: 'tally-kafka-bridge' };
-  const results = await opts.engine.appendEvents(opts.projectId, events, ctx);
+  const results = await opts.engine.events.append(opts.projectId, events, ctx);
   const rejected = results.filter((r) => !r.ok).length;
   if (rejected > 0) log(`kafka bridge: ${topic}: ${rejected} of ${events.length} events rejected`);
 }
@@ -119,7 +119,7 @@ class OutputCopier {
   ) {}
 
   start(): void {
-    this.unsubscribe = this.engine.onAppend((projectId) => {
+    this.unsubscribe = this.engine.events.onAppend((projectId) => {
       if (projectId === this.projectId) this.kick();
     });
     this.kick();
@@ -143,15 +143,15 @@ class OutputCopier {
   }
 
   private async copyAll(): Promise<void> {
-    const positions = new Map(this.engine.fetchOffsets(this.projectId, OUTPUT_GROUP_ID)
+    const positions = new Map(this.engine.groups.fetch(this.projectId, OUTPUT_GROUP_ID)
       .map((c) => [c.topic, c.offset]));
-    for (const { name } of this.engine.listCollections(this.projectId)) {
+    for (const { name } of this.engine.collections.list(this.projectId)) {
       if (name.startsWith(this.prefix)) continue;
-      const { start } = this.engine.logBounds(this.projectId, name);
+      const { start } = this.engine.log.bounds(this.projectId, name);
       let from = Math.max(positions.get(name) ?? 0, start);
       // Bounded by the log's end: each turn advances past the records it sent.
       for (;;) {
-        const records = this.engine.readLog(
+        const records = this.engine.log.read(
           this.projectId, name, from, OUTPUT_BATCH_RECORDS, OUTPUT_BATCH_BYTES);
         if (records.length === 0 || this.stopped) break;
         await this.producer.send({
@@ -161,7 +161,7 @@ class OutputCopier {
           })),
         });
         from = records[records.length - 1]!.offset + 1;
-        await this.engine.commitOffsets(this.projectId, OUTPUT_GROUP_ID, [
+        await this.engine.groups.commit(this.projectId, OUTPUT_GROUP_ID, [
           { topic: name, partition: 0, offset: from, metadata: null },
         ]);
       }

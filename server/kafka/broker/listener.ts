@@ -42,14 +42,14 @@ export async function startKafkaListener(opts: KafkaListenerOptions): Promise<Ka
   // recovering from the engine's WAL the batches a crash kept out of its file.
   const durable = opts.role === 'in' && opts.stateDir !== undefined;
   const sequences = durable
-    ? new ProducerSequences(opts.stateDir, { replayed: opts.engine.replayedTags?.() ?? [] })
+    ? new ProducerSequences(opts.stateDir, { replayed: opts.engine.events.replayedTags() ?? [] })
     : new ProducerSequences();
   // Each idempotent batch is recorded as its WAL record is applied, and the state is fsynced
   // before a flush deletes the WAL files: the batch is always in one of them.
   const unhook = durable
     ? [
-      opts.engine.onTagged?.((projectId, tag, firstOffset) => sequences.recordTag(projectId, tag, firstOffset)),
-      opts.engine.beforeWalRemove?.(() => sequences.persist()),
+      opts.engine.events.onTagged((projectId, tag, firstOffset) => sequences.recordTag(projectId, tag, firstOffset)),
+      opts.engine.events.beforeWalRemove(() => sequences.persist()),
     ]
     : [];
   const ctx: BrokerContext = {
@@ -76,7 +76,7 @@ export async function startKafkaListener(opts: KafkaListenerOptions): Promise<Ka
   if (opts.tls) {
     server.on('tlsClientError', (error) => log(`kafka ${opts.role}: TLS: ${error.message}`));
   }
-  const unsubscribe = opts.engine.onAppend((projectId, collection) => {
+  const unsubscribe = opts.engine.events.onAppend((projectId, collection) => {
     ctx.waiters.notify(projectId, collection);
   });
   await new Promise<void>((resolve, reject) => {

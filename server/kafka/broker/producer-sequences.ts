@@ -117,7 +117,7 @@ export class ProducerSequences {
     return [parsed[1], ...(numbers as [number, number, number, number])];
   }
 
-  /** As record, for a batch the engine reports by its tag (TallyEngine.onTagged). */
+  /** As record, for a batch the engine reports by its tag (TallyEngine.events.onTagged). */
   recordTag(projectId: string, tag: string, firstOffset: number): void {
     const batch = ProducerSequences.parseTag(tag);
     if (batch === null) return;

@@ -19,7 +19,7 @@ export interface TestEngine {
 export async function openTestEngine(dataDir?: string): Promise<TestEngine> {
   const dir = dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tally-kafka-'));
   const engine = await openEngine({ dataDir: dir, fsync: false, queryWorkers: 0 });
-  const project = engine.listProjects()[0] ?? (await engine.createProject('kafka-test'));
+  const project = engine.projects.list()[0] ?? (await engine.projects.create('kafka-test'));
   return {
     engine, project,
     async close(keepDir = false) {

@@ -1,5 +1,5 @@
 /**
- * An in-memory TallyEngine with just what the Kafka broker uses: keys, appendEvents (objects only,
+ * An in-memory TallyEngine with just what the Kafka broker uses: keys, events.append (objects only,
  * svc.id/created_at added), the per-collection log, onAppend and committed offsets. It served
  * while the engine was unfinished; the fixture capture tool still uses it. Tests use the real one.
  */
@@ -21,17 +21,18 @@ export function fakeEngine(): TallyEngine {
   const key = (p: string, c: string) => `${p}/${c}`;
   const logOf = (p: string, c: string) => logs.get(key(p, c)) ?? [];
   const unsupported = (): never => { throw new Error('not in the fake engine'); };
-  const engine = {
-    orgId: 'default', orgKey: 'org', created: true,
-    createProject: unsupported, regenerateKey: unsupported, isAnyMasterKey: () => false,
-    listProjects: () => [project],
-    getProject: (id: string) => (id === project.id ? project : undefined),
+  const projects = {
+    create: unsupported, regenerateKey: unsupported, isAnyMasterKey: () => false,
+    list: () => [project],
+    get: (id: string) => (id === project.id ? project : undefined),
     authenticate(projectId: string, k: string): KeyKind | null {
       if (projectId !== project.id) return null;
       const entry = Object.entries(project.api_keys).find(([, v]) => v === k);
       return entry ? (entry[0] as KeyKind) : null;
     },
-    async appendEvents(projectId: string, events: readonly EventToWrite[], _ctx: WriteContext):
+  };
+  const events = {
+    async append(projectId: string, events: readonly EventToWrite[], _ctx: WriteContext):
       Promise<AppendResult[]> {
       await new Promise((r) => setImmediate(r));
       const touched = new Set<string>();
@@ -53,12 +54,23 @@ export function fakeEngine(): TallyEngine {
       for (const c of touched) for (const l of listeners) l(projectId, c);
       return results;
     },
-    listCollections: (projectId: string) => [...logs.keys()]
+    onAppend(listener: (projectId: string, collection: string) => void) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    replayedTags: () => [],
+    onTagged: () => () => {},
+    beforeWalRemove: () => () => {},
+  };
+  const collections = {
+    list: (projectId: string) => [...logs.keys()]
       .filter((k) => k.startsWith(projectId + '/'))
       .map((k) => ({ name: k.slice(projectId.length + 1), properties: {} })),
-    getCollection: unsupported, scanSource: unsupported, scan: unsupported, query: unsupported,
-    logBounds: (p: string, c: string) => ({ start: 0, end: logOf(p, c).length }),
-    readLog(p: string, c: string, from: number, maxRecords: number, maxBytes: number): LogRecord[] {
+    get: unsupported, scanSource: unsupported, scan: unsupported,
+  };
+  const log = {
+    bounds: (p: string, c: string) => ({ start: 0, end: logOf(p, c).length }),
+    read(p: string, c: string, from: number, maxRecords: number, maxBytes: number): LogRecord[] {
       const out: LogRecord[] = [];
       let bytes = 0;
       for (const r of logOf(p, c).slice(from, from + maxRecords)) {
@@ -73,16 +85,20 @@ export function fakeEngine(): TallyEngine {
       const found = log.find((r) => r.createdAtMs >= ts);
       return found ? found.offset : log.length;
     },
-    onAppend(listener: (projectId: string, collection: string) => void) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    async commitOffsets(p: string, g: string, list: readonly CommittedOffset[]) {
+  };
+  const groups = {
+    async commit(p: string, g: string, list: readonly CommittedOffset[]) {
       const current = (offsets.get(key(p, g)) ?? []).filter(
         (o) => !list.some((n) => n.topic === o.topic && n.partition === o.partition));
       offsets.set(key(p, g), [...current, ...list]);
     },
-    fetchOffsets: (p: string, g: string) => offsets.get(key(p, g)) ?? [],
+    fetch: (p: string, g: string) => offsets.get(key(p, g)) ?? [],
+  };
+  const engine = {
+    created: true,
+    organization: { id: 'default', key: 'org', isOrgKey: (k: string) => k === 'org' },
+    projects, events, collections, log, groups,
+    queries: { run: unsupported },
     flush: async () => {},
     close: async () => {},
   };

@@ -21,7 +21,7 @@ async function open(dataDir: string): Promise<TallyEngine> {
 
 function rowsOf(engine: TallyEngine, project: string, collection: string): string[] {
   const out: string[] = [];
-  for (const chunk of engine.scan(project, collection, 0, 8.64e15)) {
+  for (const chunk of engine.collections.scan(project, collection, 0, 8.64e15)) {
     for (let i = 0; i < chunk.rows; i++) {
       out.push(JSON.stringify(new EventBuilder(chunk, collectionIdKey(project, collection)).event(i)));
     }
@@ -33,38 +33,38 @@ t.test('a fresh data dir gets an org key and a default project whose keys authen
   const dir = tempDir();
   const engine = await open(dir);
   t.ok(engine.created);
-  t.match(engine.orgKey, /^[0-9a-f]{64}$/);
-  const [project] = engine.listProjects();
+  t.match(engine.organization.key, /^[0-9a-f]{64}$/);
+  const [project] = engine.projects.list();
   t.equal(project.name, 'default');
-  t.equal(engine.authenticate(project.id, project.api_keys.master), 'master');
-  t.equal(engine.authenticate(project.id, project.api_keys.write), 'write');
-  t.equal(engine.authenticate(project.id, project.api_keys.read), 'read');
-  t.equal(engine.authenticate(project.id, 'f'.repeat(64)), null);
-  const fresh = await engine.regenerateKey(project.id, 'write');
-  t.equal(engine.authenticate(project.id, project.api_keys.write), null);
-  t.equal(engine.authenticate(project.id, fresh), 'write');
+  t.equal(engine.projects.authenticate(project.id, project.api_keys.master), 'master');
+  t.equal(engine.projects.authenticate(project.id, project.api_keys.write), 'write');
+  t.equal(engine.projects.authenticate(project.id, project.api_keys.read), 'read');
+  t.equal(engine.projects.authenticate(project.id, 'f'.repeat(64)), null);
+  const fresh = await engine.projects.regenerateKey(project.id, 'write');
+  t.equal(engine.projects.authenticate(project.id, project.api_keys.write), null);
+  t.equal(engine.projects.authenticate(project.id, fresh), 'write');
   await engine.close();
   const again = await open(dir);
   t.notOk(again.created);
-  t.equal(again.authenticate(project.id, fresh), 'write');
+  t.equal(again.projects.authenticate(project.id, fresh), 'write');
   await again.close();
 });
 
 t.test('appended events survive a clean restart with their schema', async (t) => {
   const dir = tempDir();
   const engine = await open(dir);
-  const project = engine.listProjects()[0].id;
-  const results = await engine.appendEvents(project, [
+  const project = engine.projects.list()[0].id;
+  const results = await engine.events.append(project, [
     { collection: 'purchases', event: { price: 5, item: { name: 'hat' }, tags: ['a', 'b'] } },
     { collection: 'purchases', event: { price: 'free', 'bad.name': 1 } },
     { collection: 'purchases', event: { price: 7, on: true, nothing: null } },
   ], ctx);
   t.same(results.map((r) => r.ok), [true, false, true]);
-  t.equal(engine.getCollection(project, 'purchases')?.properties.price, 'num');
+  t.equal(engine.collections.get(project, 'purchases')?.properties.price, 'num');
   t.equal(rowsOf(engine, project, 'purchases').length, 2);
   await engine.close();
   const reopened = await open(dir);
-  t.same(reopened.getCollection(project, 'purchases')?.properties, {
+  t.same(reopened.collections.get(project, 'purchases')?.properties, {
     'svc.created_at': 'datetime', 'svc.id': 'string', 'svc.timestamp': 'datetime',
     price: 'num', 'item.name': 'string', tags: 'list', on: 'bool', nothing: 'null',
   });
@@ -77,14 +77,14 @@ t.test('appended events survive a clean restart with their schema', async (t) =>
 t.test('a crash before any flush loses nothing acknowledged (WAL replay), exactly once', async (t) => {
   const dir = tempDir();
   const crashed = await open(dir);
-  const project = crashed.listProjects()[0].id;
+  const project = crashed.projects.list()[0].id;
   const writes = [];
   for (let i = 0; i < 50; i++) {
-    writes.push(crashed.appendEvents(project, [{ collection: 'clicks', event: { n: i } }], ctx));
+    writes.push(crashed.events.append(project, [{ collection: 'clicks', event: { n: i } }], ctx));
   }
   await Promise.all(writes);
   await crashed.flush();
-  await crashed.appendEvents(project, [{ collection: 'clicks', event: { n: 50 } }], ctx);
+  await crashed.events.append(project, [{ collection: 'clicks', event: { n: 50 } }], ctx);
   // No close(): the next open sees the files as a kill -9 would leave them.
   abandonDataDirLock(dir);
   const recovered = await open(dir);
@@ -96,50 +96,50 @@ t.test('a crash before any flush loses nothing acknowledged (WAL replay), exactl
 t.test('an append\'s tag is replayed with its first offset, also for rows a flush put in segments before its WAL file went', async (t) => {
   const dir = tempDir();
   const crashed = await open(dir);
-  const project = crashed.listProjects()[0].id;
+  const project = crashed.projects.list()[0].id;
   const seen: [string, string, number][] = [];
-  crashed.onTagged((p, tag, firstOffset) => seen.push([p, tag, firstOffset]));
-  await crashed.appendEvents(project, [{ collection: 'c', event: { n: 0 } }, { collection: 'c', event: { n: 1 } }], ctx,
+  crashed.events.onTagged((p, tag, firstOffset) => seen.push([p, tag, firstOffset]));
+  await crashed.events.append(project, [{ collection: 'c', event: { n: 0 } }, { collection: 'c', event: { n: 1 } }], ctx,
     { atomic: true, tag: 'first' });
   t.same(seen, [[project, 'first', 0]], 'onTagged has run when the append resolves');
-  await crashed.appendEvents(project, [{ collection: 'c', event: { n: 2 } }], ctx);
+  await crashed.events.append(project, [{ collection: 'c', event: { n: 2 } }], ctx);
   // A hook that fails keeps the flushed records' WAL file: as a crash between manifest and delete.
   let calls = 0;
-  const unregister = crashed.beforeWalRemove(async () => {
+  const unregister = crashed.events.beforeWalRemove(async () => {
     calls++;
     throw new Error('not yet');
   });
   await t.rejects(crashed.flush(), /not yet/);
   t.equal(calls, 1, 'the hook runs before the WAL files are deleted');
   unregister();
-  await crashed.appendEvents(project, [{ collection: 'c', event: { n: 3 } }], ctx, { tag: 'second' });
-  t.same(crashed.replayedTags(), [], 'a fresh data dir replays nothing');
+  await crashed.events.append(project, [{ collection: 'c', event: { n: 3 } }], ctx, { tag: 'second' });
+  t.same(crashed.events.replayedTags(), [], 'a fresh data dir replays nothing');
   // No close(): a kill -9.
   abandonDataDirLock(dir);
   const recovered = await open(dir);
-  t.same(recovered.replayedTags(), [
+  t.same(recovered.events.replayedTags(), [
     { projectId: project, tag: 'first', firstOffset: 0 },
     { projectId: project, tag: 'second', firstOffset: 3 },
   ]);
   t.same(rowsOf(recovered, project, 'c').map((r) => JSON.parse(r).n), [0, 1, 2, 3], 'each row once');
-  await t.rejects(recovered.appendEvents(project, [{ collection: 'c', event: {} }], ctx, { tag: 'x'.repeat(1025) }));
+  await t.rejects(recovered.events.append(project, [{ collection: 'c', event: {} }], ctx, { tag: 'x'.repeat(1025) }));
   await recovered.close();
   const clean = await open(dir);
-  t.same(clean.replayedTags(), [], 'a clean close leaves no WAL record to replay');
+  t.same(clean.events.replayedTags(), [], 'a clean close leaves no WAL record to replay');
   await clean.close();
 });
 
 t.test('uniqueness tokens drop duplicates, also across restarts', async (t) => {
   const dir = tempDir();
   const engine = await open(dir);
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const event = () => ({ collection: 'orders', event: { svc: { uniqueness_token: 'tok-1' }, v: 1 } });
-  t.same((await engine.appendEvents(project, [event(), event()], ctx)).map((r) => r.ok), [true, true]);
+  t.same((await engine.events.append(project, [event(), event()], ctx)).map((r) => r.ok), [true, true]);
   await engine.flush();
-  await engine.appendEvents(project, [{ collection: 'orders', event: { svc: { uniqueness_token: 'tok-2' } } }], ctx);
+  await engine.events.append(project, [{ collection: 'orders', event: { svc: { uniqueness_token: 'tok-2' } } }], ctx);
   abandonDataDirLock(dir);
   const reopened = await open(dir); // crash: tok-2 is only in the WAL, tok-1 in tokens.log
-  await reopened.appendEvents(project, [event(), { collection: 'orders', event: { svc: { uniqueness_token: 'tok-2' } } }], ctx);
+  await reopened.events.append(project, [event(), { collection: 'orders', event: { svc: { uniqueness_token: 'tok-2' } } }], ctx);
   t.equal(rowsOf(reopened, project, 'orders').length, 2);
   await reopened.close();
 });
@@ -147,20 +147,20 @@ t.test('uniqueness tokens drop duplicates, also across restarts', async (t) => {
 t.test('rows are partitioned by day; the log keeps insertion order across partitions', async (t) => {
   const dir = tempDir();
   const engine = await open(dir);
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const base = Date.UTC(2024, 0, 1);
   const events = Array.from({ length: 30 }, (_, i) => ({
     collection: 'hist',
     event: { i, svc: { timestamp: new Date(base + (i % 3) * DAY + i * 1000).toISOString() } },
   }));
-  await engine.appendEvents(project, events, ctx);
+  await engine.events.append(project, events, ctx);
   await engine.flush();
   const days = fs.readdirSync(path.join(dir, 'projects', project, 'hist')).filter((d) => d.startsWith('2024'));
   t.same(days.sort(), ['2024-01-01', '2024-01-02', '2024-01-03']);
-  const source = engine.scanSource(project, 'hist', base + DAY, base + 2 * DAY);
+  const source = engine.collections.scanSource(project, 'hist', base + DAY, base + 2 * DAY);
   t.equal(source.segments.length, 1, 'segments outside the timeframe are pruned');
-  t.same(engine.logBounds(project, 'hist'), { start: 0, end: 30 });
-  const log = engine.readLog(project, 'hist', 5, 10, 1 << 20);
+  t.same(engine.log.bounds(project, 'hist'), { start: 0, end: 30 });
+  const log = engine.log.read(project, 'hist', 5, 10, 1 << 20);
   t.same(log.map((r) => r.offset), [5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
   t.same(log.map((r) => JSON.parse(r.json).i), [5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
   t.match(log[0].id, /^[0-9a-f]{24}$/);
@@ -170,8 +170,8 @@ t.test('rows are partitioned by day; the log keeps insertion order across partit
 t.test('segment files no manifest names (a crash mid-flush) are removed at open', async (t) => {
   const dir = tempDir();
   const engine = await open(dir);
-  const project = engine.listProjects()[0].id;
-  await engine.appendEvents(project, [{ collection: 'c', event: { a: 1 } }], ctx);
+  const project = engine.projects.list()[0].id;
+  await engine.events.append(project, [{ collection: 'c', event: { a: 1 } }], ctx);
   await engine.close();
   const day = fs.readdirSync(path.join(dir, 'projects', project, 'c')).find((d) => d.startsWith('20'))!;
   const orphan = path.join(dir, 'projects', project, 'c', day, 'orphan.arrow.tmp');
@@ -184,11 +184,11 @@ t.test('segment files no manifest names (a crash mid-flush) are removed at open'
 
 t.test('1,000 properties per collection, the 1,001st is refused', async (t) => {
   const engine = await open(tempDir());
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const wide = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`p${i}`, i]));
-  const [ok] = await engine.appendEvents(project, [{ collection: 'wide', event: wide }], ctx);
+  const [ok] = await engine.events.append(project, [{ collection: 'wide', event: wide }], ctx);
   t.ok(ok.ok);
-  const [bad] = await engine.appendEvents(project, [{ collection: 'wide', event: { extra: 1 } }], ctx);
+  const [bad] = await engine.events.append(project, [{ collection: 'wide', event: { extra: 1 } }], ctx);
   t.equal(bad.ok ? null : bad.error.error_code, 'TooManyPropertiesError');
   await engine.close();
 });
@@ -196,24 +196,24 @@ t.test('1,000 properties per collection, the 1,001st is refused', async (t) => {
 t.test('compaction merges a partition\'s small segments and keeps every row and the log order', async (t) => {
   const dir = tempDir();
   const engine = await open(dir);
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   for (let round = 0; round < 10; round++) {
     const events = Array.from({ length: 20 }, (_, i) => ({ collection: 'c', event: { n: round * 20 + i, s: `v${i % 3}` } }));
-    await engine.appendEvents(project, events, ctx);
+    await engine.events.append(project, events, ctx);
     await engine.flush();
   }
   await engine.flush(); // an idle flush runs a compaction step if one is still due
-  const source = engine.scanSource(project, 'c', 0, 8.64e15);
+  const source = engine.collections.scanSource(project, 'c', 0, 8.64e15);
   t.ok(source.segments.length < 10, `compacted to ${source.segments.length} segments`);
   const ns = rowsOf(engine, project, 'c').map((r) => JSON.parse(r).n).sort((a, b) => a - b);
   t.same(ns, Array.from({ length: 200 }, (_, i) => i));
-  const log = engine.readLog(project, 'c', 0, 500, 1 << 24);
+  const log = engine.log.read(project, 'c', 0, 500, 1 << 24);
   t.same(log.map((r) => r.offset), Array.from({ length: 200 }, (_, i) => i));
   await engine.close();
   const reopened = await open(dir);
   t.equal(rowsOf(reopened, project, 'c').length, 200);
   const files = fs.readdirSync(path.join(dir, 'projects', project, 'c'), { recursive: true }) as string[];
-  t.equal(files.filter((f) => f.endsWith('.arrow')).length, reopened.scanSource(project, 'c', 0, 8.64e15).segments.length,
+  t.equal(files.filter((f) => f.endsWith('.arrow')).length, reopened.collections.scanSource(project, 'c', 0, 8.64e15).segments.length,
     'replaced segment files are deleted');
   await reopened.close();
 });
@@ -221,18 +221,18 @@ t.test('compaction merges a partition\'s small segments and keeps every row and 
 t.test('once writes stop, a load\'s worth of buffered rows is flushed without waiting for the flush timer', async (t) => {
   const dir = tempDir();
   const engine = await open(dir); // flush timer: an hour
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const total = 70_000;
   for (let from = 0; from < total; from += 5_000) {
     const events = Array.from({ length: 5_000 }, (_, i) => ({ collection: 'load', event: { n: from + i, id: `u${(from + i) % 977}` } }));
-    await engine.appendEvents(project, events, ctx);
+    await engine.events.append(project, events, ctx);
   }
   t.ok(engine.stats().bufferRows > 0, 'the rows are buffered at first');
   const deadline = Date.now() + 30_000;
   while (engine.stats().bufferRows > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
   t.equal(engine.stats().bufferRows, 0, 'the buffers were flushed once writes stopped');
-  t.ok(engine.scanSource(project, 'load', 0, 8.64e15).segments.length > 0, 'into segments');
-  const small = await engine.appendEvents(project, [{ collection: 'load', event: { n: total } }], ctx);
+  t.ok(engine.collections.scanSource(project, 'load', 0, 8.64e15).segments.length > 0, 'into segments');
+  const small = await engine.events.append(project, [{ collection: 'load', event: { n: total } }], ctx);
   t.ok(small[0].ok);
   await new Promise((resolve) => setTimeout(resolve, 2_500));
   t.equal(engine.stats().bufferRows, 1, 'a trickle of events waits for the flush timer');
@@ -246,14 +246,14 @@ t.test('once writes stop, a load\'s worth of buffered rows is flushed without wa
 t.test('writes wait for a flush while the buffers hold the backlog limit; every row lands once', async (t) => {
   const dir = tempDir();
   const engine = await openEngine({ dataDir: dir, queryWorkers: 0, flushIntervalMs: 3_600_000, writeBacklogRows: 1_000 });
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const batch = 2_500;
   const batches = 12;
   const pending: Promise<unknown>[] = [];
   let bufferedMax = 0;
   for (let b = 0; b < batches; b++) {
     const events = Array.from({ length: batch }, (_, i) => ({ collection: 'fast', event: { n: b * batch + i, s: `s${i % 101}` } }));
-    pending.push(engine.appendEvents(project, events, ctx));
+    pending.push(engine.events.append(project, events, ctx));
     await new Promise((resolve) => setTimeout(resolve, 5)); // acknowledged rows reach the buffers
     bufferedMax = Math.max(bufferedMax, engine.stats().bufferRows);
   }
@@ -271,20 +271,20 @@ t.test('writes wait for a flush while the buffers hold the backlog limit; every 
 t.test('a segment a reader listed stays on disk through compaction until the reader is done', async (t) => {
   const dir = tempDir();
   const engine = await open(dir);
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const append = async (round: number) => {
     const events = Array.from({ length: 20 }, (_, i) => ({ collection: 'c', event: { n: round * 20 + i } }));
-    await engine.appendEvents(project, events, ctx);
+    await engine.events.append(project, events, ctx);
     await engine.flush();
   };
   await append(0);
-  const release = engine.leaseSegments();
-  const [listed] = engine.scanSource(project, 'c', 0, 8.64e15).segments;
+  const release = engine.collections.leaseSegments();
+  const [listed] = engine.collections.scanSource(project, 'c', 0, 8.64e15).segments;
   // Read as a query's cache reads it: columns now, the times only when first asked for.
   const chunk = readSegment(listed.file, ['n']);
   for (let round = 1; round < 10; round++) await append(round);
   await engine.flush();
-  const live = engine.scanSource(project, 'c', 0, 8.64e15).segments.map((s) => s.file);
+  const live = engine.collections.scanSource(project, 'c', 0, 8.64e15).segments.map((s) => s.file);
   t.notOk(live.includes(listed.file), 'compaction replaced the listed segment');
   t.ok(fs.existsSync(listed.file), 'the leased file is still on disk');
   t.equal(chunk.seq[19] - chunk.seq[0], 19, 'its times and offsets still read from it');
@@ -297,8 +297,8 @@ t.test('a segment a reader listed stays on disk through compaction until the rea
 
 t.test('refused events in a batch leave the accepted ones intact, in order', async (t) => {
   const engine = await open(tempDir());
-  const project = engine.listProjects()[0].id;
-  const results = await engine.appendEvents(project, [
+  const project = engine.projects.list()[0].id;
+  const results = await engine.events.append(project, [
     { collection: 'mix', event: { a: 1, s: 'one' } },
     { collection: 'mix', event: { 'bad.name': 1 } },
     { collection: 'mix', event: { a: 2, s: 'x'.repeat(10_000) } },
@@ -307,7 +307,7 @@ t.test('refused events in a batch leave the accepted ones intact, in order', asy
   ], ctx);
   t.same(results.map((r) => (r.ok ? 'ok' : r.error.error_code)),
     ['ok', 'InvalidPropertyNameError', 'InvalidPropertyValueError', 'InvalidCollectionNameError', 'ok']);
-  const chunk = [...engine.scan(project, 'mix', 0, 8.64e15)][0];
+  const chunk = [...engine.collections.scan(project, 'mix', 0, 8.64e15)][0];
   const s = chunk.columns.get('s')!;
   t.same([s.dict![s.str![0]], s.dict![s.str![1]]], ['one', 'four']);
   t.same([chunk.columns.get('a')!.num![0], chunk.columns.get('a')!.num![1]], [1, 4]);
@@ -316,8 +316,8 @@ t.test('refused events in a batch leave the accepted ones intact, in order', asy
 
 t.test('add-ons run after placeholders, on every write, and bad add-on configs are refused', async (t) => {
   const engine = await open(tempDir());
-  const project = engine.listProjects()[0].id;
-  const results = await engine.appendEvents(project, [
+  const project = engine.projects.list()[0].id;
+  const results = await engine.events.append(project, [
     { collection: 'visits', event: {
       client: { ip: '${svc.ip}', ua: '${svc.user_agent}' },
       svc: { addons: [
@@ -334,21 +334,21 @@ t.test('add-ons run after placeholders, on every write, and bad add-on configs a
   t.equal(row.client.ua, 'curl/8.0');
   t.equal(row.client.geo.country_code, 'US');
   t.equal(row.when.year, new Date().getUTCFullYear());
-  t.equal(engine.getCollection(project, 'visits')?.properties['client.geo.city'], 'string');
+  t.equal(engine.collections.get(project, 'visits')?.properties['client.geo.city'], 'string');
   await engine.close();
 });
 
 t.test('query workers keep the write buffer snapshot they were sent and see every newer one', async (t) => {
   const engine = await openEngine({ dataDir: tempDir(), queryWorkers: 2, flushIntervalMs: 3_600_000 });
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const timeframe = { start: '2000-01-01T00:00:00Z', end: '2100-01-01T00:00:00Z' };
   const count = async (collection: string, extra: Record<string, unknown> = {}) =>
-    (await engine.query(project, 'count', { event_collection: collection, timeframe, ...extra }) as { result: unknown }).result;
+    (await engine.queries.run(project, 'count', { event_collection: collection, timeframe, ...extra }) as { result: unknown }).result;
   let expected = 0;
   for (let round = 1; round <= 5; round++) {
     const events = Array.from({ length: round * 100 }, (_, i) => ({ collection: 'a', event: { i, g: i % 3 } }));
-    await engine.appendEvents(project, events, ctx);
-    await engine.appendEvents(project, [{ collection: 'b', event: { round } }], ctx);
+    await engine.events.append(project, events, ctx);
+    await engine.events.append(project, [{ collection: 'b', event: { round } }], ctx);
     expected += round * 100;
     // Several queries on the same snapshot, fanned out over both workers, and another collection between.
     for (let repeat = 0; repeat < 4; repeat++) {
@@ -382,7 +382,7 @@ async function replayCuts(t: Test, dir: string, project: string, before: readonl
     fs.cpSync(dir, image, { recursive: true });
     fs.writeFileSync(path.join(image, 'wal', walFile), whole.subarray(0, cut));
     const engine = await open(image);
-    const log = engine.readLog(project, 'c', 0, 100, 1 << 20);
+    const log = engine.log.read(project, 'c', 0, 100, 1 << 20);
     await engine.close();
     if (cut < whole.length && log.length < kept) break; // the cut reached into an earlier record
     const expected = cut === whole.length ? before : before.slice(0, kept);
@@ -395,11 +395,11 @@ async function replayCuts(t: Test, dir: string, project: string, before: readonl
 t.test('a WAL torn at every byte offset of its last record replays the events before it, with the same svc.id', async (t) => {
   const dir = tempDir();
   const crashed = await open(dir);
-  const project = crashed.listProjects()[0].id;
+  const project = crashed.projects.list()[0].id;
   for (let i = 0; i < 3; i++) {
-    await crashed.appendEvents(project, [{ collection: 'c', event: { n: i, nested: { ok: true, e: {} } } }], ctx);
+    await crashed.events.append(project, [{ collection: 'c', event: { n: i, nested: { ok: true, e: {} } } }], ctx);
   }
-  const before = crashed.readLog(project, 'c', 0, 10, 1 << 20);
+  const before = crashed.log.read(project, 'c', 0, 10, 1 << 20);
   // No close(): the WAL is as a kill -9 leaves it. Its last record holds the last event; every cut
   // inside it must replay exactly the first two events, as they were.
   const checked = await replayCuts(t, dir, project, before, 2, 1);
@@ -410,7 +410,7 @@ t.test('a WAL torn at every byte offset of its last record replays the events be
 t.test('enriched batch bodies, whose WAL records hold add-on results once by reference, replay after a crash and from a torn tail', async (t) => {
   const dir = tempDir();
   const crashed = await open(dir);
-  const project = crashed.listProjects()[0].id;
+  const project = crashed.projects.list()[0].id;
   const addons = [
     { name: 'svc:ip_to_geo', input: { ip: 'ip' }, output: 'geo' },
     { name: 'svc:ua_parser', input: { ua_string: 'ua' }, output: 'agent' },
@@ -425,10 +425,10 @@ t.test('enriched batch bodies, whose WAL records hold add-on results once by ref
   // holds each distinct result's leaves once (the second record's results are the first's again).
   for (const from of [0, 6]) {
     const body = Buffer.from(JSON.stringify({ c: Array.from({ length: 6 }, (_, i) => event(from + i)) }));
-    const result = await crashed.appendBatchBody(project, body, ctx);
+    const result = await crashed.events.appendBatch(project, body, ctx);
     t.ok(result.results.every((r) => r.ok), `body from ${from} stored`);
   }
-  const before = crashed.readLog(project, 'c', 0, 100, 1 << 20);
+  const before = crashed.log.read(project, 'c', 0, 100, 1 << 20);
   t.equal(before.length, 12);
   const first = JSON.parse(before[0].json);
   t.equal(first.geo.country_code, 'US');
@@ -448,9 +448,9 @@ t.test('enriched batch bodies, whose WAL records hold add-on results once by ref
 
 t.test('an event over 900,000 bytes of properties is refused; one under it is stored', async (t) => {
   const engine = await open(tempDir());
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const wide = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, i) => [`p${i}`, 'x'.repeat(9_500)]));
-  const results = await engine.appendEvents(project,
+  const results = await engine.events.append(project,
     [{ collection: 'big', event: wide(80) }, { collection: 'big', event: wide(100) }, { collection: 'big', event: { small: 1 } }], ctx);
   t.same(results.map((r) => r.ok), [true, false, true]);
   const refused = results[1] as { ok: false; error: { error_code: string; message: string } };
@@ -463,7 +463,7 @@ t.test('an event over 900,000 bytes of properties is refused; one under it is st
 t.test('a buffered id column that skips interning answers every analysis exactly, and its segment holds each id once', async (t) => {
   const dir = tempDir();
   const engine = await openEngine({ dataDir: dir, queryWorkers: 2, flushIntervalMs: 3_600_000 });
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const base = Date.UTC(2024, 0, 1);
   // 5,000 distinct users, the first 1,000 of them twice: past the buffer's check (4,096 strings
   // with more than half distinct) the user column appends repeats rather than look them up.
@@ -472,10 +472,10 @@ t.test('a buffered id column that skips interning answers every analysis exactly
     collection: 'visits',
     event: { user: userOf(i), plan: `p${i % 4}`, svc: { timestamp: new Date(base + i * 1000).toISOString() } },
   }));
-  await engine.appendEvents(project, events, ctx);
+  await engine.events.append(project, events, ctx);
   const timeframe = { start: '2024-01-01T00:00:00Z', end: '2024-01-02T00:00:00Z' };
   const query = async (analysis: string, extra: Record<string, unknown>) =>
-    (await engine.query(project, analysis, { event_collection: 'visits', timeframe, ...extra }) as { result: unknown }).result;
+    (await engine.queries.run(project, analysis, { event_collection: 'visits', timeframe, ...extra }) as { result: unknown }).result;
   const twice = (user: string) => Number(user.slice(1)) < 1_000;
   const expectedUsers = Array.from({ length: 5_000 }, (_, i) => `u${i}`).sort();
   const check = async (when: string) => {
@@ -498,7 +498,7 @@ t.test('a buffered id column that skips interning answers every analysis exactly
   };
   await check('in the write buffer');
   await engine.flush();
-  t.equal(engine.scanSource(project, 'visits', base, base + DAY).memory, null, 'the flush left no buffered rows');
+  t.equal(engine.collections.scanSource(project, 'visits', base, base + DAY).memory, null, 'the flush left no buffered rows');
   await check('from the segment');
   const files: string[] = [];
   (function walk(d: string): void {

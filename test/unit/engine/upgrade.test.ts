@@ -33,23 +33,23 @@ for (const [name, tags] of [
     const dir = copyOf(name);
     t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
     let engine = await openEngine({ dataDir: dir, queryWorkers: 0, ingestWorkers: 0 });
-    const project = engine.listProjects()[0]!.id;
-    t.same(engine.replayedTags().map(({ tag, firstOffset }) => ({ tag, firstOffset })), tags, 'WAL tags replayed');
+    const project = engine.projects.list()[0]!.id;
+    t.same(engine.events.replayedTags().map(({ tag, firstOffset }) => ({ tag, firstOffset })), tags, 'WAL tags replayed');
     const extract = async () => {
-      const { result } = await engine.query(project, 'extraction', { event_collection: 'pv', timeframe: TIMEFRAME }) as
+      const { result } = await engine.queries.run(project, 'extraction', { event_collection: 'pv', timeframe: TIMEFRAME }) as
         { result: { n: number; page: string }[] };
       return result.map((event) => event.n).sort((a, b) => a - b);
     };
     t.same(await extract(), [0, 1, 2, 3, 4, 5, 6, 7], 'flushed and WAL-only events, each once');
-    t.same(await engine.query(project, 'count', { event_collection: 'pv', timeframe: TIMEFRAME, group_by: 'page' }), {
+    t.same(await engine.queries.run(project, 'count', { event_collection: 'pv', timeframe: TIMEFRAME, group_by: 'page' }), {
       result: [{ page: '/p0', result: 3 }, { page: '/p1', result: 2 }, { page: '/p9', result: 3 }],
     });
     // A uniqueness token stored by the old code still drops a duplicate.
-    await engine.appendEvents(project, [{ collection: 'pv', event: { n: 99, svc: { timestamp: '2024-01-01T01:00:00Z', uniqueness_token: 't0' } } }], ctx);
+    await engine.events.append(project, [{ collection: 'pv', event: { n: 99, svc: { timestamp: '2024-01-01T01:00:00Z', uniqueness_token: 't0' } } }], ctx);
     t.same(await extract(), [0, 1, 2, 3, 4, 5, 6, 7], 'the old token drops the duplicate');
     await engine.close();
     engine = await openEngine({ dataDir: dir, queryWorkers: 0, ingestWorkers: 0 });
-    t.same(engine.replayedTags(), [], 'the clean close flushed the WAL');
+    t.same(engine.events.replayedTags(), [], 'the clean close flushed the WAL');
     t.same(await extract(), [0, 1, 2, 3, 4, 5, 6, 7], 'the same after a clean close and reopen');
     await engine.close();
   });

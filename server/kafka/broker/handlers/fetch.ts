@@ -1,5 +1,5 @@
 /**
- * Fetch on the outbound listener: topic = a collection's log, read through engine.readLog and sent
+ * Fetch on the outbound listener: topic = a collection's log, read through engine.log.read and sent
  * as one uncompressed RecordBatch per partition (key = svc.id, value = the enriched event JSON,
  * timestamp = svc.created_at; offset gaps are fine). With nothing to return the request parks
  * until an append to one of its collections or max_wait_ms, then reads again.
@@ -75,7 +75,7 @@ function readPartition(
   }
   if (p.fetch_offset === end || budget <= 0) return answer(KafkaError.NONE, start, end);
   const maxBytes = Math.max(1, Math.min(budget, FETCH_PARTITION_BYTES_MAX));
-  const log = ctx.engine.readLog(
+  const log = ctx.engine.log.read(
     session.projectId!, topic, p.fetch_offset, FETCH_RECORDS_MAX, maxBytes);
   return answer(KafkaError.NONE, start, end, log.length === 0 ? EMPTY : batchOf(log));
 }

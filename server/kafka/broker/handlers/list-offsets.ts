@@ -35,8 +35,8 @@ function listOffset(ctx: BrokerContext, session: Session, topic: string, p: List
   const { start, end } = logBoundsOf(ctx, projectId, topic);
   if (p.timestamp === -2) return answer(KafkaError.NONE, start);
   if (p.timestamp === -1) return answer(KafkaError.NONE, end);
-  const offset = end === start ? end : ctx.engine.offsetForTime(projectId, topic, p.timestamp);
+  const offset = end === start ? end : ctx.engine.log.offsetForTime(projectId, topic, p.timestamp);
   if (offset >= end) return answer(KafkaError.NONE, -1, -1);
-  const [record] = ctx.engine.readLog(projectId, topic, offset, 1, 1);
+  const [record] = ctx.engine.log.read(projectId, topic, offset, 1, 1);
   return answer(KafkaError.NONE, record?.offset ?? offset, record?.createdAtMs ?? -1);
 }

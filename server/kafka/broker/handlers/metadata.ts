@@ -27,7 +27,7 @@ export const handleMetadata: Handler = async (ctx, session, request) => {
   const requested = request.body.topics as { name: string }[] | null;
   const all = requested === null || (request.header.api_version === 0 && requested.length === 0);
   const names = all
-    ? ctx.engine.listCollections(session.projectId!).map((c) => c.name)
+    ? ctx.engine.collections.list(session.projectId!).map((c) => c.name)
     : requested.map((t) => t.name);
   const topics = names.map((name) => {
     const error_code = topicNameError(name);

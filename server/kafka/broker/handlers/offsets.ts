@@ -46,7 +46,7 @@ export const handleOffsetCommit: Handler = async (ctx, session, request) => {
       });
     }
   }
-  await ctx.engine.commitOffsets(projectId, b.group_id, offsets);
+  await ctx.engine.groups.commit(projectId, b.group_id, offsets);
   return answer((p) => (tooLarge(p) ? KafkaError.OFFSET_METADATA_TOO_LARGE : KafkaError.NONE));
 };
 
@@ -55,7 +55,7 @@ export const handleOffsetFetch: Handler = async (ctx, session, request) => {
   if (ctx.role !== 'out') {
     return { throttle_time_ms: 0, topics: [], error_code: KafkaError.GROUP_AUTHORIZATION_FAILED };
   }
-  const committed = ctx.engine.fetchOffsets(session.projectId!, b.group_id);
+  const committed = ctx.engine.groups.fetch(session.projectId!, b.group_id);
   const find = (topic: string, partition: number) =>
     committed.find((c) => c.topic === topic && c.partition === partition);
   const requested = b.topics ?? groupTopics(committed);

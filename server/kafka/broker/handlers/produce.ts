@@ -2,7 +2,7 @@
  * Produce on the inbound listener: each record value is one event as JSON, topic = collection.
  * A partition's records are checked first (framing, CRC, compression, JSON objects); any bad record
  * rejects that partition's whole data with 87 INVALID_RECORD and record_errors, nothing stored.
- * Good partitions go to engine.appendEvents in one call; the answer waits for it (durable).
+ * Good partitions go to engine.events.append in one call; the answer waits for it (durable).
  */
 import { ApiError, applyAutofill, isApiError, parseJson } from '../../../../engine/index.js';
 import { BATCH_RECORDS_BYTES_MAX } from '../../../limits.js';
@@ -202,7 +202,7 @@ async function appendPartition(
     : { atomic: true };
   let results;
   try {
-    results = await ctx.engine.appendEvents(projectId, item.events, ctxWrite, options);
+    results = await ctx.engine.events.append(projectId, item.events, ctxWrite, options);
   } catch (error) {
     failOwners(owner, 0, item.events.length, error, ctx);
     return;
@@ -250,7 +250,7 @@ export function logBoundsOf(
   ctx: BrokerContext, projectId: string, collection: string,
 ): { start: number; end: number } {
   try {
-    return ctx.engine.logBounds(projectId, collection);
+    return ctx.engine.log.bounds(projectId, collection);
   } catch (error) {
     if (error instanceof ApiError && error.error_code === 'ResourceNotFoundError') {
       return { start: 0, end: 0 };

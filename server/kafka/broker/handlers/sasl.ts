@@ -48,7 +48,7 @@ function authError(code: number, message: string): Struct {
  * and permitted `writes`; its autofill then goes into every event the connection produces.
  */
 function accessKeyLogin(ctx: BrokerContext, session: Session, projectId: string, password: string): string | null {
-  const access = ctx.engine.findAccessKey(projectId, password);
+  const access = ctx.engine.accessKeys.find(projectId, password);
   if (access === null) return `Invalid project id or key for project "${projectId}".`;
   if (ctx.role !== 'in' || !access.is_active || !access.permitted.includes('writes')) {
     return 'This access key may not use this listener (it needs "writes", is_active, and the inbound listener).';
@@ -68,7 +68,7 @@ export function authenticatePlain(
   if (parts.length !== 3) return 'Malformed SASL/PLAIN token.';
   const [authzid, projectId, password] = parts as [string, string, string];
   if (authzid !== '' && authzid !== projectId) return 'The authorization id must be the username.';
-  const kind = ctx.engine.authenticate(projectId, password);
+  const kind = ctx.engine.projects.authenticate(projectId, password);
   if (kind === null) return accessKeyLogin(ctx, session, projectId, password);
   if (!keyAllowed(ctx.role, kind)) {
     return ctx.role === 'in'

@@ -44,9 +44,9 @@ function rounded(value: unknown): unknown {
 async function answers(engine: TallyEngine, project: string): Promise<unknown[]> {
   const out: unknown[] = [];
   for (const [analysis, params] of QUERIES) {
-    out.push(await engine.query(project, analysis, { event_collection: 'views', timeframe, ...params }));
+    out.push(await engine.queries.run(project, analysis, { event_collection: 'views', timeframe, ...params }));
   }
-  out.push(await engine.query(project, 'funnel', {
+  out.push(await engine.queries.run(project, 'funnel', {
     timeframe,
     steps: [
       { event_collection: 'views', actor_property: 'user' },
@@ -60,7 +60,7 @@ t.test('a store far larger than the memory budget answers every analysis as with
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-budget-'));
   const small = 2 * 1024 * 1024;
   let engine = await openEngine({ dataDir: dir, queryWorkers: 1, memoryBudgetBytes: small, flushIntervalMs: 3_600_000 });
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const random = mulberry32(7);
   const countries = ['US', 'DE', 'FR', 'JP', 'BR'];
   for (let batch = 0; batch < 30; batch++) {
@@ -75,7 +75,7 @@ t.test('a store far larger than the memory budget answers every analysis as with
         svc: { timestamp: new Date(START + Math.floor(random() * 20 * DAY)).toISOString() },
       },
     }));
-    const results = await engine.appendEvents(project, events, ctx);
+    const results = await engine.events.append(project, events, ctx);
     t.equal(results.filter((result) => !result.ok).length, 0);
   }
   await engine.flush();

@@ -17,7 +17,7 @@ function eventsOf(
   collection: string,
 ): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
-  for (const chunk of engine.scan(project, collection, 0, 8.64e15)) {
+  for (const chunk of engine.collections.scan(project, collection, 0, 8.64e15)) {
     const builder = new EventBuilder(chunk, collectionIdKey(project, collection));
     for (let i = 0; i < chunk.rows; i++) out.push(builder.event(i));
   }
@@ -37,20 +37,20 @@ t.test(
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-deletes-'));
     t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
     let engine = await open(dir);
-    const project = engine.listProjects()[0].id;
+    const project = engine.projects.list()[0].id;
     const notified: string[] = [];
-    engine.onDelete((p, c) => notified.push(`${p === project}:${c}`));
+    engine.collections.onDelete((p, c) => notified.push(`${p === project}:${c}`));
     const events = Array.from({ length: 100 }, (_, i) => ({
       collection: 'c',
       event: { n: i, odd: i % 2 === 1, pii: { email: `u${i}@x` } },
     }));
-    await engine.appendEvents(project, events, ctx);
+    await engine.events.append(project, events, ctx);
     await engine.flush();
-    await engine.deleteEvents(project, 'c', {
+    await engine.collections.deleteEvents(project, 'c', {
       filters: [{ property_name: 'odd', operator: 'eq', property_value: true }],
     });
-    await engine.deleteProperty(project, 'c', 'pii');
-    await engine.appendEvents(
+    await engine.collections.deleteProperty(project, 'c', 'pii');
+    await engine.events.append(
       project,
       [{ collection: 'c', event: { n: 1000, odd: true, pii: { email: 'late@x' } } }],
       ctx,
@@ -86,18 +86,18 @@ t.test(
       seen.filter((e) => e.n !== 1000).every((e) => !('pii' in e)),
       'rewritten raw JSON lacks the property',
     );
-    const count = (await engine.query(project, 'count', {
+    const count = (await engine.queries.run(project, 'count', {
       event_collection: 'c',
       timeframe: { start: '2000-01-01', end: '2100-01-01' },
     })) as { result: number };
     t.equal(count.result, 51);
-    await engine.deleteEvents(project, 'c', {});
-    t.equal(engine.getCollection(project, 'c'), undefined);
+    await engine.collections.deleteEvents(project, 'c', {});
+    t.equal(engine.collections.get(project, 'c'), undefined);
     t.same(eventsOf(engine, project, 'c'), []);
     await engine.close();
     engine = await open(dir);
     t.equal(
-      engine.getCollection(project, 'c'),
+      engine.collections.get(project, 'c'),
       undefined,
       'the collection delete survives reopening',
     );
@@ -111,8 +111,8 @@ t.test(
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-deletes-'));
     t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
     const engine = await open(dir);
-    const project = engine.listProjects()[0].id;
-    await engine.appendEvents(
+    const project = engine.projects.list()[0].id;
+    await engine.events.append(
       project,
       Array.from({ length: 10 }, (_, i) => ({ collection: 'c', event: { n: i } })),
       ctx,
@@ -123,7 +123,7 @@ t.test(
         fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'),
       ).collections[0].segments.map((s: { file: string }) => s.file);
     const before = files();
-    await engine.deleteEvents(project, 'c', {
+    await engine.collections.deleteEvents(project, 'c', {
       filters: [{ property_name: 'n', operator: 'eq', property_value: 99 }],
     });
     await engine.flush();

@@ -72,7 +72,7 @@ function summary(result: BatchAppendResult): unknown {
 }
 
 function storedRows(engine: TallyEngine, project: string, collection: string): unknown[] {
-  return engine.readLog(project, collection, 0, 10_000, 1 << 30).map((record) => {
+  return engine.log.read(project, collection, 0, 10_000, 1 << 30).map((record) => {
     const event = JSON.parse(record.json) as { svc: Record<string, unknown> };
     delete event.svc.id; // random per event
     return { offset: record.offset, createdAtMs: record.createdAtMs, event };
@@ -83,7 +83,7 @@ function storedRows(engine: TallyEngine, project: string, collection: string): u
 function columnValues(engine: TallyEngine, project: string, collection: string): Record<string, unknown[]> {
   const out: Record<string, unknown[]> = {};
   let before = 0;
-  for (const chunk of engine.scan(project, collection, 0, 8.64e15)) {
+  for (const chunk of engine.collections.scan(project, collection, 0, 8.64e15)) {
     for (const column of chunk.columns.values()) {
       const values = (out[column.path] ??= []);
       for (let row = 0; row < chunk.rows; row++) {
@@ -102,12 +102,12 @@ t.test('ingest workers and the in-thread path agree on every result, row and sch
   const inThread = await open(0);
   const onWorker = await open(1);
   t.teardown(() => Promise.all([inThread.close(), onWorker.close()]));
-  const project = (engine: TallyEngine) => engine.listProjects()[0]!.id;
+  const project = (engine: TallyEngine) => engine.projects.list()[0]!.id;
   for (const seed of [1, 2, 3]) {
     const body = Buffer.from(batchBody(seed));
     t.ok(body.length >= INGEST_WORKER_BODY_BYTES_MIN, 'the body is large enough to go to a worker');
-    const expected = await inThread.appendBatchBody(project(inThread), Buffer.from(body), ctx);
-    const got = await onWorker.appendBatchBody(project(onWorker), body, ctx);
+    const expected = await inThread.events.appendBatch(project(inThread), Buffer.from(body), ctx);
+    const got = await onWorker.events.appendBatch(project(onWorker), body, ctx);
     t.same(summary(got), summary(expected), `seed ${seed}: the same results`);
     const refused = expected.results.filter((r) => !r.ok).length;
     t.ok(refused > 20 && refused < expected.results.length - 500, `seed ${seed}: ${refused} refused, most stored`);
@@ -118,10 +118,10 @@ t.test('ingest workers and the in-thread path agree on every result, row and sch
     t.same(rows, storedRows(inThread, project(inThread), collection), `${collection}: the same stored rows`);
     t.same(columnValues(onWorker, project(onWorker), collection), columnValues(inThread, project(inThread), collection),
       `${collection}: the same column values`);
-    t.same(onWorker.getCollection(project(onWorker), collection), inThread.getCollection(project(inThread), collection),
+    t.same(onWorker.collections.get(project(onWorker), collection), inThread.collections.get(project(inThread), collection),
       `${collection}: the same schema`);
   }
-  t.same(onWorker.listCollections(project(onWorker)).map((c) => c.name), inThread.listCollections(project(inThread)).map((c) => c.name));
+  t.same(onWorker.collections.list(project(onWorker)).map((c) => c.name), inThread.collections.list(project(inThread)).map((c) => c.name));
 });
 
 t.test('a large body that is not a batch is refused with the in-thread path\'s error', async (t) => {
@@ -137,7 +137,7 @@ t.test('a large body that is not a batch is refused with the in-thread path\'s e
   ];
   for (const body of bodies) {
     const refusal = async (engine: TallyEngine) => {
-      const error = await engine.appendBatchBody(engine.listProjects()[0]!.id, Buffer.from(body), ctx)
+      const error = await engine.events.appendBatch(engine.projects.list()[0]!.id, Buffer.from(body), ctx)
         .then(() => null, (e: { error_code: string; message: string }) => e);
       return error && `${error.error_code}: ${error.message}`;
     };
@@ -152,7 +152,7 @@ t.test('a body of plain events, read by the fast path on either thread, is store
   const inThread = await open(0);
   const onWorker = await open(1);
   t.teardown(() => Promise.all([general.close(), inThread.close(), onWorker.close()]));
-  const project = (engine: TallyEngine) => engine.listProjects()[0]!.id;
+  const project = (engine: TallyEngine) => engine.projects.list()[0]!.id;
   const random = mulberry32(5);
   // As text, so that it holds what JSON.stringify cannot write (-0); the general path gets JSON.parse of it.
   const event = (i: number): string => `{"user_id":"u${Math.floor(random() * 1e6)}","price":${Math.round(random() * 1e4) / 100},` +
@@ -165,20 +165,20 @@ t.test('a body of plain events, read by the fast path on either thread, is store
   const body = Buffer.from(text);
   t.ok(body.length >= INGEST_WORKER_BODY_BYTES_MIN, 'the body is large enough to go to a worker');
   t.not(new FastBatchReader().read(body, ctx, NOW, newLeaves()), null, 'the fast path takes this body');
-  const expected = await general.appendEvents(project(general), [
+  const expected = await general.events.append(project(general), [
     ...views.map((event) => ({ collection: 'views', event })),
     ...clicks.map((event) => ({ collection: 'clicks', event })),
   ], ctx);
   const exactValues = (engine: TallyEngine, collection: string) => Object.fromEntries(Object.entries(columnValues(engine, project(engine), collection))
     .map(([path, values]) => [path, values.map((value) => (Object.is(value, -0) ? '-0' : value))]));
   for (const engine of [inThread, onWorker]) {
-    const got = await engine.appendBatchBody(project(engine), Buffer.from(body), ctx);
+    const got = await engine.events.appendBatch(project(engine), Buffer.from(body), ctx);
     t.same(summary(got), summary({ collections: [['views', 3_000], ['clicks', 600]], results: expected }), 'the same results');
     for (const collection of ['views', 'clicks']) {
       t.strictSame(storedRows(engine, project(engine), collection), storedRows(general, project(general), collection),
         `${collection}: the same stored rows`);
       t.strictSame(exactValues(engine, collection), exactValues(general, collection), `${collection}: the same column values`);
-      t.same(engine.getCollection(project(engine), collection), general.getCollection(project(general), collection),
+      t.same(engine.collections.get(project(engine), collection), general.collections.get(project(general), collection),
         `${collection}: the same schema`);
     }
   }

@@ -57,14 +57,14 @@ function stripServerFields(event: Record<string, unknown>): Record<string, unkno
 }
 
 async function extraction(engine: TallyEngine, project: string, collection: string): Promise<Record<string, unknown>[]> {
-  const got = await engine.query(project, 'extraction', {
+  const got = await engine.queries.run(project, 'extraction', {
     event_collection: collection, timeframe: { start: '2024-01-01T00:00:00Z', end: '2025-01-01T00:00:00Z' },
   }) as { result: Record<string, unknown>[] };
   return got.result;
 }
 
 function logEvents(engine: TallyEngine, project: string, collection: string): Record<string, unknown>[] {
-  return engine.readLog(project, collection, 0, 1_000_000, 1 << 30).map((record) => {
+  return engine.log.read(project, collection, 0, 1_000_000, 1 << 30).map((record) => {
     const event = JSON.parse(record.json) as Record<string, unknown>;
     if ((event.svc as { id: string }).id !== record.id) throw new Error('the record key is not svc.id');
     return event;
@@ -84,9 +84,9 @@ async function check(t: Test, engine: TallyEngine, project: string, collection: 
 t.test('events rebuilt from columns equal what was sent: buffer, segments, reopen', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-event-json-'));
   let engine = await openEngine({ dataDir: dir, queryWorkers: 0, flushIntervalMs: 3_600_000 });
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const sent = awkwardEvents();
-  const results = await engine.appendEvents(project,
+  const results = await engine.events.append(project,
     sent.map((event) => ({ collection: 'awkward', event: structuredClone(event) })), ctx);
   t.same(results.filter((result) => !result.ok), [], 'every event is accepted');
   await check(t, engine, project, 'awkward', sent, 'write buffer');
@@ -101,7 +101,7 @@ t.test('events rebuilt from columns equal what was sent: buffer, segments, reope
 t.test('a batch body prepared on an ingest worker round-trips too, add-on config and results included', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-event-json-'));
   const engine = await openEngine({ dataDir: dir, queryWorkers: 0, ingestWorkers: 1, flushIntervalMs: 3_600_000 });
-  const project = engine.listProjects()[0].id;
+  const project = engine.projects.list()[0].id;
   const addons = [{ name: 'svc:url_parser', input: { url: 'page' }, output: 'parsed' }];
   const sent: Record<string, unknown>[] = [];
   const awkward = awkwardEvents();
@@ -114,7 +114,7 @@ t.test('a batch body prepared on an ingest worker round-trips too, add-on config
   }
   const body = Buffer.from(JSON.stringify({ batch: sent }));
   t.ok(body.length > 64 * 1024);
-  const { results } = await engine.appendBatchBody(project, body, ctx);
+  const { results } = await engine.events.appendBatch(project, body, ctx);
   t.same(results.filter((result) => !result.ok), []);
   await engine.flush();
   const extracted = await extraction(engine, project, 'batch');
@@ -136,9 +136,9 @@ t.test('events replayed from the WAL after a crash equal what was sent: in-threa
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-event-json-'));
   const options = { dataDir: dir, queryWorkers: 0, ingestWorkers: 1, flushIntervalMs: 3_600_000 };
   const crashed = await openEngine(options);
-  const project = crashed.listProjects()[0].id;
+  const project = crashed.projects.list()[0].id;
   const sent = awkwardEvents();
-  const results = await crashed.appendEvents(project,
+  const results = await crashed.events.append(project,
     sent.map((event) => ({ collection: 'awkward', event: structuredClone(event) })), ctx);
   t.same(results.filter((result) => !result.ok), [], 'every event is accepted');
   const batch: Record<string, unknown>[] = [];
@@ -150,7 +150,7 @@ t.test('events replayed from the WAL after a crash equal what was sent: in-threa
   }
   const body = Buffer.from(JSON.stringify({ batch }));
   t.ok(body.length > 64 * 1024, 'large enough for an ingest worker');
-  t.same((await crashed.appendBatchBody(project, body, ctx)).results.filter((result) => !result.ok), []);
+  t.same((await crashed.events.appendBatch(project, body, ctx)).results.filter((result) => !result.ok), []);
   const before = logEvents(crashed, project, 'batch');
   // No close() and no flush: every row is in the WAL only, as a kill -9 leaves it.
   abandonDataDirLock(dir);

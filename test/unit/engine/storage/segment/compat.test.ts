@@ -18,9 +18,9 @@ t.test('a layout-1 store answers queries and extractions from its columns', asyn
   fs.cpSync(FIXTURE, dir, { recursive: true });
   const engine = await openEngine({ dataDir: dir, queryWorkers: 0, ingestWorkers: 0, orgKey: 'a'.repeat(64) });
   const timeframe = { start: '2024-01-01T00:00:00Z', end: '2024-01-02T00:00:00Z' };
-  t.same(await engine.query(PROJECT, 'count', { event_collection: 'old', timeframe }), { result: 2 });
-  t.same(await engine.query(PROJECT, 'sum', { event_collection: 'old', timeframe, target_property: 'n' }), { result: 3 });
-  const { result } = await engine.query(PROJECT, 'extraction', { event_collection: 'old', timeframe }) as
+  t.same(await engine.queries.run(PROJECT, 'count', { event_collection: 'old', timeframe }), { result: 2 });
+  t.same(await engine.queries.run(PROJECT, 'sum', { event_collection: 'old', timeframe, target_property: 'n' }), { result: 3 });
+  const { result } = await engine.queries.run(PROJECT, 'extraction', { event_collection: 'old', timeframe }) as
     { result: Record<string, unknown>[] };
   t.same(result.map(({ svc: _svc, ...rest }) => rest), [
     { n: 1, s: 'x', nested: { a: true } },

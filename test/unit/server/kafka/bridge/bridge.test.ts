@@ -29,13 +29,13 @@ t.test('bridge: external topic → engine → enriched topic', async (t) => {
   await producer.send({ topic: 'clicks', messages: [4, 5].map((n) => ({ value: JSON.stringify({ n }) })) });
   await producer.disconnect();
 
-  await waitFor(() => a.engine.logBounds(a.project.id, 'clicks').end === 5, 20_000);
-  const copied = a.engine.readLog(a.project.id, 'clicks', 0, 10, 1 << 20).map((r) => JSON.parse(r.json).n);
+  await waitFor(() => a.engine.log.bounds(a.project.id, 'clicks').end === 5, 20_000);
+  const copied = a.engine.log.read(a.project.id, 'clicks', 0, 10, 1 << 20).map((r) => JSON.parse(r.json).n);
   t.same(copied.sort(), [1, 2, 3, 4, 5], 'the bridge appended every external record to the engine');
 
-  await waitFor(() => b.te.engine.logBounds(b.te.project.id, 'enriched.clicks').end === 5, 20_000)
+  await waitFor(() => b.te.engine.log.bounds(b.te.project.id, 'enriched.clicks').end === 5, 20_000)
     .catch(() => t.fail(`enriched events did not arrive: ${logs.join(' | ')}`));
-  const out = b.te.engine.readLog(b.te.project.id, 'enriched.clicks', 0, 10, 1 << 20).map((r) => JSON.parse(r.json));
+  const out = b.te.engine.log.read(b.te.project.id, 'enriched.clicks', 0, 10, 1 << 20).map((r) => JSON.parse(r.json));
   t.same(out.map((e) => e.n).sort(), [1, 2, 3, 4, 5], 'enriched events reached the outbound topic');
 });
 

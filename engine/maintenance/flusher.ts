@@ -1,0 +1,227 @@
+/**
+ * Flush and compaction: when buffered rows go to segments, when small segments are merged, and
+ * when writes wait for room. One flush runs at a time; compaction and delete rewrites run inside
+ * it, so they never overlap. The WAL files a flush replaces are deleted only after the segments
+ * and the manifest that list their rows are durable.
+ */
+import type { Logger } from '../base/logger.js';
+import { collectGarbage } from '../base/memory.js';
+import {
+  BUDGET_CHECK_ROWS, COMPACTION_QUERY_IDLE_MS, FLUSH_ERROR_LOG_MS, QUIET_COLLECT_ROWS, WRITE_QUIET_MS,
+} from '../base/limits.js';
+import type { CollectionStore, FlushPlan } from '../storage/collection.js';
+import type { SegmentPool } from '../storage/segment-pool.js';
+import type { StoreSet } from '../storage/store-set.js';
+import type { Wal } from '../wal/wal.js';
+
+export interface FlusherDeps {
+  readonly stores: StoreSet;
+  readonly wal: Wal;
+  readonly segmentPool: SegmentPool;
+  /** The write path: appends in flight, and when the last one started (performance.now()). */
+  readonly writes: { readonly busy: boolean; readonly lastWriteMs: number; settled(): Promise<void> };
+  /** Milliseconds since the last query ran (compaction waits for a pause). */
+  readonly queriesIdleMs: () => number;
+  /** One step of the background delete rewrites (deletes/manager.ts). */
+  readonly rewriteDeletes: () => Promise<void>;
+  /** Segment files a compaction replaced: dropped from the log view's cache, then retired. */
+  readonly replaced: (files: readonly string[]) => void;
+  /** Awaited before the WAL files of a flush are deleted (EventService.beforeWalRemove). */
+  readonly beforeWalRemove: () => Promise<void>;
+  /** Lets the ingest workers collect their garbage once writes stop. */
+  readonly writesStopped: () => void;
+  readonly logger: Logger;
+  /** The write buffers' share of the memory budget, in bytes. */
+  readonly bufferBytes: number;
+  /** Buffered rows past which writes wait for a flush. */
+  readonly backlogRows: number;
+  readonly isClosed: () => boolean;
+}
+
+export class Flusher {
+  private flushing: Promise<void> | null = null;
+  /** A flush was asked for while one ran: the running one goes round once more. */
+  private flushWanted = false;
+  /** The last flush failed (reportError); the next one that writes its segments clears it. */
+  private failing = false;
+  private errorLoggedAt = -Infinity;
+  /** Rows appended since the buffers' bytes were last added up. */
+  private rowsSinceBudgetCheck = 0;
+  /** Writes waiting for room in the write buffers (roomForWrites), woken after each flush. */
+  private readonly roomWaiters: (() => void)[] = [];
+  private timers: NodeJS.Timeout[] = [];
+  failures = 0;
+  writesHeldBack = 0;
+
+  constructor(private readonly deps: FlusherDeps) {}
+
+  /** Flushes every `intervalMs`, and as soon as writes stop after a load (flushIfQuiet). */
+  start(intervalMs: number): void {
+    this.timers = [setInterval(() => this.flushInBackground(), intervalMs), setInterval(() => this.flushIfQuiet(), WRITE_QUIET_MS)];
+    for (const timer of this.timers) timer.unref();
+  }
+
+  stop(): void {
+    for (const timer of this.timers) clearInterval(timer);
+  }
+
+  flush(): Promise<void> {
+    if (this.flushing !== null) {
+      this.flushWanted = true;
+      return this.flushing;
+    }
+    this.flushing = (async () => {
+      do {
+        this.flushWanted = false;
+        await this.flushNow();
+      } while (this.flushWanted);
+    })().finally(() => {
+      this.flushing = null;
+      this.wakeWriters();
+    });
+    return this.flushing;
+  }
+
+  /** A flush whose failure is reported (logged, counted, retried by the next), not thrown. */
+  flushInBackground(): void {
+    void this.flush().catch(this.reportError);
+  }
+
+  /** Resolves once no flush (nor the compaction and rewrite inside it) is running. */
+  async idle(): Promise<void> {
+    while (this.flushing !== null) await this.flushing.catch(() => undefined);
+  }
+
+  /** Flushes when the write buffers together pass their share of the memory budget. */
+  rowsAdded(rows: number): void {
+    this.rowsSinceBudgetCheck += rows;
+    if (this.rowsSinceBudgetCheck < BUDGET_CHECK_ROWS) return;
+    this.rowsSinceBudgetCheck = 0;
+    if (this.deps.stores.bufferedBytes() > this.deps.bufferBytes) this.flushInBackground();
+  }
+
+  /**
+   * Null when the write buffers have room; otherwise a flush is asked for and the promise resolves
+   * after it, and the caller tries again. The buffers fill past BUFFER_ROWS_MAX only while a flush
+   * waits behind a merge on the segment worker; without this a load kept writing into them and the
+   * write thread's memory grew by the merge's duration times the ingest rate (bench/scale, 50M
+   * events: its heap and arrays reached 1.1 GB). Writes are not held back while flushes fail (a
+   * full disk): they would only retry a failing flush.
+   */
+  roomForWrites(): Promise<void> | null {
+    if (this.failing || this.deps.isClosed()) return null;
+    if (this.deps.stores.bufferedRows() < this.deps.backlogRows) return null;
+    this.writesHeldBack++;
+    this.flushInBackground();
+    return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  private wakeWriters(): void {
+    for (const wake of this.roomWaiters.splice(0)) wake();
+  }
+
+  private readonly reportError = (error: unknown): void => {
+    this.failures++;
+    this.failing = true;
+    this.wakeWriters();
+    const now = Date.now();
+    if (now - this.errorLoggedAt < FLUSH_ERROR_LOG_MS) return;
+    this.errorLoggedAt = now;
+    const code = (error as { code?: unknown })?.code;
+    this.deps.logger.write('error', 'flush failed: rows stay in the WAL and the buffers; retried every flush', {
+      error: typeof code === 'string' ? `${code}: ${(error as Error).message}` : (error as Error)?.stack ?? String(error),
+      failures: this.failures,
+    });
+  };
+
+  /**
+   * Rotates the WAL, waits until every append written to the closed files is in a buffer, writes
+   * the buffers as segments (on the segment worker, while writes go on), swaps them in, commits the
+   * manifest, and only then deletes the closed WAL files. Then one compaction step, if any is due.
+   */
+  private async flushNow(): Promise<void> {
+    await this.flushBuffers();
+    // After flushBuffers has returned, so that nothing of its frame (the flushed chunks'
+    // dictionaries) is still reachable when the collection runs.
+    this.releaseQuietBuffers();
+    await this.compactStep();
+    if (!this.deps.isClosed()) await this.deps.rewriteDeletes();
+  }
+
+  private async flushBuffers(): Promise<void> {
+    const { stores, wal, writes } = this.deps;
+    if (!writes.busy && stores.bufferedRows() === 0) return;
+    const closedIndex = await wal.rotate();
+    await writes.settled();
+    const plans: { store: CollectionStore; plan: FlushPlan }[] = [];
+    for (const store of [...stores.values()]) {
+      const plan = await store.planFlush();
+      if (plan !== null) plans.push({ store, plan });
+    }
+    const footers = await Promise.all(plans.map(({ plan }) =>
+      this.deps.segmentPool.run({ op: 'write', chunk: plan.chunk, parts: plan.parts, schema: plan.schema })));
+    plans.forEach(({ store, plan }, i) => store.finishFlush(plan, footers[i]));
+    stores.commitManifest();
+    this.failing = false;
+    this.wakeWriters();
+    // What was derived from the records' tags (the Kafka producer state) is made durable before
+    // the records go; a failure leaves the WAL files for the next flush.
+    await this.deps.beforeWalRemove();
+    await wal.removeUpTo(closedIndex);
+  }
+
+  /**
+   * Flushes as soon as writes stop, when the buffers hold a load's worth of rows, rather than at
+   * the next tick of the flush timer: the rows go to segments and the buffers' memory is let go
+   * (releaseQuietBuffers) before the queries that follow a load fill their caches.
+   */
+  private flushIfQuiet(): void {
+    const { writes } = this.deps;
+    if (this.deps.isClosed() || writes.busy) return;
+    if (performance.now() - writes.lastWriteMs < WRITE_QUIET_MS) return;
+    if (this.deps.stores.bufferedRows() >= QUIET_COLLECT_ROWS) this.flushInBackground();
+  }
+
+  /**
+   * Once writes stop, the buffers' arrays and the strings of the rows they held (a load's worth,
+   * hundreds of MB at 200,000 events/s) are garbage, but V8 returns the memory only at its next
+   * full collection, which on a quiet write thread may come many seconds later: meanwhile queries
+   * fill their caches on top of it (bench/scale, 10M: the peak RSS came right there). So the first
+   * flush that leaves the buffers empty lets their arrays go and collects at once.
+   */
+  private releaseQuietBuffers(): void {
+    if (this.deps.writes.busy) return;
+    let rows = 0;
+    for (const store of this.deps.stores.values()) rows += store.buffer.trim();
+    if (rows < QUIET_COLLECT_ROWS) return;
+    collectGarbage();
+    this.deps.writesStopped();
+  }
+
+  /**
+   * Merges small segments, one partition at a time, until none is due; each merge waits until no
+   * query has run for COMPACTION_QUERY_IDLE_MS, so compaction takes the cores only when queries
+   * leave them. Runs within a flush, so flushes and merges never overlap.
+   */
+  private async compactStep(): Promise<void> {
+    while (!this.deps.isClosed()) {
+      if (this.flushWanted) return; // a flush asked for while this one waits goes first
+      const due = [...this.deps.stores.values()].find((store) => store.planCompaction() !== null);
+      if (due === undefined) return;
+      const idle = this.deps.queriesIdleMs();
+      if (idle < COMPACTION_QUERY_IDLE_MS) {
+        await new Promise((resolve) => setTimeout(resolve, COMPACTION_QUERY_IDLE_MS - idle));
+        continue;
+      }
+      const plan = due.planCompaction();
+      if (plan === null) continue;
+      const [footer] = await this.deps.segmentPool.run({ op: 'compact', ...plan });
+      const replaced = due.finishCompaction(plan, footer);
+      this.deps.stores.commitManifest();
+      // Removed once no query or extraction that listed them is still reading.
+      this.deps.replaced(replaced);
+      // Writes waiting for a flush (a full buffer) go first.
+      if (this.deps.writes.busy || this.flushWanted) return;
+    }
+  }
+}

@@ -1,0 +1,48 @@
+/** The numbers an operator watches (EngineStats), added up from the services on each call. */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { MemoryPlan } from '../base/memory.js';
+import type { Flusher } from '../maintenance/flusher.js';
+import type { QueryService } from '../query/service.js';
+import type { StoreSet } from '../storage/store-set.js';
+import type { EngineStats } from '../types.js';
+import type { Wal } from '../wal/wal.js';
+import type { WritePath } from '../write/write-path.js';
+
+export interface StatsSources {
+  readonly stores: StoreSet;
+  readonly writes: WritePath;
+  readonly wal: Wal;
+  readonly flusher: Flusher;
+  readonly queries: QueryService;
+  readonly memory: MemoryPlan;
+}
+
+export function engineStats({ stores, writes, wal, flusher, queries, memory }: StatsSources): EngineStats {
+  let bufferRows = 0, segments = 0, segmentRows = 0, segmentBytes = 0, compactionBacklog = 0;
+  for (const store of stores.values()) {
+    bufferRows += store.buffer.rows;
+    const perDay = new Map<string, number>();
+    for (const segment of store.segments) {
+      segments++;
+      segmentRows += segment.footer.rows;
+      try {
+        segmentBytes += fs.statSync(segment.file).size;
+      } catch {
+        // Replaced by a compaction since the list was read: its successor is counted next time.
+      }
+      const day = path.basename(path.dirname(segment.file));
+      perDay.set(day, (perDay.get(day) ?? 0) + 1);
+    }
+    for (const count of perDay.values()) if (count > 1) compactionBacklog++;
+  }
+  const depths = queries.depths();
+  return {
+    eventsAccepted: writes.accepted, eventsRefused: writes.refused, eventsFailed: writes.failed,
+    walFailures: wal.stats.failures, walRecoveries: wal.stats.recoveries, flushFailures: flusher.failures,
+    writesHeldBack: flusher.writesHeldBack,
+    queriesRunning: depths.running, queriesWaiting: depths.waiting,
+    bufferRows, segments, segmentRows, segmentBytes, compactionBacklog,
+    memoryBudgetBytes: memory.budgetBytes,
+  };
+}
