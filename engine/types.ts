@@ -6,7 +6,6 @@ import type { Logger } from './base/logger.js';
 import type { SavedQuery } from './catalog/saved-queries.js';
 import type { AccessKey } from './catalog/access-keys.js';
 import type { DatasetView } from './catalog/datasets.js';
-import type { ApiError } from './base/errors.js';
 import type { ColumnChunk, SchemaType, ScanSource } from './storage/chunk.js';
 import type { ExtractionJob } from './query/jobs.js';
 import type { FilterNode } from './query/plan.js';
@@ -16,53 +15,10 @@ export type { ExtractionJob } from './query/jobs.js';
 import type { KeyKind, ProjectInfo } from './catalog/project-info.js';
 
 export type { KeyKind, ProjectInfo };
-
-/** Where a write came from: fills the ${svc.ip} and ${svc.user_agent} placeholders. */
-export interface WriteContext {
-  readonly ip: string;
-  readonly userAgent: string;
-}
-
-export interface EventToWrite {
-  readonly collection: string;
-  /** The parsed JSON value the client sent; validated by the engine (need not be an object). */
-  readonly event: unknown;
-}
-
-/**
- * Result of one event of an append, in submission order: its log offset, or -1 when it was not
- * stored though valid (a duplicate uniqueness token, or another event refused in an atomic append).
- */
-export type AppendResult =
-  | { readonly ok: true; readonly offset: number }
-  | { readonly ok: false; readonly error: ApiError };
-
-export interface BatchAppendResult {
-  /** Collection names in body order, each with its number of events. */
-  readonly collections: readonly (readonly [string, number])[];
-  /** One per event, in body order. */
-  readonly results: readonly AppendResult[];
-}
-
-export interface AppendOptions {
-  /** One refused event means none of the call's events is stored (a Kafka produce batch). */
-  readonly atomic?: boolean;
-  /**
-   * Opaque text (at most 1024 utf8 bytes) written in the call's WAL record, atomically with its
-   * events, and handed back by replayedTags() if the record is replayed after a restart. The
-   * Kafka listener puts an idempotent batch's producer fields here. No record (and so no tag)
-   * is written when none of the events is stored.
-   */
-  readonly tag?: string;
-}
-
-/** A tag (AppendOptions.tag) found in a WAL record replayed when the engine opened. */
-export interface ReplayedTag {
-  readonly projectId: string;
-  readonly tag: string;
-  /** The log offset of the record's first event (the call's first stored event). */
-  readonly firstOffset: number;
-}
+export type { EventToWrite, WriteContext } from './ingest/event-preparer.js';
+export type { AppendOptions, AppendResult, BatchAppendResult, ReplayedTag } from './write/results.js';
+import type { EventToWrite, WriteContext } from './ingest/event-preparer.js';
+import type { AppendOptions, AppendResult, BatchAppendResult, ReplayedTag } from './write/results.js';
 
 export interface CollectionSchema {
   readonly name: string;

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { DataDirError, jsonLogger, openEngine, type Logger, type TallyEngine } from '../engine/index.js';
 import { ConfigError, readConfig, usage, type Config } from './config.js';
 import { startHttp, type HttpListener } from './http/listen.js';
-import { Metrics } from './metrics.js';
+import { Metrics } from './common/metrics.js';
 import { bannerText, keysNotShown, keysText, markKeysNotShown, markKeysShown, readKeys } from './keys.js';
 import { StartupError, checkDataDir, listenError } from './startup.js';
 

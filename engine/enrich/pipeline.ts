@@ -34,7 +34,7 @@ import { createUrlParser } from './addons/url-parser.js';
 import {
   ADDONS_PER_EVENT_MAX, FRAGMENT_CACHE_ENTRIES_MAX, FRAGMENT_KEY_CHARS_MAX, PATH_CACHE_ENTRIES_MAX,
 } from '../base/limits.js';
-import { cloneJson, makeFragment, type Appended, type Fragment } from './fragment.js';
+import { cloneJson, makeFragment, type Appended, type Fragment } from '../schema/fragment.js';
 import { LruCache } from './lru.js';
 import { MISSING, deletePath, isObject, parsePath, readPath, writePath } from './path.js';
 

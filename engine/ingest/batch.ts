@@ -4,9 +4,9 @@
  * cheaply: typed arrays per event and every event's leaves in one byte array (schema/leaf-codec.ts),
  * which the WAL record then holds as it is.
  */
-import type { EventToWrite, WriteContext } from '../types.js';
+import type { EventToWrite, WriteContext } from './event-preparer.js';
 import { ApiError, isApiError, type ErrorCode } from '../base/errors.js';
-import type { EventPreparer } from '../write/event-preparer.js';
+import type { EventPreparer } from './event-preparer.js';
 import { BATCH_EVENTS_MAX } from '../base/limits.js';
 import { markOutOfRangeNumbers } from '../schema/exact-numbers.js';
 import { newLeaves, type Leaves } from '../schema/flatten.js';

@@ -10,9 +10,9 @@
  *
  * At ~200 bytes an event, JSON.parse alone was ~2.4 µs of the write path's ~8.4 µs of CPU an event.
  */
-import { leavesBytes } from '../write/event-preparer.js';
-import type { WriteContext } from '../types.js';
-import { bytesUnder, type Fragment } from '../enrich/fragment.js';
+import { leavesBytes } from './event-preparer.js';
+import type { WriteContext } from './event-preparer.js';
+import { bytesUnder, type Fragment } from '../schema/fragment.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import {
   BATCH_EVENTS_MAX, EVENT_BYTES_MAX, EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX, NUMBER_MIN,

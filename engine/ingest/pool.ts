@@ -3,7 +3,7 @@
  * its jobs in order. A job goes to the worker with the fewest jobs waiting. A batch-level refusal
  * (bad JSON, bad shape) rejects with the ApiError the in-thread path would throw.
  */
-import type { WriteContext } from '../types.js';
+import type { WriteContext } from './event-preparer.js';
 import type { EnricherOptions } from '../enrich/pipeline.js';
 import { ApiError } from '../base/errors.js';
 import { JobWorker } from '../base/job-worker.js';

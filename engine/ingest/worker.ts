@@ -5,10 +5,10 @@
  * Jobs run one at a time, in the order they arrive.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { WriteContext } from '../types.js';
+import type { WriteContext } from './event-preparer.js';
 import { createEnricher, type EnricherOptions } from '../enrich/pipeline.js';
 import { isApiError, type ErrorCode } from '../base/errors.js';
-import { EventPreparer } from '../write/event-preparer.js';
+import { EventPreparer } from './event-preparer.js';
 import { collectGarbage } from '../base/memory.js';
 import { newLeaves } from '../schema/flatten.js';
 import { LeafEncoder } from '../schema/leaf-codec.js';

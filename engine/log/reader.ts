@@ -5,7 +5,7 @@
  * (storage/event-json.ts). Recently read segments stay decoded in a small cache because consumers
  * read forward.
  */
-import type { LogRecord } from '../types.js';
+import type { LogRecord } from './record.js';
 import { hideProperties, keptRows, type DeleteEntry } from '../deletes/predicate.js';
 import { eventId } from '../storage/event-ids.js';
 import { ColumnViews } from '../query/columns.js';

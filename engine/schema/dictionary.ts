@@ -5,11 +5,13 @@
  */
 import { ApiError } from '../base/errors.js';
 import { COLLECTION_PROPERTIES_MAX } from '../base/limits.js';
-import type { SchemaType } from '../storage/chunk.js';
 import { isStructuralPath, type Leaves } from './flatten.js';
 import {
   CompactCursor, KIND_FALSE, KIND_FRAGMENT, KIND_LIST, KIND_NULL, KIND_NUM, KIND_STR, KIND_TRUE, type CompactLeaves, type LeafView,
 } from './leaf-codec.js';
+
+/** Schema type strings of docs/api.md §4. */
+export type SchemaType = 'num' | 'bool' | 'string' | 'list' | 'null' | 'datetime' | 'geo';
 
 const GEO_PATH = 'svc.location.coordinates';
 /** Paths every stored event has; listed in the schema, not counted against the limit. */

@@ -21,7 +21,7 @@
  * written before fragments were (2026-11-25), which reads as it did.
  */
 import { assert } from '../base/assert.js';
-import { isFragment, pathsUnder, type Fragment } from '../enrich/fragment.js';
+import { isFragment, pathsUnder, type Fragment } from './fragment.js';
 import { PathJoiner, type Leaves } from './flatten.js';
 
 const MAGIC = 0x4c454146; // "LEAF"

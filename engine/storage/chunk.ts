@@ -7,8 +7,8 @@
 import { assert } from '../base/assert.js';
 import type { DeleteEntry } from '../deletes/entry.js';
 
-/** Schema type strings of docs/api.md §4. */
-export type SchemaType = 'num' | 'bool' | 'string' | 'list' | 'null' | 'datetime' | 'geo';
+export type { SchemaType } from '../schema/dictionary.js';
+import type { SchemaType } from '../schema/dictionary.js';
 
 /** A list element or a scalar as stored. */
 export type Primitive = number | string | boolean | null;

@@ -4,11 +4,12 @@
  * Log offsets are reserved before the WAL append, so WAL order is log order, and replay after a
  * crash re-applies exactly the rows that no flush had put in a segment.
  */
-import type { AppendResult, EventToWrite, ReplayedTag, WriteContext } from '../types.js';
+import type { EventToWrite, WriteContext } from '../ingest/event-preparer.js';
+import type { AppendResult, ReplayedTag } from './results.js';
 import { BytePool } from './byte-pool.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import { ApiError, isApiError } from '../base/errors.js';
-import { EventPreparer, TOO_LARGE_MESSAGE, type PreparedRow } from './event-preparer.js';
+import { EventPreparer, TOO_LARGE_MESSAGE, type PreparedRow } from '../ingest/event-preparer.js';
 import { RANGE_FIELDS, preparedOf, type PackedBatch, type PreparedBatch } from '../ingest/batch.js';
 import { FastBatchReader } from '../ingest/fast-batch.js';
 import { BUFFER_ROWS_MAX, WAL_POOL_BYTES_MAX } from '../base/limits.js';

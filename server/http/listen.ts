@@ -2,7 +2,7 @@
  * Starting and stopping the HTTP(S) listener on uWebSockets.js. close() stops accepting, lets the
  * requests being served finish (bounded by a drain timeout), then closes the remaining connections.
  */
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../common/metrics.js';
 import net from 'node:net';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { Logger, TallyEngine } from '../../engine/index.js';

@@ -3,7 +3,7 @@
  * stack-allocated request) and what it returns (Reply). Handlers never touch uWS objects.
  */
 import type { Logger, TallyEngine } from '../../engine/index.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../common/metrics.js';
 
 export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
 

@@ -8,7 +8,7 @@ import { requireScope, type Scope } from '../auth.js';
 import { parseBase64Json, parseJsonBody, prefersImage } from '../parse.js';
 import { json } from '../respond.js';
 import type { Ctx, Handler, Reply } from '../types.js';
-import { countWrites, type WritePathName } from '../../write-counts.js';
+import { countWrites, type WritePathName } from '../../common/write-counts.js';
 import { getCollection } from './inspect.js';
 
 /** The smallest transparent GIF: 1x1, one colour. */

@@ -13,7 +13,7 @@ import { apiVersions } from '../protocol/messages/index.js';
 import type { BrokerContext, Session } from './context.js';
 import { HANDLERS, PRE_AUTH_APIS } from './handlers/index.js';
 import { authenticatePlain } from './handlers/sasl.js';
-import { CONNECTION_QUEUE_MAX, PRODUCE_PIPELINE_MAX } from '../../limits.js';
+import { CONNECTION_QUEUE_MAX, PRODUCE_PIPELINE_MAX } from '../../common/limits.js';
 
 const EMPTY_TOKEN_FRAME = Buffer.alloc(4);
 

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { KafkaError } from '../protocol/errors.js';
 import type { Struct } from '../protocol/schema.js';
 import { Group, type Member, type MemberProtocol } from './group.js';
-import { GROUP_INITIAL_REBALANCE_DELAY_MS, GROUP_MEMBERS_MAX, GROUP_SESSION_TIMEOUT_MS_MAX, GROUP_SESSION_TIMEOUT_MS_MIN } from '../../limits.js';
+import { GROUP_INITIAL_REBALANCE_DELAY_MS, GROUP_MEMBERS_MAX, GROUP_SESSION_TIMEOUT_MS_MAX, GROUP_SESSION_TIMEOUT_MS_MIN } from '../../common/limits.js';
 
 export interface JoinRequest {
   readonly projectId: string;

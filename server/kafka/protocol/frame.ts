@@ -3,7 +3,7 @@
  * payloads and rejects a size above FRAME_BYTES_MAX (or negative) *before* buffering it, so a
  * TLS ClientHello on a plaintext port (size ≈ 0x16030100) costs nothing. It parses no payloads.
  */
-import { FRAME_BYTES_MAX } from '../../limits.js';
+import { FRAME_BYTES_MAX } from '../../common/limits.js';
 
 export class FrameError extends Error {
   override name = 'FrameError';

@@ -9,7 +9,7 @@ import { KafkaError } from '../../protocol/errors.js';
 import { encodeRecordBatch } from '../../protocol/record-batch.js';
 import type { Struct } from '../../protocol/schema.js';
 import type { BrokerContext, Session } from '../context.js';
-import { FETCH_PARTITION_BYTES_MAX, FETCH_RECORDS_MAX, FETCH_WAIT_MS_MAX } from '../../../limits.js';
+import { FETCH_PARTITION_BYTES_MAX, FETCH_RECORDS_MAX, FETCH_WAIT_MS_MAX } from '../../../common/limits.js';
 import { topicNameError } from './metadata.js';
 import { logBoundsOf } from './produce.js';
 import type { Handler } from './handler.js';

@@ -6,7 +6,7 @@
 import { KafkaError } from '../../protocol/errors.js';
 import type { Struct } from '../../protocol/schema.js';
 import type { BrokerContext } from '../context.js';
-import { TOPIC_NAME_CHARS_MAX } from '../../../limits.js';
+import { TOPIC_NAME_CHARS_MAX } from '../../../common/limits.js';
 import type { Handler } from './handler.js';
 
 const TOPIC_NAME = /^[A-Za-z0-9._-]+$/;

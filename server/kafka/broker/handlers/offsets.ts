@@ -4,7 +4,7 @@
  */
 import type { CommittedOffset } from '../../../../engine/index.js';
 import { KafkaError } from '../../protocol/errors.js';
-import { OFFSET_METADATA_BYTES_MAX } from '../../../limits.js';
+import { OFFSET_METADATA_BYTES_MAX } from '../../../common/limits.js';
 import type { Handler } from './handler.js';
 
 interface CommitPartition {

@@ -5,7 +5,7 @@
  * Good partitions go to engine.events.append in one call; the answer waits for it (durable).
  */
 import { ApiError, applyAutofill, isApiError, parseJson } from '../../../../engine/index.js';
-import { BATCH_RECORDS_BYTES_MAX } from '../../../limits.js';
+import { BATCH_RECORDS_BYTES_MAX } from '../../../common/limits.js';
 import type { EventToWrite } from '../../../../engine/index.js';
 import { DecompressError, UnsupportedCompressionError } from '../../protocol/compression.js';
 import { KafkaError, kafkaErrorFor } from '../../protocol/errors.js';
@@ -14,7 +14,7 @@ import { CorruptBatchError, decodeRecordBatch, splitBatches } from '../../protoc
 import type { BrokerContext, Session } from '../context.js';
 import { ProducerSequences } from '../producer-sequences.js';
 import { limits } from '../../../../engine/index.js';
-import { countWrites } from '../../../write-counts.js';
+import { countWrites } from '../../../common/write-counts.js';
 import { topicNameError } from './metadata.js';
 import type { Handler } from './handler.js';
 

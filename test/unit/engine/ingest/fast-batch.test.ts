@@ -7,10 +7,10 @@
 import t, { type Test } from 'tap';
 import { mulberry32 } from '../../../helpers/random.js';
 import { createEnricher } from '../../../../engine/enrich/pipeline.js';
-import { EventPreparer, leavesBytes } from '../../../../engine/write/event-preparer.js';
+import { EventPreparer, leavesBytes } from '../../../../engine/ingest/event-preparer.js';
 import { isApiError } from '../../../../engine/base/errors.js';
 import { ADDONS_PER_EVENT_MAX, EVENT_BYTES_MAX } from '../../../../engine/base/limits.js';
-import { isFragment, makeFragment, pathsUnder } from '../../../../engine/enrich/fragment.js';
+import { isFragment, makeFragment, pathsUnder } from '../../../../engine/schema/fragment.js';
 import { PathJoiner, flattenEvent, newLeaves, type Leaves } from '../../../../engine/schema/flatten.js';
 import { LeafEncoder, decodeLeaves } from '../../../../engine/schema/leaf-codec.js';
 import { packBatch, parseBatchBody } from '../../../../engine/ingest/batch.js';

@@ -11,7 +11,7 @@ import { COLLECTION_PROPERTIES_MAX } from '../../../../engine/base/limits.js';
 import type { SchemaType } from '../../../../engine/storage/chunk.js';
 import { SchemaDictionary } from '../../../../engine/schema/dictionary.js';
 import { flattenEvent, newLeaves, type Leaves } from '../../../../engine/schema/flatten.js';
-import { makeFragment, type Fragment } from '../../../../engine/enrich/fragment.js';
+import { makeFragment, type Fragment } from '../../../../engine/schema/fragment.js';
 import { LeafEncoder, viewLeaves } from '../../../../engine/schema/leaf-codec.js';
 
 /** The events' leaves in one Leaves, and each event's [from, to). */

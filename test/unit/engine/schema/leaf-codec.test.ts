@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { mulberry32 } from '../../../helpers/random.js';
-import { appendLeaves, makeFragment, newAppended, type Fragment } from '../../../../engine/enrich/fragment.js';
+import { appendLeaves, makeFragment, newAppended, type Fragment } from '../../../../engine/schema/fragment.js';
 import { PathJoiner, flattenEvent, newLeaves, type Leaves } from '../../../../engine/schema/flatten.js';
 import {
   KIND_FALSE, KIND_LIST, KIND_NULL, KIND_NUM, KIND_STR, KIND_TRUE, LeafEncoder, decodeLeaves, leafValue,

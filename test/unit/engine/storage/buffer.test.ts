@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { mulberry32 } from '../../../helpers/random.js';
-import { makeFragment, type Fragment } from '../../../../engine/enrich/fragment.js';
+import { makeFragment, type Fragment } from '../../../../engine/schema/fragment.js';
 import { flattenEvent, newLeaves } from '../../../../engine/schema/flatten.js';
 import { LeafEncoder, viewLeaves } from '../../../../engine/schema/leaf-codec.js';
 import { WriteBuffer, newViewCache } from '../../../../engine/storage/buffer.js';

@@ -7,8 +7,8 @@
 import t from 'tap';
 import { mulberry32 } from '../../../helpers/random.js';
 import { flattenEvent, newLeaves } from '../../../../engine/schema/flatten.js';
-import { leavesBytes } from '../../../../engine/write/event-preparer.js';
-import { appendLeaves, cloneJson, makeFragment, newAppended } from '../../../../engine/enrich/fragment.js';
+import { leavesBytes } from '../../../../engine/ingest/event-preparer.js';
+import { appendLeaves, cloneJson, makeFragment, newAppended } from '../../../../engine/schema/fragment.js';
 import { createEnricher } from '../../../../engine/enrich/pipeline.js';
 
 const enricher = await createEnricher({});

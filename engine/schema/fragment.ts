@@ -5,7 +5,7 @@
  * the write path's hottest code. `cloneJson` gives a mutable copy for events that need the value
  * inside the object.
  */
-import { flattenObject, leafBytes, newLeaves, type Leaves, type PathJoiner } from '../schema/flatten.js';
+import { flattenObject, leafBytes, newLeaves, type Leaves, type PathJoiner } from './flatten.js';
 
 export interface Fragment {
   readonly value: Readonly<Record<string, unknown>>;

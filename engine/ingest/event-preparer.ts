@@ -5,12 +5,23 @@
  * store-side checks stay with the write path. Nothing here writes the event's JSON: the WAL keeps
  * its leaves (write/wal-payload.ts) and the columns are the only stored copy.
  */
-import type { WriteContext } from '../types.js';
-import { appendLeaves, bytesUnder, isFragment, newAppended } from '../enrich/fragment.js';
+import { appendLeaves, bytesUnder, isFragment, newAppended } from '../schema/fragment.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import { EVENT_BYTES_MAX } from '../base/limits.js';
 import { PathJoiner, flattenEvent, leafBytes, type Leaves } from '../schema/flatten.js';
 import { prepareEvent } from '../schema/prepare.js';
+
+/** Where a write came from: fills the ${svc.ip} and ${svc.user_agent} placeholders. */
+export interface WriteContext {
+  readonly ip: string;
+  readonly userAgent: string;
+}
+
+export interface EventToWrite {
+  readonly collection: string;
+  /** The parsed JSON value the client sent; validated by the engine (need not be an object). */
+  readonly event: unknown;
+}
 
 /** Bytes the svc fields add to an event as sent; a batch item's size may exceed the limit by this. */
 const SVC_OVERHEAD_BYTES = 2_048;

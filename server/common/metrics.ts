@@ -7,7 +7,7 @@
  * observation per request and nothing more.
  */
 import client from 'prom-client';
-import { ANALYSES as ANALYSES_LIST, type TallyEngine } from '../engine/index.js';
+import { ANALYSES as ANALYSES_LIST, type TallyEngine } from '../../engine/index.js';
 import { WRITE_PATHS, writeCounts, type WritePathName } from './write-counts.js';
 
 /** Analyses as labels; anything else a client puts in the path is `other` (labels stay bounded). */
