@@ -7,7 +7,7 @@ export type {
   ProjectInfo, ReplayedTag, TallyEngine, WriteContext,
   AccessKeyService, CollectionService, DatasetService, EventService, GroupOffsetService, LogService, OrganizationService,
   ProjectService, QueryService, SavedQueryService,
-} from './types.js';
+} from './services/types.js';
 export type { Column, ColumnChunk, SchemaType, ScanSource, SegmentFooter } from './storage/chunk.js';
 export { TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR } from './storage/chunk.js';
 export { EventBuilder } from './storage/event-json.js';
@@ -23,6 +23,6 @@ export { PERMISSIONS, applyAutofill, carriesForcedFilters, withForcedFilters, ty
 export { LOG_LEVELS, jsonLogger, type LogFields, type LogLevel, type Logger } from './base/logger.js';
 export { MEMORY_BUDGET_MIN_BYTES, defaultMemoryBudget, parseBytes } from './base/memory.js';
 export { parseJson, parseJsonBody } from './ingest/batch.js';
-export { isAsyncExtraction } from './query/jobs.js';
-export { AGGREGATE_KINDS, ANALYSES, type AggregateKind, type Analysis } from './query/plan.js';
+export { isAsyncExtraction } from './query/exec/jobs.js';
+export { AGGREGATE_KINDS, ANALYSES, type AggregateKind, type Analysis } from './query/plan/plan.js';
 export { validateCollectionName } from './schema/collection-name.js';

@@ -8,11 +8,14 @@
 import { readFileSync } from 'node:fs';
 
 const { modules } = JSON.parse(readFileSync(0, 'utf8'));
-/** engine/query/aggregate/sum.ts → engine/query; engine/types.ts → engine. */
+/** engine/query/aggregate/sum.ts → engine/query; engine/services/types.ts → engine. */
 const folderOf = (file) => {
   const parts = file.split('/');
   if (parts[0] !== 'engine' && parts[0] !== 'server') return null;
-  return parts.length <= 2 ? parts[0] : `${parts[0]}/${parts[1]}`;
+  if (parts.length <= 2) return parts[0];
+  // The query layer's subfolders are layers of their own: plan, eval, aggregate, exec.
+  if (parts[1] === 'query' && parts.length > 3) return parts.slice(0, 3).join('/');
+  return `${parts[0]}/${parts[1]}`;
 };
 const edges = new Map();
 for (const module of modules) {

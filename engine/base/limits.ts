@@ -182,6 +182,6 @@ assert(UA_CHARS_MAX >= 256, 'common user agents must be parsed whole');
 
 /**
  * A flush of at most this many rows, when the segment worker is not started, is written on the
- * calling thread (storage/segment-pool.ts): a few milliseconds, against ~0.4 s to start the worker.
+ * calling thread (maintenance/segment-pool.ts): a few milliseconds, against ~0.4 s to start the worker.
  */
 export const SEGMENT_INLINE_ROWS_MAX = 4096;

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { ApiError } from '../base/errors.js';
 import type { Guards } from '../base/guards.js';
 import { safeEqual } from './projects.js';
-import { parseFilters } from '../query/filter.js';
+import { parseFilters } from '../query/plan/filter.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 
 export const PERMISSIONS = ['writes', 'queries', 'saved_queries', 'cached_queries', 'datasets', 'schema'] as const;

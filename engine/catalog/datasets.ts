@@ -12,14 +12,14 @@ import { DateTime, type Zone } from 'luxon';
 import type { LogRecord } from '../log/record.js';
 import { ApiError } from '../base/errors.js';
 import type { Guards } from '../base/guards.js';
-import { parseFilters } from '../query/filter.js';
-import { cutBuckets, parseInterval } from '../query/interval.js';
-import type { AggregateKind, FilterNode } from '../query/plan.js';
-import { parseTimezone, resolveTimeframe, startOfUnit, type CalendarUnit } from '../query/timeframe.js';
+import { parseFilters } from '../query/plan/filter.js';
+import { cutBuckets, parseInterval } from '../query/plan/interval.js';
+import type { AggregateKind, FilterNode } from '../query/plan/plan.js';
+import { parseTimezone, resolveTimeframe, startOfUnit, type CalendarUnit } from '../query/plan/timeframe.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 import { DATASETS_MAX } from '../base/limits.js';
 
-/** The analyses a dataset keeps per bucket: a subset of THE list (query/plan.ts). */
+/** The analyses a dataset keeps per bucket: a subset of THE list (query/plan/plan.ts). */
 const ANALYSES: ReadonlySet<AggregateKind> = new Set(['count', 'sum', 'minimum', 'maximum', 'average', 'count_unique']);
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const INDEX_BY_MAX = 3;

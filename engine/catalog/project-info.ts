@@ -1,4 +1,4 @@
-/** A project and its keys as the catalog stores them (a leaf of types.ts, which re-exports them). */
+/** A project and its keys as the catalog stores them (a leaf of services/types.ts, which re-exports them). */
 export type KeyKind = 'master' | 'write' | 'read';
 
 export interface ProjectInfo {

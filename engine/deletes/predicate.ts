@@ -6,12 +6,12 @@
  * by the query engine's own filter-eval.ts, so a delete matches exactly what a query would.
  */
 import { TAG_MISSING, replaceColumns, type Column, type ColumnChunk } from '../storage/chunk.js';
-import type { ColumnViews } from '../query/columns.js';
-import { compileFilters, type Scratch } from '../query/filter-eval.js';
-import type { FilterNode } from '../query/plan.js';
+import type { ColumnViews } from '../query/eval/columns.js';
+import { compileFilters, type Scratch } from '../query/eval/filter-eval.js';
+import type { FilterNode } from '../query/plan/plan.js';
 
-export type { DeleteEntry, PropertyDelete, RowsDelete } from './entry.js';
-import type { DeleteEntry } from './entry.js';
+export type { DeleteEntry, PropertyDelete, RowsDelete } from '../storage/delete-entry.js';
+import type { DeleteEntry } from '../storage/delete-entry.js';
 
 /** True when `column` is `path` itself or a path below it (deleting "user" deletes "user.id"). */
 export function underPath(column: string, path: string): boolean {

@@ -1,6 +1,6 @@
 /**
  * The background rewrite of one segment without its deleted rows and properties, so disk space
- * comes back (docs/api.md §7). Runs on the segment worker (storage/segment-worker.ts, op
+ * comes back (docs/api.md §7). Runs on the segment worker (maintenance/segment-worker.ts, op
  * "rewrite") through the same reader and writer as flushes and compaction; the main thread swaps
  * the result into the manifest. A segment whose every row is deleted produces no file (rows 0);
  * one the entries do not change produces no file either (its row count, and no file at target).
@@ -9,8 +9,8 @@ import type { ColumnChunk, SchemaType, SegmentFooter } from '../storage/chunk.js
 import { gatherChunk } from '../storage/chunk-ops.js';
 import { readSegment } from '../storage/segment/reader.js';
 import { writeSegment } from '../storage/segment/writer.js';
-import { ColumnViews } from '../query/columns.js';
-import { Scratch } from '../query/filter-eval.js';
+import { ColumnViews } from '../query/eval/columns.js';
+import { Scratch } from '../query/eval/filter-eval.js';
 import { hideProperties, keptRows, type DeleteEntry } from './predicate.js';
 
 const UNCHANGED = { rows: 0, tsMin: 0, tsMax: 0, seqMin: 0, seqMax: 0, columns: {} };

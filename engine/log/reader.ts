@@ -8,9 +8,9 @@
 import type { LogRecord } from './record.js';
 import { hideProperties, keptRows, type DeleteEntry } from '../deletes/predicate.js';
 import { eventId } from '../storage/event-ids.js';
-import { ColumnViews } from '../query/columns.js';
-import { compileFilters, Scratch } from '../query/filter-eval.js';
-import type { FilterNode } from '../query/plan.js';
+import { ColumnViews } from '../query/eval/columns.js';
+import { compileFilters, Scratch } from '../query/eval/filter-eval.js';
+import type { FilterNode } from '../query/plan/plan.js';
 import type { ColumnChunk } from '../storage/chunk.js';
 import { EventBuilder } from '../storage/event-json.js';
 import { chunkBytes } from '../storage/chunk-bytes.js';

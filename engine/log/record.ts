@@ -1,4 +1,4 @@
-/** The record of the log view (log/reader.ts), a leaf of types.ts that datasets read too. */
+/** The record of the log view (log/reader.ts), a leaf of services/types.ts that datasets read too. */
 /** One event of a collection's log, as the outbound Kafka stream serves it. */
 export interface LogRecord {
   /** Position in the collection's log: the Kafka offset. */

@@ -10,7 +10,7 @@ import {
   BUDGET_CHECK_ROWS, COMPACTION_QUERY_IDLE_MS, FLUSH_ERROR_LOG_MS, QUIET_COLLECT_ROWS, WRITE_QUIET_MS,
 } from '../base/limits.js';
 import type { CollectionStore, FlushPlan } from '../storage/collection.js';
-import type { SegmentPool } from '../storage/segment-pool.js';
+import type { SegmentPool } from './segment-pool.js';
 import type { StoreSet } from '../storage/store-set.js';
 import type { Wal } from '../wal/wal.js';
 

@@ -11,7 +11,7 @@ import { collectionIdKey } from '../storage/event-ids.js';
 import type { RetiredFiles } from '../storage/retired-files.js';
 import { readSegment } from '../storage/segment/reader.js';
 import type { StoreSet } from '../storage/store-set.js';
-import type { CollectionSchema, CollectionService } from '../types.js';
+import type { CollectionSchema, CollectionService } from './types.js';
 
 export class Collections implements CollectionService {
   constructor(

@@ -12,7 +12,7 @@ import type { IngestPool } from '../ingest/pool.js';
 import type { StoreSet } from '../storage/store-set.js';
 import type {
   AppendOptions, AppendResult, BatchAppendResult, EventService, EventToWrite, ReplayedTag, WriteContext,
-} from '../types.js';
+} from './types.js';
 import type { Wal } from '../wal/wal.js';
 import { TAG_BYTES_MAX } from '../write/wal-payload.js';
 import { WritePath } from '../write/write-path.js';

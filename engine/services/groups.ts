@@ -1,7 +1,7 @@
 /** Kafka consumer group offsets, per project and group, kept in <data>/kafka-offsets.json. */
 import path from 'node:path';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
-import type { CommittedOffset, GroupOffsetService } from '../types.js';
+import type { CommittedOffset, GroupOffsetService } from './types.js';
 
 type OffsetsFile = Record<string, Record<string, CommittedOffset[]>>;
 

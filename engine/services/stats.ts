@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { MemoryPlan } from '../base/memory.js';
 import type { Flusher } from '../maintenance/flusher.js';
-import type { QueryService } from '../query/service.js';
+import type { QueryService } from '../query/exec/service.js';
 import type { StoreSet } from '../storage/store-set.js';
-import type { EngineStats } from '../types.js';
+import type { EngineStats } from './types.js';
 import type { Wal } from '../wal/wal.js';
 import type { WritePath } from '../write/write-path.js';
 

@@ -22,7 +22,7 @@ const SNAPSHOT_STEP_CELLS = 1_000_000;
  * dictionary as they come, repeats and all. A lookup in a Map of 250,000 fresh strings is most of
  * what a row of such a column costs the write thread (250,000 rows of bench/scale's events, two
  * such columns: 1.05 -> 0.36 µs a row), and the flush interns them anyway, off that thread
- * (segment-worker.ts).
+ * (maintenance/segment-worker.ts).
  */
 const UNIQUE_CHECK_ROWS = 4096;
 const UNIQUE_SHARE = 0.5;

@@ -5,7 +5,7 @@
  * This file owns the shape only; segment/writer.ts and segment/reader.ts convert it to Arrow.
  */
 import { assert } from '../base/assert.js';
-import type { DeleteEntry } from '../deletes/entry.js';
+import type { DeleteEntry } from './delete-entry.js';
 
 export type { SchemaType } from '../schema/dictionary.js';
 import type { SchemaType } from '../schema/dictionary.js';
@@ -38,7 +38,7 @@ export interface Column {
   /**
    * True when `dict` may hold a string more than once: a write buffer's column of near-unique
    * strings skips interning (buffer.ts). Readers go by the strings a code stands for, never by the
-   * code alone; a segment write interns such a column (segment-worker.ts), so segments never repeat.
+   * code alone; a segment write interns such a column (maintenance/segment-worker.ts), so segments never repeat.
    */
   readonly repeats?: boolean;
   readonly lists: readonly (readonly Primitive[] | null)[] | null;
@@ -64,7 +64,7 @@ const uniformBuffers = new WeakSet<ArrayBufferLike>();
  * of the thread, so a column of numbers read from a segment costs no byte a row for its tags.
  * Read-only: whoever needs other tags copies them first (`tags.slice()`), as every writer does.
  * The run is always longer than the view, so a view is never moved to another thread whole
- * (segment-pool.ts transfers only buffers a view covers entirely).
+ * (maintenance/segment-pool.ts transfers only buffers a view covers entirely).
  */
 export function uniformTags(tag: Tag, rows: number): Uint8Array {
   let run = uniformRuns[tag];
@@ -166,7 +166,7 @@ export interface ScanSource {
   readonly memory: ColumnChunk | null;
   /**
    * Names `memory`'s rows (a buffer snapshot version): a query worker that was sent these rows
-   * once keeps them, and later tasks are posted without them (query/pool.ts). 0 = not named.
+   * once keeps them, and later tasks are posted without them (query/exec/pool.ts). 0 = not named.
    */
   readonly memoryVersion: number;
   readonly schema: Readonly<Record<string, SchemaType>>;

@@ -2,7 +2,7 @@
 import { numbersOf, TAG_NUM } from '../../storage/chunk.js';
 import { addByCell } from './cell-sums.js';
 import { NumericGather } from './numeric.js';
-import { PartialStateError, type StateReader, type StateWriter } from '../state-io.js';
+import { PartialStateError, type StateReader, type StateWriter } from '../eval/state-io.js';
 import { AggregateTag, growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class AverageAggregator implements Aggregator {

@@ -8,10 +8,10 @@ import { ApiError } from '../../base/errors.js';
 import { HyperLogLog } from '../../sketch/hyperloglog.js';
 import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Column } from '../../storage/chunk.js';
 import { SegmentColumn } from '../../storage/segment/decode-column.js';
-import type { ColumnViews, DictKeys } from '../columns.js';
-import { PartitionedPairSet, TripleSet } from '../hash-table.js';
-import { PartialStateError, type StateReader, type StateWriter } from '../state-io.js';
-import { sketchHash, valueKeys, type KeyPair } from './value-key.js';
+import type { ColumnViews, DictKeys } from '../eval/columns.js';
+import { PartitionedPairSet, TripleSet } from '../eval/hash-table.js';
+import { PartialStateError, type StateReader, type StateWriter } from '../eval/state-io.js';
+import { sketchHash, valueKeys, type KeyPair } from '../eval/value-key.js';
 import { AggregateTag, growF64, remapF64, remapSparse, type Aggregator, type UpdateInput } from './types.js';
 
 /** Which parts an encoded count_unique state holds (a bit each). */

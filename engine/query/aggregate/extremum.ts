@@ -1,6 +1,6 @@
 /** Shared state of minimum and maximum: the extreme numeric value per cell, null over none. */
 import { NumericGather } from './numeric.js';
-import type { StateReader, StateWriter } from '../state-io.js';
+import type { StateReader, StateWriter } from '../eval/state-io.js';
 import { AggregateTag, growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class ExtremumAggregator implements Aggregator {

@@ -1,6 +1,6 @@
 /** The registry: an AggregateSpec → a fresh partial state of its kind. */
-import type { ColumnViews } from '../columns.js';
-import type { AggregateSpec, ExecLimits } from '../plan.js';
+import type { ColumnViews } from '../eval/columns.js';
+import type { AggregateSpec, ExecLimits } from '../plan/plan.js';
 import { AverageAggregator } from './average.js';
 import { CountUniqueAggregator } from './count-unique.js';
 import { CountAggregator } from './count.js';

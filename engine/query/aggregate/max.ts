@@ -1,5 +1,5 @@
 /** maximum: largest numeric value per cell; null over none. */
-import type { StateReader } from '../state-io.js';
+import type { StateReader } from '../eval/state-io.js';
 import { ExtremumAggregator } from './extremum.js';
 
 export class MaxAggregator extends ExtremumAggregator {

@@ -1,5 +1,5 @@
 /** median: the 50th percentile of the numeric values per cell (quantile.ts). */
-import { PartialStateError, type StateReader } from '../state-io.js';
+import { PartialStateError, type StateReader } from '../eval/state-io.js';
 import { QuantileAggregator } from './quantile.js';
 import { AggregateTag } from './types.js';
 

@@ -1,5 +1,5 @@
 /** minimum: smallest numeric value per cell; null over none. */
-import type { StateReader } from '../state-io.js';
+import type { StateReader } from '../eval/state-io.js';
 import { ExtremumAggregator } from './extremum.js';
 
 export class MinAggregator extends ExtremumAggregator {

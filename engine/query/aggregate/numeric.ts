@@ -5,7 +5,7 @@
  */
 import { ApiError } from '../../base/errors.js';
 import { numbersOf, TAG_NUM } from '../../storage/chunk.js';
-import type { StateReader, StateWriter } from '../state-io.js';
+import type { StateReader, StateWriter } from '../eval/state-io.js';
 import type { UpdateInput } from './types.js';
 
 /** The last denseSum, reused when sum and average read the same column of the same chunk. */

@@ -1,5 +1,5 @@
 /** percentile: the requested percentile (0..100) of the numeric values per cell (quantile.ts). */
-import type { StateReader } from '../state-io.js';
+import type { StateReader } from '../eval/state-io.js';
 import { QuantileAggregator } from './quantile.js';
 
 export class PercentileAggregator extends QuantileAggregator {

@@ -5,7 +5,7 @@
  * most 2^-7 of its values and its midpoint within 0.4% of any of them. Positive and negative
  * magnitudes are kept apart, plus a zero count. Used by median/percentile past the exact budget.
  */
-import { PartialStateError, type StateReader, type StateWriter } from '../state-io.js';
+import { PartialStateError, type StateReader, type StateWriter } from '../eval/state-io.js';
 
 /** Mantissa bits kept per bucket: 2^-7 relative width. */
 const MANTISSA_BITS = 7;

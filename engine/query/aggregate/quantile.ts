@@ -5,7 +5,7 @@
  */
 import { NumericGather } from './numeric.js';
 import { QuantileSketch } from './quantile-sketch.js';
-import { PartialStateError, type StateReader, type StateWriter } from '../state-io.js';
+import { PartialStateError, type StateReader, type StateWriter } from '../eval/state-io.js';
 import { AggregateTag, remapSparse, type Aggregator, type UpdateInput } from './types.js';
 
 export class QuantileAggregator implements Aggregator {

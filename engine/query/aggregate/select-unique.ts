@@ -4,10 +4,10 @@
  * TripleSet, so each value is materialized once however many rows hold it.
  */
 import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR } from '../../storage/chunk.js';
-import { compareValues } from '../compare.js';
-import { ValueIds, type GroupValue } from '../group-by.js';
-import { TripleSet } from '../hash-table.js';
-import { PartialStateError, type StateReader, type StateWriter } from '../state-io.js';
+import { compareValues } from '../eval/compare.js';
+import { ValueIds, type GroupValue } from '../eval/group-by.js';
+import { TripleSet } from '../eval/hash-table.js';
+import { PartialStateError, type StateReader, type StateWriter } from '../eval/state-io.js';
 import { AggregateTag, type Aggregator, type UpdateInput } from './types.js';
 
 export class SelectUniqueAggregator implements Aggregator {

@@ -3,7 +3,7 @@
  * none. Welford's running mean and M2 per cell; merged with Chan's parallel formula.
  */
 import { NumericGather } from './numeric.js';
-import { PartialStateError, type StateReader, type StateWriter } from '../state-io.js';
+import { PartialStateError, type StateReader, type StateWriter } from '../eval/state-io.js';
 import { AggregateTag, growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class StandardDeviationAggregator implements Aggregator {

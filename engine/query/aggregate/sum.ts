@@ -1,6 +1,6 @@
 /** sum: total of the numeric values per cell; 0 over none (docs/api.md §6). */
 import { NumericGather } from './numeric.js';
-import type { StateReader, StateWriter } from '../state-io.js';
+import type { StateReader, StateWriter } from '../eval/state-io.js';
 import { AggregateTag, growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 
 export class SumAggregator implements Aggregator {

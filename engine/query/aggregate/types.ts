@@ -4,7 +4,7 @@
  * A cell is (group, bucket); cells are dense integers assigned by execute.ts.
  */
 import type { Column } from '../../storage/chunk.js';
-import type { StateWriter } from '../state-io.js';
+import type { StateWriter } from '../eval/state-io.js';
 
 /**
  * The wire tag of each kind of partial state (partial-codec.ts). Never renumber one: encoded

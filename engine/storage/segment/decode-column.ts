@@ -77,7 +77,7 @@ export class SegmentColumn implements Column {
   declare readonly dict: readonly string[] | null;
   /**
    * What was made from the stored column since it was read: its strings, the distinct keys of
-   * its dictionary (query/columns.ts). The cache counts it (chunk-bytes.ts).
+   * its dictionary (query/eval/columns.ts). The cache counts it (chunk-bytes.ts).
    */
   decodedBytes = 0;
   /** The strings once made; stringAt reads them, or decodes one entry while there are none. */

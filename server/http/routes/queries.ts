@@ -9,7 +9,7 @@ import { json } from '../respond.js';
 import type { Ctx, Handler } from '../types.js';
 import { submitExtraction } from './extractions.js';
 
-/** THE list of analyses (engine/query/plan.ts); anything else in the path is 404. */
+/** THE list of analyses (engine/query/plan/plan.ts); anything else in the path is 404. */
 const ANALYSES: ReadonlySet<string> = new Set(ANALYSES_LIST);
 
 function queryParams(ctx: Ctx): Record<string, unknown> {

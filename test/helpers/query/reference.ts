@@ -2,8 +2,8 @@
  * The naive reference of the query semantics (test support): evaluates filters and analyses on
  * one event object at a time, written independently of the scan's typed-array code.
  */
-import { milesBetween } from '../../../engine/query/filter-eval.js';
-import type { FilterNode } from '../../../engine/query/plan.js';
+import { milesBetween } from '../../../engine/query/eval/filter-eval.js';
+import type { FilterNode } from '../../../engine/query/plan/plan.js';
 import type { TestEvent, Value } from './test-support.js';
 
 export function valueAt(event: TestEvent, path: string): Value {

@@ -9,8 +9,8 @@ import {
   type Column, type ColumnChunk, type Primitive, type ScanSource,
 } from '../../../engine/storage/chunk.js';
 import { mulberry32 as random } from '../random.js';
-import type { AggregatePlan, ExecLimits } from '../../../engine/query/plan.js';
-import type { AggregateOutcome } from '../../../engine/query/result.js';
+import type { AggregatePlan, ExecLimits } from '../../../engine/query/plan/plan.js';
+import type { AggregateOutcome } from '../../../engine/query/exec/result.js';
 export { random };
 
 export type Value = Primitive | readonly Primitive[] | undefined;
@@ -125,10 +125,10 @@ export function randomEvents(seed: number, count: number, startMs: number, spanM
 export async function partialOutcome(
   plan: AggregatePlan, events: readonly TestEvent[], limits: Partial<ExecLimits> = {},
 ): Promise<AggregateOutcome> {
-  const { aggregateOver } = await import('../../../engine/query/execute.js');
-  const { ColumnViews } = await import('../../../engine/query/columns.js');
-  const { ScanBuffers } = await import('../../../engine/query/scan.js');
-  const { DEFAULT_QUERY_LIMITS } = await import('../../../engine/query/service.js');
+  const { aggregateOver } = await import('../../../engine/query/exec/execute.js');
+  const { ColumnViews } = await import('../../../engine/query/eval/columns.js');
+  const { ScanBuffers } = await import('../../../engine/query/exec/scan.js');
+  const { DEFAULT_QUERY_LIMITS } = await import('../../../engine/query/exec/service.js');
   const source = memorySource(events);
   return aggregateOver(plan, source, {
     views: new ColumnViews(), cache: null, limits: { ...DEFAULT_QUERY_LIMITS, ...limits },
@@ -172,7 +172,7 @@ export const GOLDEN_CASES: readonly GoldenCase[] = [
 ];
 
 export async function goldenPlan(golden: GoldenCase): Promise<AggregatePlan> {
-  const { parseRequest } = await import('../../../engine/query/request.js');
+  const { parseRequest } = await import('../../../engine/query/plan/request.js');
   const params: Record<string, unknown> = { ...GOLDEN_BASE, ...golden.params };
   // null drops a key of the base (JSON keeps null, not undefined).
   for (const key of Object.keys(params)) if (params[key] === null) delete params[key];
@@ -181,8 +181,8 @@ export async function goldenPlan(golden: GoldenCase): Promise<AggregatePlan> {
 
 /** A golden case's encoded state and the response body its states finalize to. */
 export async function goldenState(golden: GoldenCase): Promise<{ bytes: Uint8Array; body: Record<string, unknown> }> {
-  const { encodeOutcome } = await import('../../../engine/query/partial-codec.js');
-  const { finishAggregate } = await import('../../../engine/query/execute.js');
+  const { encodeOutcome } = await import('../../../engine/query/exec/partial-codec.js');
+  const { finishAggregate } = await import('../../../engine/query/exec/execute.js');
   const plan = await goldenPlan(golden);
   const events = GOLDEN_EVENTS();
   const bytes = encodeOutcome(await partialOutcome(plan, events, golden.limits), events.length);

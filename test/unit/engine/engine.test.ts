@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import type { LogRecord } from '../../../engine/types.js';
+import type { LogRecord } from '../../../engine/services/types.js';
 import { collectionIdKey } from '../../../engine/storage/event-ids.js';
 import { abandonDataDirLock } from '../../../engine/base/data-dir-lock.js';
 import { EventBuilder, openEngine, type TallyEngine } from '../../../engine/index.js';

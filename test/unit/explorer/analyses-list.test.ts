@@ -1,6 +1,6 @@
 /**
  * The explorer (plain browser modules, no build) keeps its own copy of the analyses list; this
- * pins it to THE list (engine/query/plan.ts), so an analysis added to the engine shows in the
+ * pins it to THE list (engine/query/plan/plan.ts), so an analysis added to the engine shows in the
  * query builder, or this fails.
  */
 import fs from 'node:fs';

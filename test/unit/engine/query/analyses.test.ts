@@ -7,12 +7,12 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import type { ScanSource, SegmentRef } from '../../../../engine/storage/chunk.js';
-import { compareValues } from '../../../../engine/query/compare.js';
-import { parseFilters } from '../../../../engine/query/filter.js';
-import type { AggregatePlan } from '../../../../engine/query/plan.js';
+import { compareValues } from '../../../../engine/query/eval/compare.js';
+import { parseFilters } from '../../../../engine/query/plan/filter.js';
+import type { AggregatePlan } from '../../../../engine/query/plan/plan.js';
 import { analyze, matches, valueAt } from '../../../helpers/query/reference.js';
-import { parseRequest } from '../../../../engine/query/request.js';
-import { QueryService } from '../../../../engine/query/service.js';
+import { parseRequest } from '../../../../engine/query/plan/request.js';
+import { QueryService } from '../../../../engine/query/exec/service.js';
 import { makeChunk, memorySource, randomEvents, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 2, 1);

@@ -1,7 +1,7 @@
 /** Every query error of docs/api.md §3 that the query service raises, with its code and status. */
 import t from 'tap';
 import { ApiError } from '../../../../engine/base/errors.js';
-import { QueryService, type QueryLimits } from '../../../../engine/query/service.js';
+import { QueryService, type QueryLimits } from '../../../../engine/query/exec/service.js';
 import { memorySource, randomEvents, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 2, 1);

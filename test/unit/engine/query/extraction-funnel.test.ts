@@ -1,8 +1,8 @@
 /** extraction and funnel against the naive reference over seeded random events. */
 import t from 'tap';
-import { parseFilters } from '../../../../engine/query/filter.js';
+import { parseFilters } from '../../../../engine/query/plan/filter.js';
 import { matches, valueAt } from '../../../helpers/query/reference.js';
-import { QueryService } from '../../../../engine/query/service.js';
+import { QueryService } from '../../../../engine/query/exec/service.js';
 import { memorySource, randomEvents, rawJson, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 2, 1);

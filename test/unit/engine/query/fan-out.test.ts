@@ -9,8 +9,8 @@ import path from 'node:path';
 import t from 'tap';
 import { ApiError } from '../../../../engine/base/errors.js';
 import type { ScanSource, SegmentRef } from '../../../../engine/storage/chunk.js';
-import { splitSource, workerOfSegment } from '../../../../engine/query/partial.js';
-import { QueryService } from '../../../../engine/query/service.js';
+import { splitSource, workerOfSegment } from '../../../../engine/query/exec/partial.js';
+import { QueryService } from '../../../../engine/query/exec/service.js';
 import { makeChunk, randomEvents, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 2, 1);

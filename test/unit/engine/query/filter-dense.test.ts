@@ -9,7 +9,7 @@ import path from 'node:path';
 import t from 'tap';
 import type { ScanSource } from '../../../../engine/storage/chunk.js';
 import { writeSegment } from '../../../../engine/storage/segment/writer.js';
-import { QueryService } from '../../../../engine/query/service.js';
+import { QueryService } from '../../../../engine/query/exec/service.js';
 import { makeChunk, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 6, 1);

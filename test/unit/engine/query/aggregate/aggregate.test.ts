@@ -4,8 +4,8 @@
  * missing values are not values. Also across the exact → sketch switch.
  */
 import t from 'tap';
-import { ColumnViews } from '../../../../../engine/query/columns.js';
-import type { AggregateKind, ExecLimits } from '../../../../../engine/query/plan.js';
+import { ColumnViews } from '../../../../../engine/query/eval/columns.js';
+import type { AggregateKind, ExecLimits } from '../../../../../engine/query/plan/plan.js';
 import { makeChunk, randomEvents } from '../../../../helpers/query/test-support.js';
 import { createAggregator, type Aggregator, type UpdateInput } from '../../../../../engine/query/aggregate/index.js';
 

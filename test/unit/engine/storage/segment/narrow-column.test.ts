@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { hideProperties } from '../../../../../engine/deletes/predicate.js';
-import { QueryService } from '../../../../../engine/query/service.js';
+import { QueryService } from '../../../../../engine/query/exec/service.js';
 import { makeChunk, type TestEvent } from '../../../../helpers/query/test-support.js';
 import { columnBytes } from '../../../../../engine/storage/chunk-bytes.js';
 import { isUniformTags, TAG_MISSING, TAG_NUM, TAG_STR, uniformTags, type ScanSource } from '../../../../../engine/storage/chunk.js';

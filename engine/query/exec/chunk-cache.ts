@@ -1,0 +1,196 @@
+/**
+ * Decoded segments kept in memory under a byte budget, least recently used evicted first. A
+ * segment's columns are decoded when a query first needs them and kept, since decoding dominates
+ * a scan. Segments are immutable, so an entry never goes stale; a deleted or compacted file simply
+ * stops being asked for.
+ */
+import { replaceColumns, type ColumnChunk, type SegmentRef } from '../../storage/chunk.js';
+import { columnBytes, columnsBytes, dictStringBytes, systemBytes } from '../../storage/chunk-bytes.js';
+import { SegmentColumn } from '../../storage/segment/decode-column.js';
+import type { FooterWithSketches } from '../../storage/segment/footer.js';
+import type { ReadSegment, SegmentFiles } from './segment-reader.js';
+
+export type { ReadSegment };
+
+/** Default budgets per worker, for callers without a memory plan (engine/base/memory.ts makes one). */
+export const CHUNK_CACHE_BYTES_DEFAULT = 512 * 1024 * 1024;
+export const FOOTER_CACHE_BYTES_DEFAULT = 64 * 1024 * 1024;
+
+interface Entry {
+  chunk: ColumnChunk;
+  columnBytes: number;
+  bytes: number;
+  complete: boolean;
+  /** The last query that read it. */
+  epoch: number;
+}
+
+export class ChunkCache {
+  /** `bytes` is as last measured: a segment chunk grows when a reader first decodes its times. */
+  private readonly entries = new Map<string, Entry>();
+  private bytes = 0;
+  /** The query now running (beginQuery); 0 before the first, when the cache is plain LRU. */
+  private epoch = 0;
+  /** Columns the running query asked for (null: all of them). */
+  private requested: Set<string> | null = new Set();
+
+  private readonly read: ReadSegment;
+  /** Footers with their sketches, least recently used first, under footerBudgetBytes. */
+  private readonly footers = new Map<string, { footer: FooterWithSketches; bytes: number }>();
+  private footerBytes = 0;
+
+  constructor(
+    private readonly files: SegmentFiles,
+    private readonly budgetBytes = CHUNK_CACHE_BYTES_DEFAULT,
+    private readonly footerBudgetBytes = FOOTER_CACHE_BYTES_DEFAULT,
+  ) {
+    this.read = files.readSegment;
+  }
+
+  /** The segment's footer with its per-column HyperLogLog sketches (kept; they are small). */
+  footer(ref: SegmentRef): FooterWithSketches {
+    const hit = this.footers.get(ref.file);
+    if (hit) {
+      this.footers.delete(ref.file);
+      this.footers.set(ref.file, hit);
+      return hit.footer;
+    }
+    const footer = this.files.readFooter(ref.file);
+    // The sketches as they will be once decoded (a footer decodes them when first asked).
+    let bytes = 1024 + footer.sketchBytes;
+    for (const { values } of Object.values(footer.values)) {
+      for (const value of values) bytes += typeof value === 'string' ? 32 + 2 * value.length : 32;
+    }
+    this.footers.set(ref.file, { footer, bytes });
+    this.footerBytes += bytes;
+    for (const [file, entry] of this.footers) {
+      if (this.footerBytes <= this.footerBudgetBytes || file === ref.file) break;
+      this.footers.delete(file);
+      this.footerBytes -= entry.bytes;
+    }
+    return footer;
+  }
+
+  /**
+   * Marks the start of a query (runTask). A full cache then makes room only from entries no
+   * query has read since it began: when what the query reads does not fit, the segments it read
+   * first stay cached and the rest pass through, so each run hits the cached share, where plain
+   * LRU would evict every entry just before the next run needs it and hit none.
+   */
+  beginQuery(): void {
+    this.epoch++;
+    this.requested = new Set();
+  }
+
+  /**
+   * The segment's chunk with at least the columns `paths` names that the segment has (null: every
+   * column). Columns are decoded on first use and kept; a later query that needs another column
+   * decodes just that one, so a cache entry holds what queries read, not the whole segment.
+   */
+  load(ref: SegmentRef, paths: readonly string[] | null): ColumnChunk {
+    if (paths === null) this.requested = null;
+    else if (this.requested !== null) for (const path of paths) this.requested.add(path);
+    const hit = this.entries.get(ref.file);
+    const missing = hit?.complete ? [] : paths === null ? null
+      : paths.filter((path) => ref.footer.columns[path] !== undefined && !hit?.chunk.columns.has(path));
+    if (hit !== undefined && missing !== null && missing.length === 0) {
+      this.entries.delete(ref.file);
+      this.entries.set(ref.file, hit);
+      hit.epoch = this.epoch;
+      this.remeasure(hit);
+      return hit.chunk;
+    }
+    const read = this.read(ref.file, missing ?? undefined);
+    let chunk = read;
+    if (hit !== undefined) chunk = replaceColumns(hit.chunk, new Map([...hit.chunk.columns, ...read.columns]));
+    const columnBytes = columnsBytes(chunk);
+    const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
+    const grows = bytes - (hit?.bytes ?? 0);
+    if (bytes > this.budgetBytes || !this.canFree(this.bytes + grows - this.budgetBytes, ref.file)) return chunk;
+    if (hit !== undefined) this.forget(ref.file);
+    this.entries.set(ref.file, { chunk, columnBytes, bytes, complete: missing === null, epoch: this.epoch });
+    this.bytes += bytes;
+    this.evict();
+    return chunk;
+  }
+
+  /**
+   * Whether `need` bytes can be freed without an entry the running query has read (nor `keep`):
+   * from other entries, then from the columns the running query has not asked for, which its
+   * entries drop (a cache full of another query's columns must not lock this query out).
+   */
+  private canFree(need: number, keep: string): boolean {
+    if (need <= 0 || this.epoch === 0) return true;
+    for (const [file, entry] of this.entries) {
+      if (file === keep) continue;
+      need -= entry.epoch === this.epoch ? this.trimmable(entry) : entry.bytes;
+      if (need <= 0) return true;
+    }
+    return false;
+  }
+
+  /** Bytes the entry would free by dropping the columns the running query has not asked for. */
+  private trimmable(entry: Entry): number {
+    const requested = this.requested;
+    if (requested === null) return 0;
+    let bytes = 0;
+    for (const [path, column] of entry.chunk.columns) {
+      if (requested.has(path)) continue;
+      bytes += columnBytes(column) + (column instanceof SegmentColumn ? column.decodedBytes : 0);
+    }
+    return bytes;
+  }
+
+  /** The entry without the columns the running query has not asked for (itself when none). */
+  private trimmed(entry: Entry): Entry {
+    const requested = this.requested;
+    if (requested === null) return entry;
+    let extra = false;
+    for (const path of entry.chunk.columns.keys()) if (!requested.has(path)) extra = true;
+    if (!extra) return entry;
+    const chunk = replaceColumns(entry.chunk, new Map([...entry.chunk.columns].filter(([path]) => requested.has(path))));
+    const columnBytes = columnsBytes(chunk);
+    return { chunk, columnBytes, bytes: columnBytes + systemBytes(chunk) + dictStringBytes(chunk), complete: false, epoch: entry.epoch };
+  }
+
+  /** Counts what a chunk's readers decoded since it was last measured (times, dictionary strings). */
+  private remeasure(entry: Entry): void {
+    const bytes = entry.columnBytes + systemBytes(entry.chunk) + dictStringBytes(entry.chunk);
+    if (bytes === entry.bytes) return;
+    this.bytes += bytes - entry.bytes;
+    entry.bytes = bytes;
+    this.evict();
+  }
+
+  /**
+   * Least recently used first, sparing the running query's entries while others remain; then
+   * the columns of its entries it has not asked for; then its entries.
+   */
+  private evict(): void {
+    for (const [file, entry] of this.entries) {
+      if (this.bytes <= this.budgetBytes) return;
+      if (entry.epoch === this.epoch && this.epoch !== 0) continue;
+      this.entries.delete(file);
+      this.bytes -= entry.bytes;
+    }
+    for (const [file, entry] of this.entries) {
+      if (this.bytes <= this.budgetBytes) return;
+      const trimmed = this.trimmed(entry);
+      if (trimmed === entry) continue;
+      this.entries.set(file, trimmed);
+      this.bytes -= entry.bytes - trimmed.bytes;
+    }
+    for (const [file, entry] of this.entries) {
+      if (this.bytes <= this.budgetBytes) return;
+      this.entries.delete(file);
+      this.bytes -= entry.bytes;
+    }
+  }
+
+  private forget(file: string): void {
+    const entry = this.entries.get(file);
+    if (entry === undefined) return;
+    this.entries.delete(file);
+    this.bytes -= entry.bytes;
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * The chunk loop shared by every plan: visits the chunks of a ScanSource (segments through the
+ * chunk cache, then the write buffer's snapshot), selects the rows inside the timeframe and
+ * passing the filters into a reused selection vector, and checks the cooperative deadline
+ * between chunks. Segments a positive filter cannot match (column absent) are skipped unread.
+ */
+import { ApiError } from '../../base/errors.js';
+import type { ColumnChunk, ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
+import type { ChunkCache } from './chunk-cache.js';
+import type { ColumnViews } from '../eval/columns.js';
+import { DeleteScratch, dropDeleted, hideProperties, touches } from '../../deletes/predicate.js';
+import { compileFilters, Scratch } from '../eval/filter-eval.js';
+import type { ExecLimits, FilterNode, TimeRange } from '../plan/plan.js';
+
+export interface ExecEnv {
+  readonly views: ColumnViews;
+  /** Null where no segment reader is available; a source with segments is then a bug. */
+  readonly cache: ChunkCache | null;
+  readonly limits: ExecLimits;
+  /** Date.now()-based instant past which the scan gives up (QueryIncompleteError). */
+  readonly deadlineMs: number;
+  /** The timeout the deadline came from, for the error message. */
+  readonly timeoutMs: number;
+}
+
+export interface Selected {
+  readonly chunk: ColumnChunk;
+  readonly idx: Int32Array;
+  readonly n: number;
+  /** Rows of the chunk inside the timeframe, before filters. */
+  readonly inRange: number;
+}
+
+/** Reused buffers of one scan. */
+export class ScanBuffers {
+  idx = new Int32Array(0);
+  /** identity[i] === i: the selection of a chunk wholly inside the timeframe, never written. */
+  identity = new Int32Array(0);
+  readonly scratch = new Scratch();
+  readonly deleteScratch = new DeleteScratch();
+  eventsScanned = 0;
+  ensure(rows: number): void {
+    if (this.idx.length >= rows) return;
+    this.idx = new Int32Array(rows);
+    this.identity = identityOf(rows);
+  }
+}
+
+/** 0, 1, 2, ...: shared by every scan of the thread (never written), grown as needed. */
+let sharedIdentity: Int32Array<ArrayBuffer> = new Int32Array(0);
+
+export function identityOf(rows: number): Int32Array<ArrayBuffer> {
+  if (sharedIdentity.length < rows) {
+    sharedIdentity = new Int32Array(Math.max(rows, 2 * sharedIdentity.length));
+    for (let i = 0; i < sharedIdentity.length; i++) sharedIdentity[i] = i;
+  }
+  return sharedIdentity;
+}
+
+export interface ScanOptions {
+  readonly range: TimeRange;
+  readonly filters: readonly FilterNode[];
+  /**
+   * The property paths the visitor reads besides the filters'; null reads every column (an
+   * extraction). Segments decode only the columns a query needs.
+   */
+  readonly columns: readonly string[] | null;
+  /**
+   * Called per segment wholly inside the range that no delete touches; true when it answered
+   * from the segment's footer or sidecar without reading the segment.
+   */
+  readonly answerFromFooter?: (ref: SegmentRef) => boolean;
+}
+
+export function scanSource(
+  source: ScanSource, options: ScanOptions, env: ExecEnv, buffers: ScanBuffers,
+  visit: (selected: Selected) => void,
+): void {
+  const { range, filters } = options;
+  const deletes = source.deletes ?? [];
+  const deleteFilters = deletes.flatMap((entry) => (entry.kind === 'rows' ? entry.filters : []));
+  const columns = options.columns === null ? null
+    : [...new Set([...options.columns, ...filterPaths(filters), ...filterPaths(deleteFilters)])];
+  for (const ref of source.segments) {
+    checkDeadline(env);
+    const footer = ref.footer;
+    if (footer.tsMax < range.startMs || footer.tsMin >= range.endMs) continue;
+    if (cannotMatch(filters, footer)) continue;
+    const inside = footer.tsMin >= range.startMs && footer.tsMax < range.endMs;
+    const footerAnswers = !deletes.some((entry) => entry.kind === 'rows' && touches(entry, footer.seqMin));
+    if (inside && footerAnswers && options.answerFromFooter?.(ref)) {
+      buffers.eventsScanned += footer.rows;
+      continue;
+    }
+    visitChunk(loadSegment(ref, columns, env), inside, options, env, buffers, visit, deletes);
+  }
+  const memory = source.memory;
+  if (memory !== null && memory.rows > 0) {
+    checkDeadline(env);
+    const [tsMin, tsMax] = env.views.tsRange(memory);
+    const inside = tsMin >= range.startMs && tsMax < range.endMs;
+    visitChunk(memory, inside, options, env, buffers, visit, deletes);
+  }
+}
+
+function loadSegment(ref: SegmentRef, columns: readonly string[] | null, env: ExecEnv): ColumnChunk {
+  if (env.cache === null) throw new Error(`no segment reader to read ${ref.file}`);
+  return env.cache.load(ref, columns);
+}
+
+/** Every property path the filters read, `or` branches included. */
+export function filterPaths(filters: readonly FilterNode[], out: string[] = []): string[] {
+  for (const node of filters) {
+    if (node.kind === 'or') filterPaths(node.any, out);
+    else out.push(node.path);
+  }
+  return out;
+}
+
+function visitChunk(
+  chunk: ColumnChunk, inside: boolean, options: ScanOptions, env: ExecEnv, buffers: ScanBuffers,
+  visit: (selected: Selected) => void, deletes: NonNullable<ScanSource['deletes']>,
+): void {
+  if (deletes.length > 0) chunk = hideProperties(chunk, deletes);
+  buffers.ensure(chunk.rows);
+  let idx = buffers.identity;
+  let inRange = chunk.rows;
+  if (!inside) {
+    idx = buffers.idx;
+    inRange = selectRange(chunk.ts, chunk.rows, options.range, idx);
+  }
+  buffers.eventsScanned += inRange;
+  let n = inRange;
+  if (n > 0 && options.filters.length > 0) {
+    n = compileFilters(options.filters, chunk, env.views, buffers.scratch)(idx, buffers.idx, n);
+    idx = buffers.idx;
+  }
+  if (n > 0 && deletes.length > 0) {
+    n = dropDeleted(chunk, idx, buffers.idx, n, deletes, env.views, buffers.scratch, buffers.deleteScratch);
+    idx = buffers.idx;
+  }
+  visit({ chunk, idx, n, inRange });
+}
+
+/** Writes the rows with startMs <= ts < endMs into idx; returns their count. */
+export function selectRange(ts: Float64Array, rows: number, range: TimeRange, idx: Int32Array): number {
+  const { startMs, endMs } = range;
+  let n = 0;
+  for (let i = 0; i < rows; i++) {
+    const t = ts[i];
+    idx[n] = i;
+    n += +(t >= startMs) & +(t < endMs);
+  }
+  return n;
+}
+
+/** True when a top-level positive filter names a column no row of the segment has. */
+function cannotMatch(filters: readonly FilterNode[], footer: SegmentFooter): boolean {
+  for (const node of filters) {
+    if (node.kind === 'or' || node.path === 'svc.timestamp' || node.path === 'svc.created_at') continue;
+    const present = footer.columns[node.path]?.present ?? 0;
+    if (present > 0) continue;
+    const positive =
+      (node.kind === 'compare' && node.operator !== 'ne' && node.value !== null) ||
+      (node.kind === 'set' && !node.negate && !node.values.includes(null)) ||
+      (node.kind === 'exists' && node.exists) ||
+      (node.kind === 'text' && !node.negate) || node.kind === 'within';
+    if (positive) return true;
+  }
+  return false;
+}
+
+export function checkDeadline(env: ExecEnv): void {
+  if (Date.now() > env.deadlineMs) throw queryIncomplete(env.timeoutMs);
+}
+
+/** 504 QueryIncompleteError naming the time allowed (the seed: "300 seconds"). */
+export function queryIncomplete(timeoutMs: number): ApiError {
+  const allowed = timeoutMs % 1000 === 0 ? `${timeoutMs / 1000} seconds` : `${timeoutMs} ms`;
+  return new ApiError('QueryIncompleteError',
+    `the query did not finish in ${allowed}; shorten the timeframe or add filters`);
+}

@@ -1,0 +1,219 @@
+/**
+ * The query service the engine owns: rate limits per project and category, admission (K running,
+ * Q waiting, start deadline), planning (request.ts), and execution on the worker pool, or
+ * in-process when `workers` is 0 (tests; cancellation is then cooperative between chunks).
+ */
+import * as L from '../../base/limits.js';
+import type { ScanSource } from '../../storage/chunk.js';
+import { Admission } from './admission.js';
+import { CHUNK_CACHE_BYTES_DEFAULT, ChunkCache, FOOTER_CACHE_BYTES_DEFAULT } from './chunk-cache.js';
+import { ColumnViews } from '../eval/columns.js';
+import type { ExecLimits, Plan } from '../plan/plan.js';
+import { WorkerPool } from './pool.js';
+import { RateLimiter } from '../../base/rate-limit.js';
+import { parseRequest } from '../plan/request.js';
+import { parseTimezone, resolveTimeframe } from '../plan/timeframe.js';
+import { queryIncomplete } from './scan.js';
+import { loadSegmentFiles } from './segment-reader.js';
+import { checkResponseBytes, runTask, type QueryTask } from './task.js';
+import { FixedAggregator, finishAggregate } from './execute.js';
+import { mergeOutcomes, splitSource, type PartialBody } from './partial.js';
+import { decodePartial } from './partial-codec.js';
+
+export interface QueryLimits extends ExecLimits {
+  readonly queriesPerMinute: number;
+  readonly extractionsPerMinute: number;
+  readonly runningMax: number;
+  readonly waitingMax: number;
+  readonly startDeadlineMs: number;
+  readonly timeoutMs: number;
+  readonly intervalsMax: number;
+}
+
+export const DEFAULT_QUERY_LIMITS: QueryLimits = Object.freeze({
+  countUniqueExactMax: L.COUNT_UNIQUE_EXACT_MAX,
+  percentileExactMax: L.PERCENTILE_EXACT_MAX,
+  groupsMax: L.GROUPS_MAX,
+  extractionScanMax: L.EXTRACTION_SCAN_MAX,
+  extractionResultMax: L.EXTRACTION_RESULT_MAX,
+  funnelActorsMax: L.FUNNEL_ACTORS_MAX,
+  responseBytesMax: L.RESPONSE_BYTES_MAX,
+  queriesPerMinute: L.QUERIES_PER_MINUTE,
+  extractionsPerMinute: L.EXTRACTIONS_PER_MINUTE,
+  runningMax: L.QUERIES_RUNNING_MAX,
+  waitingMax: L.QUERIES_WAITING_MAX,
+  startDeadlineMs: L.QUERY_START_DEADLINE_MS,
+  timeoutMs: L.QUERY_TIMEOUT_MS,
+  intervalsMax: L.INTERVALS_MAX,
+});
+
+export interface QueryServiceOptions {
+  /** Segments + buffered rows of a collection overlapping [startMs, endMs); schema {} for an unknown collection. */
+  source(projectId: string, collection: string, startMs: number, endMs: number): ScanSource;
+  /**
+   * Keeps the segment files a query lists on disk until the returned function is called (the
+   * engine's RetiredFiles); without it, files are assumed to stay (tests over fixed sources).
+   */
+  lease?: () => () => void;
+  clock: () => number;
+  /** worker_threads to run scans on; 0 = run in-process (tests). */
+  workers: number;
+  /** Overrides of the limits.ts values, for every project (tests use tiny ones). */
+  limits?: Partial<QueryLimits>;
+  /** Per-project overrides of the rate and execution limits (spec: "configurable per project"). */
+  projectLimits?: (projectId: string) => Partial<QueryLimits> | undefined;
+  /** Byte budget of each worker's decoded-segment cache. */
+  cacheBytes?: number;
+  /** Byte budget of each worker's footers and sketches. */
+  footerCacheBytes?: number;
+  /**
+   * Workers one aggregate query's segments are split across (each scans its share into partial
+   * states, merged here); default every worker of the pool. 1 = each query on one worker.
+   */
+  fanOut?: number;
+}
+
+export class QueryService {
+  private readonly limits: QueryLimits;
+  private readonly rates: RateLimiter;
+  private readonly admission: Admission;
+  private readonly pool: WorkerPool | null;
+  private local: Promise<{ views: ColumnViews; cache: ChunkCache }> | null = null;
+
+  constructor(private readonly opts: QueryServiceOptions) {
+    this.limits = { ...DEFAULT_QUERY_LIMITS, ...opts.limits };
+    this.rates = new RateLimiter(opts.clock);
+    const runningMax = opts.workers > 0 ? Math.min(this.limits.runningMax, opts.workers)
+      : this.limits.runningMax;
+    this.admission = new Admission(runningMax, this.limits.waitingMax, this.limits.startDeadlineMs);
+    this.pool = opts.workers > 0
+      ? new WorkerPool(opts.workers, opts.cacheBytes ?? CHUNK_CACHE_BYTES_DEFAULT,
+        opts.footerCacheBytes ?? FOOTER_CACHE_BYTES_DEFAULT) : null;
+    // luxon's first calendar arithmetic sets up its Intl formatters, ~20 ms on this machine: paid
+    // here, at start, rather than by the first query (bench/scale: its first trivial count took 37 ms).
+    resolveTimeframe('this_1_days', parseTimezone(undefined), opts.clock());
+  }
+
+  /** Queries executing or waiting now, and when the last one finished (ms, Date.now()). */
+  private active = 0;
+  private lastDoneMs = 0;
+
+  /** Milliseconds since the last query finished; 0 while one runs. Background work defers to queries. */
+  /** Queries executing and waiting to start. */
+  depths(): { running: number; waiting: number } {
+    return this.admission.depths;
+  }
+
+  idleMs(): number {
+    return this.active > 0 ? 0 : Date.now() - this.lastDoneMs;
+  }
+
+  /** Checks a query as run() would (the same 400s) without running it or counting it. */
+  validate(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): void {
+    const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
+    parseRequest(analysis, params, { nowMs: this.opts.clock(), intervalsMax: limits.intervalsMax });
+  }
+
+  /** Runs a query; `counted` false keeps it out of the rate limits (cached queries' refreshes). */
+  async run(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, counted = true): Promise<unknown> {
+    this.active++;
+    try {
+      return await this.runCounted(projectId, analysis, params, counted);
+    } finally {
+      this.active--;
+      this.lastDoneMs = Date.now();
+    }
+  }
+
+  private async runCounted(
+    projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, counted: boolean,
+  ): Promise<unknown> {
+    const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
+    const plan = parseRequest(analysis, params, { nowMs: this.opts.clock(), intervalsMax: limits.intervalsMax });
+    // A cached query's refresh is not counted: it is outside the ad-hoc limits (seed, Limits rule 4).
+    if (counted && plan.kind === 'extraction') this.rates.take(projectId, 'extraction', limits.extractionsPerMinute);
+    else if (counted) this.rates.take(projectId, 'query', limits.queriesPerMinute);
+    const release = await this.admission.acquire();
+    const lease = this.opts.lease?.();
+    try {
+      const task: QueryTask = {
+        plan, sources: this.sourcesOf(projectId, plan), limits,
+        deadlineMs: Date.now() + limits.timeoutMs, timeoutMs: limits.timeoutMs,
+      };
+      if (this.pool !== null) return await this.runOnPool(task);
+      const env = await (this.local ??= this.openLocal());
+      const body = runTask(task, env);
+      if (Date.now() > task.deadlineMs) throw queryIncomplete(task.timeoutMs);
+      return body;
+    } finally {
+      lease?.();
+      release();
+    }
+  }
+
+  /** Counts one extraction against the project's extraction rate limit (asynchronous jobs). */
+  takeExtraction(projectId: string): void {
+    const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
+    this.rates.take(projectId, 'extraction', limits.extractionsPerMinute);
+  }
+
+  /**
+   * Runs one asynchronous extraction task (engine/query/exec/jobs.ts) on a worker, outside the
+   * admission queue (a job runs one task at a time); returns the events it wrote to output.file.
+   */
+  async extractToFile(plan: Plan, source: ScanSource, output: QueryTask['output']): Promise<number> {
+    const task: QueryTask = {
+      plan, sources: [source], limits: this.limits, output,
+      deadlineMs: Date.now() + this.limits.timeoutMs, timeoutMs: this.limits.timeoutMs,
+    };
+    const body = this.pool !== null ? await this.pool.run(task)
+      : runTask(task, await (this.local ??= this.openLocal()));
+    return body.events as number;
+  }
+
+  private async runOnPool(task: QueryTask): Promise<Record<string, unknown>> {
+    const pool = this.pool!;
+    const plan = task.plan;
+    const fanOut = Math.min(pool.size, Math.max(1, this.opts.fanOut ?? pool.size));
+    // Extraction and funnel run whole on one worker; so do plain counts, which the segment
+    // footers answer without reading the segments.
+    const footerCount = plan.kind === 'aggregate' && plan.filters.length === 0 &&
+      plan.groupBy === null && plan.buckets === null && plan.aggregates.every((spec) => spec.kind === 'count');
+    if (plan.kind !== 'aggregate' || fanOut <= 1 || footerCount) return pool.run(task);
+    const whole = task.sources[0];
+    const shares = splitSource(whole, fanOut);
+    if (shares.filter((share) => share !== null).length <= 1) return pool.run(task);
+    const startedMs = Date.now();
+    const tasks = shares.map((share): QueryTask | null => (share === null ? null
+      : { ...task, sources: [share], whole }));
+    const bodies = await pool.runAll(tasks, task.timeoutMs);
+    const partials = (bodies.filter((body) => body !== null) as unknown as PartialBody[])
+      .map((body) => decodePartial(body.state, plan));
+    const outcomes = partials.map((partial) => partial.outcome);
+    const merged = mergeOutcomes(plan, outcomes);
+    // A footer-sketch estimate is computed over the whole source by every worker: count once.
+    const eventsScanned = merged.aggregators[0] instanceof FixedAggregator
+      ? partials[outcomes.indexOf(merged)].eventsScanned
+      : partials.reduce((total, partial) => total + partial.eventsScanned, 0);
+    const body = finishAggregate(plan, merged, eventsScanned, startedMs);
+    checkResponseBytes(body, task.limits.responseBytesMax);
+    return body;
+  }
+
+  private sourcesOf(projectId: string, plan: Plan): ScanSource[] {
+    const source = (collection: string, range: { startMs: number; endMs: number }) =>
+      this.opts.source(projectId, collection, range.startMs, range.endMs);
+    if (plan.kind === 'funnel') return plan.steps.map((step) => source(step.collection, step.range));
+    return [source(plan.collection, plan.range)];
+  }
+
+  private async openLocal(): Promise<{ views: ColumnViews; cache: ChunkCache }> {
+    const cache = new ChunkCache(await loadSegmentFiles(), this.opts.cacheBytes ?? CHUNK_CACHE_BYTES_DEFAULT,
+      this.opts.footerCacheBytes ?? FOOTER_CACHE_BYTES_DEFAULT);
+    return { views: new ColumnViews(), cache };
+  }
+
+  async close(): Promise<void> {
+    await this.pool?.close();
+  }
+}

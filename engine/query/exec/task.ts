@@ -1,0 +1,91 @@
+/**
+ * One query task as a worker (or the in-process path) runs it: execute the plan, then refuse a
+ * response over the byte limit. Tasks are plain data so they can be posted to a worker.
+ */
+import { ApiError } from '../../base/errors.js';
+import type { ScanSource } from '../../storage/chunk.js';
+import { aggregateOver, executePlan } from './execute.js';
+import { extractToFile, type ExtractionOutput } from './extraction.js';
+import type { PartialBody } from './partial.js';
+import { encodeOutcome } from './partial-codec.js';
+import type { ExecLimits, Plan } from '../plan/plan.js';
+import { ScanBuffers, type ExecEnv } from './scan.js';
+
+export { checkResponseBytes };
+
+/** Buffer snapshots a query worker keeps: the newest of each collection, at most this many. */
+const KEPT_SNAPSHOTS_MAX = 16;
+
+/**
+ * The buffer snapshots a query worker holds, newest per collection (by id key), least recently
+ * used dropped first. The pool keeps one of these per worker with the versions only, the worker
+ * one with the rows, and both apply every task's sources in the same order, so they agree on what
+ * the worker holds: the pool posts a snapshot's rows once, later tasks name only its version.
+ */
+export class KeptSnapshots<T> {
+  private readonly byKey = new Map<number, { version: number; value: T }>();
+
+  /** The value kept for this collection's snapshot `version`, marking it used; undefined if none. */
+  get(idKey: number, version: number): T | undefined {
+    const kept = this.byKey.get(idKey);
+    if (kept === undefined || kept.version !== version) return undefined;
+    this.byKey.delete(idKey);
+    this.byKey.set(idKey, kept);
+    return kept.value;
+  }
+
+  keep(idKey: number, version: number, value: T): void {
+    this.byKey.delete(idKey);
+    this.byKey.set(idKey, { version, value });
+    if (this.byKey.size > KEPT_SNAPSHOTS_MAX) this.byKey.delete(this.byKey.keys().next().value!);
+  }
+}
+
+export interface QueryTask {
+  readonly plan: Plan;
+  readonly sources: readonly ScanSource[];
+  readonly limits: ExecLimits;
+  readonly deadlineMs: number;
+  readonly timeoutMs: number;
+  /**
+   * Fan-out: set on a share of an aggregate plan; sources[0] is this worker's share of `whole`,
+   * and the task returns its encoded partial states (partial-codec.ts) instead of a response body.
+   */
+  readonly whole?: ScanSource;
+  /** Set on an asynchronous extraction's task: the events go to this file, the body is {events}. */
+  readonly output?: ExtractionOutput;
+}
+
+export function runTask(task: QueryTask, env: Omit<ExecEnv, 'limits' | 'deadlineMs' | 'timeoutMs'>): Record<string, unknown> {
+  env.cache?.beginQuery();
+  if (task.whole !== undefined && task.plan.kind === 'aggregate') {
+    const buffers = new ScanBuffers();
+    const outcome = aggregateOver(task.plan, task.sources[0], {
+      ...env, limits: task.limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs,
+    }, buffers, task.whole);
+    const partial: PartialBody = { state: encodeOutcome(outcome, buffers.eventsScanned) };
+    return partial as unknown as Record<string, unknown>;
+  }
+  if (task.output !== undefined && task.plan.kind === 'extraction') {
+    const events = extractToFile(task.plan, task.sources[0], {
+      ...env, limits: task.limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs,
+    }, new ScanBuffers(), task.output);
+    return { events };
+  }
+  const body = executePlan(task.plan, task.sources, {
+    ...env, limits: task.limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs,
+  });
+  checkResponseBytes(body, task.limits.responseBytesMax);
+  return body;
+}
+
+function checkResponseBytes(body: unknown, max: number): void {
+  const json = JSON.stringify(body);
+  // UTF-16 length bounds UTF-8 bytes from below by at most 3x; measure exactly only near the limit.
+  if (json.length * 3 <= max) return;
+  if (Buffer.byteLength(json) > max) {
+    throw new ApiError('ResponseTooLargeError',
+      `the response would exceed ${max} bytes; narrow the timeframe, add filters, group by ` +
+      'fewer distinct values or use a larger interval');
+  }
+}

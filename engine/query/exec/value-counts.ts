@@ -1,0 +1,142 @@
+/**
+ * Answers a segment wholly inside the timeframe from its sidecar's value counts (the few distinct
+ * values of a column and the rows holding each, storage/segment/sketches.ts) when the whole plan
+ * reads that one column: counts filtered and/or grouped by it, select_unique and count_unique of
+ * it. The counts become a summary column of one row per value (plus one null row and one missing
+ * row), which the ordinary filter, group_by and aggregate code runs over, each summary row
+ * weighing as many rows as hold its value. A segment without counts for the column is scanned.
+ */
+import {
+  TAG_BOOL, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR,
+  type Column, type ColumnChunk, type ScanSource, type SegmentRef,
+} from '../../storage/chunk.js';
+import type { ValueCounts } from '../../storage/segment/sketches.js';
+import type { Aggregator } from '../aggregate/index.js';
+import { CountAggregator } from '../aggregate/index.js';
+import { TIME_PATHS } from '../plan/filter.js';
+import { compileFilters, Scratch } from '../eval/filter-eval.js';
+import type { GroupTable } from '../eval/group-by.js';
+import { bucketOf } from '../plan/interval.js';
+import type { AggregatePlan } from '../plan/plan.js';
+import { filterPaths, identityOf, type ExecEnv } from './scan.js';
+
+/** A segment's column as one row per distinct value; weights[r] rows hold row r's value. */
+import type { Summary } from '../eval/columns.js';
+
+export type { Summary };
+
+/**
+ * The per-segment answer for `plan`, or undefined when the plan reads more than one column (or a
+ * time column) or anything else rules it out. `rowsPerCell` is the cell row counter when it is
+ * not one of `aggregators`.
+ */
+export function valueCountsAnswer(
+  plan: AggregatePlan, source: ScanSource, env: ExecEnv, aggregators: readonly Aggregator[],
+  rowsPerCell: CountAggregator | null, groups: GroupTable | null, edges: Float64Array | null,
+): ((ref: SegmentRef) => boolean) | undefined {
+  const cache = env.cache;
+  if (cache === null || (source.deletes?.length ?? 0) > 0) return undefined;
+  const onlyCounts = plan.aggregates.every((spec) => spec.kind === 'count');
+  const spec = plan.aggregates[0];
+  const distinct = plan.aggregates.length === 1 && (spec.kind === 'select_unique' || spec.kind === 'count_unique');
+  if (!onlyCounts && !distinct) return undefined;
+  const paths = new Set([...filterPaths(plan.filters), ...(plan.groupBy ?? [])]);
+  if (distinct) paths.add(spec.targetProperty!);
+  if (paths.size > 1 || (plan.groupBy?.length ?? 0) > 1) return undefined;
+  // Counts over buckets read no column at all: a segment inside one bucket adds its rows there.
+  const path = paths.size === 0 ? null : [...paths][0];
+  if (path !== null && TIME_PATHS.has(path)) return undefined;
+  const counters = onlyCounts ? aggregators as CountAggregator[] : [];
+  const allCounters = rowsPerCell === null ? counters : [...counters, rowsPerCell];
+  const buckets = edges === null ? 1 : edges.length - 1;
+  const scratch = new Scratch();
+  let selected = new Int32Array(0);
+  let cells = new Int32Array(0);
+  return (ref) => {
+    let bucket = 0;
+    if (edges !== null) {
+      bucket = bucketOf(edges, ref.footer.tsMin);
+      if (bucket === -1 || bucket !== bucketOf(edges, ref.footer.tsMax)) return false;
+    }
+    if (path === null) {
+      for (const counter of allCounters) counter.addRows(bucket, ref.footer.rows);
+      return true;
+    }
+    const stats = ref.footer.columns[path];
+    let summary: Summary;
+    if (stats === undefined) summary = summarize(path, { values: [], rows: [] }, 0, ref.footer.rows);
+    else {
+      const counts = cache.footer(ref).values[path];
+      if (counts === undefined) return false;
+      summary = env.views.summary(counts, () => summarize(path, counts, stats.present, ref.footer.rows));
+    }
+    const rows = summary.chunk.rows;
+    if (selected.length < rows) {
+      selected = new Int32Array(rows);
+      cells = new Int32Array(rows);
+    }
+    let idx = identityOf(rows);
+    let n = rows;
+    if (plan.filters.length > 0) {
+      n = compileFilters(plan.filters, summary.chunk, env.views, scratch)(idx, selected, n);
+      idx = selected;
+    }
+    if (groups !== null) {
+      groups.mapRows(summary.chunk, env.views, idx, n, cells);
+      for (let k = 0; k < n; k++) cells[k] = cells[k] * buckets + bucket;
+    } else cells.fill(bucket, 0, n);
+    for (const counter of allCounters) {
+      for (let k = 0; k < n; k++) counter.addRows(cells[k], summary.weights[idx[k]]);
+    }
+    if (distinct) {
+      const cellCount = (groups?.size ?? 1) * buckets;
+      aggregators[0].update({
+        column: summary.column, idx, n, cells: cellCount === 1 ? null : cells, cellCount, dense: false,
+        tagMask: env.views.tagMask(summary.column),
+      });
+    }
+    return true;
+  };
+}
+
+function summarize(
+  path: string, counts: ValueCounts, present: number, segmentRows: number,
+): Summary {
+  let listed = 0;
+  for (const rows of counts.rows) listed += rows;
+  const nulls = present - listed;
+  const missing = segmentRows - present;
+  const rows = counts.values.length + (nulls > 0 ? 1 : 0) + (missing > 0 ? 1 : 0);
+  const tags = new Uint8Array(rows);
+  const num = new Float64Array(rows);
+  const str = new Int32Array(rows);
+  const weights = new Float64Array(rows);
+  const dict: string[] = [];
+  counts.values.forEach((value, row) => {
+    weights[row] = counts.rows[row];
+    if (typeof value === 'string') {
+      tags[row] = TAG_STR;
+      str[row] = dict.push(value) - 1;
+    } else if (typeof value === 'number') {
+      tags[row] = TAG_NUM;
+      num[row] = value;
+    } else {
+      tags[row] = TAG_BOOL;
+      num[row] = value ? 1 : 0;
+    }
+  });
+  let row = counts.values.length;
+  if (nulls > 0) {
+    tags[row] = TAG_NULL;
+    weights[row++] = nulls;
+  }
+  if (missing > 0) {
+    tags[row] = TAG_MISSING;
+    weights[row++] = missing;
+  }
+  const column: Column = { path, tags, num, str, dict, lists: null };
+  // Its rows have no instants of their own; nothing that reads one runs over a summary.
+  const none = new Float64Array(rows);
+  const chunk: ColumnChunk = { rows, ts: none, createdAt: none, seq: none, columns: new Map([[path, column]]) };
+  return { chunk, column, weights };
+}

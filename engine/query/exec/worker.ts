@@ -1,0 +1,109 @@
+/**
+ * The query worker thread: receives QueryTasks, runs them against its own chunk cache of
+ * decoded segments, and posts back the response body or the ApiError. Runs nothing else, so a
+ * query never executes on the thread that serves writes.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { isApiError } from '../../base/errors.js';
+import { ChunkCache } from './chunk-cache.js';
+import { ColumnViews } from '../eval/columns.js';
+import { loadSegmentFiles, type SegmentFiles } from './segment-reader.js';
+import type { ColumnChunk, ScanSource, SegmentFooter } from '../../storage/chunk.js';
+import { transferablesOf } from './partial.js';
+import { KeptSnapshots, runTask, type QueryTask } from './task.js';
+
+export interface WorkerRequest {
+  readonly id: number;
+  /** Segments whose footer this worker was sent before come with footer null (pool.ts). */
+  readonly task: QueryTask;
+  /** Forget every kept footer before this task (the pool does the same). */
+  readonly resetFooters: boolean;
+}
+
+export type WorkerReply =
+  | { readonly id: number; readonly ok: true; readonly body: Record<string, unknown> }
+  | { readonly id: number; readonly ok: false; readonly code: string | null; readonly message: string };
+
+const port = parentPort;
+if (port === null) throw new Error('engine/query/exec/worker.js runs only as a worker thread');
+const { cacheBytes, footerCacheBytes } = workerData as { cacheBytes: number; footerCacheBytes: number };
+const views = new ColumnViews();
+/** Opened on the first task that reads segment files. */
+let cache: ChunkCache | null = null;
+let files: Promise<SegmentFiles> | null = null;
+
+/** The segment reader; its import (apache-arrow, ~150 ms) starts once the worker is ready. */
+function segmentFiles(): Promise<SegmentFiles> {
+  return (files ??= loadSegmentFiles());
+}
+
+/** Buffer snapshots the pool posted once; later tasks name only their version (pool.ts). */
+const memories = new KeptSnapshots<ColumnChunk>();
+
+/** Footers the pool posted once, by segment file; later tasks name only the file. */
+const footers = new Map<string, SegmentFooter>();
+
+function withKept(source: ScanSource): ScanSource {
+  const segments = source.segments.map((ref) => {
+    if (ref.footer !== null) {
+      footers.set(ref.file, ref.footer);
+      return ref;
+    }
+    const footer = footers.get(ref.file);
+    if (footer === undefined) throw new Error(`the footer of ${ref.file} was never sent to this worker`);
+    return { file: ref.file, footer };
+  });
+  return withMemory({ ...source, segments });
+}
+
+function withMemory(source: ScanSource): ScanSource {
+  if (source.memoryVersion === 0) return source;
+  if (source.memory !== null) {
+    memories.keep(source.idKey, source.memoryVersion, source.memory);
+    return source;
+  }
+  const kept = memories.get(source.idKey, source.memoryVersion);
+  if (kept === undefined) throw new Error(`buffer snapshot ${source.memoryVersion} was never sent to this worker`);
+  return { ...source, memory: kept };
+}
+
+/** Tasks run one at a time, in arrival order (the first one may wait for Arrow's import). */
+let queue: Promise<void> = Promise.resolve();
+
+port.on('message', (request: WorkerRequest) => {
+  queue = queue.then(() => handle(request));
+});
+
+async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promise<void> {
+  let reply: WorkerReply;
+  let transfer: ArrayBuffer[] = [];
+  try {
+    if (resetFooters) footers.clear();
+    const task: QueryTask = {
+      ...posted,
+      sources: posted.sources.map(withKept),
+      ...(posted.whole !== undefined && { whole: withKept(posted.whole) }),
+    };
+    if (cache === null && (task.sources.some((source) => source.segments.length > 0) ||
+      (task.whole !== undefined && task.whole.segments.length > 0))) {
+      cache = new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes);
+    }
+    const body = runTask(task, { views, cache });
+    // A fan-out share's partial state is one ArrayBuffer (partial-codec.ts): moved, not copied.
+    if (task.whole !== undefined) transfer = transferablesOf(body);
+    reply = { id, ok: true, body };
+  } catch (error) {
+    reply = isApiError(error)
+      ? { id, ok: false, code: error.error_code, message: error.message }
+      : { id, ok: false, code: null, message: error instanceof Error ? error.stack ?? error.message : String(error) };
+  }
+  port!.postMessage(reply, transfer);
+}
+port.postMessage('ready');
+// Load the reader now, while no query waits, then run its sidecar decoding over a made-up
+// sidecar (~20-30 ms): the first query after startup pays for neither. A task that needs segment
+// files and comes before the import resolves waits for the import, as it always did.
+setImmediate(() => void segmentFiles().then(async () => {
+  const { warmSidecarDecoding } = await import('../../storage/segment/footer.js');
+  warmSidecarDecoding();
+}, () => undefined)); // a reader that fails to load fails the first task that needs it

@@ -1,0 +1,111 @@
+/**
+ * The decoded-segment cache on real segment files: under its budget, and scan-resistant: when a
+ * query reads more than fits, the segments it read first stay cached and each later run of the
+ * same query hits them, where plain LRU would hit none.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import type { SegmentRef } from '../../../../../engine/storage/chunk.js';
+import { columnsBytes, systemBytes } from '../../../../../engine/storage/chunk-bytes.js';
+import { readFooter, readSegment } from '../../../../../engine/storage/segment/reader.js';
+import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
+import { ChunkCache } from '../../../../../engine/query/exec/chunk-cache.js';
+import { makeChunk, type TestEvent } from '../../../../helpers/query/test-support.js';
+
+const START = Date.UTC(2024, 0, 1);
+
+function segments(count: number): SegmentRef[] {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-cache-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return Array.from({ length: count }, (_, s) => {
+    const events: TestEvent[] = Array.from({ length: 1000 }, (_, i) => ({
+      ts: START + s * 86_400_000 + i * 1000, props: { price: i * 0.5 + s, tag: `t${i % 7}` },
+    }));
+    const file = path.join(dir, `${s}.arrow`);
+    return { file, footer: writeSegment(file, makeChunk(events, s * 1000), {}) };
+  });
+}
+
+/** A cache whose reads are counted; `fit` segments' price columns fit its budget. */
+function countingCache(refs: readonly SegmentRef[], fit: number): { cache: ChunkCache; reads: () => number } {
+  let reads = 0;
+  const probe = readSegment(refs[0].file, ['price']);
+  const one = columnsBytes(probe) + systemBytes(probe);
+  const files = {
+    readSegment: (file: string, columns?: readonly string[]) => {
+      reads++;
+      return readSegment(file, columns);
+    },
+    readFooter,
+  };
+  return { cache: new ChunkCache(files, Math.floor((fit + 0.5) * one)), reads: () => reads };
+}
+
+t.test('a query that reads more than fits keeps the share that fits, run after run', async (t) => {
+  const refs = segments(5);
+  const { cache, reads } = countingCache(refs, 3);
+  const run = () => {
+    const before = reads();
+    cache.beginQuery();
+    for (const ref of refs) {
+      const chunk = cache.load(ref, ['price']);
+      t.equal(chunk.columns.get('price')!.num![1], 0.5 + refs.indexOf(ref), 'the right values, cached or not');
+    }
+    return reads() - before;
+  };
+  t.equal(run(), 5, 'the first run reads every segment');
+  t.equal(run(), 2, 'later runs read only what did not fit');
+  t.equal(run(), 2);
+});
+
+t.test('without beginQuery the cache is plain LRU', async (t) => {
+  const refs = segments(5);
+  const { cache, reads } = countingCache(refs, 3);
+  for (let round = 0; round < 2; round++) for (const ref of refs) cache.load(ref, ['price']);
+  t.equal(reads(), 10, 'a cyclic scan larger than the cache misses every time');
+  cache.load(refs[4], ['price']);
+  t.equal(reads(), 10, 'the most recent segment is cached');
+});
+
+t.test('a new query makes room from entries the running query has not read', async (t) => {
+  const refs = segments(5);
+  const { cache, reads } = countingCache(refs, 3);
+  cache.beginQuery();
+  for (const ref of refs.slice(0, 3)) cache.load(ref, ['price']);
+  cache.beginQuery();
+  for (const ref of refs.slice(2)) cache.load(ref, ['price']);
+  t.equal(reads(), 5, 'segment 2 was a hit; 3 and 4 evicted 0 and 1');
+  cache.beginQuery();
+  for (const ref of refs.slice(2)) cache.load(ref, ['price']);
+  t.equal(reads(), 5, 'segments 2-4 all cached');
+  // Adding a column to a cached segment that cannot grow keeps the entry it had.
+  cache.load(refs[2], ['price', 'tag']);
+  t.equal(reads(), 6);
+  cache.load(refs[2], ['price']);
+  t.equal(reads(), 6, 'its price column is still cached');
+});
+
+t.test("a cache full of another query's columns makes room for this query's", async (t) => {
+  const refs = segments(5);
+  const { cache, reads } = countingCache(refs, 3);
+  // Price and tag of every segment do not fit: the first query keeps what it read first.
+  for (let run = 0; run < 2; run++) {
+    cache.beginQuery();
+    for (const ref of refs) cache.load(ref, ['price', 'tag']);
+  }
+  const before = reads();
+  // Price alone of three segments fits: the second query drops the tag columns it does not
+  // read, and its later runs read what still does not fit, not all five.
+  const run = () => {
+    const start = reads();
+    cache.beginQuery();
+    for (const ref of refs) cache.load(ref, ['price']);
+    return reads() - start;
+  };
+  const first = run();
+  t.ok(first <= 5 && reads() > before);
+  t.equal(run(), 2, 'the price columns of three segments stay');
+  t.equal(run(), 2);
+});
