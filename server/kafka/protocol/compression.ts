@@ -1,8 +1,9 @@
 /**
  * Decompression of RecordBatch payloads by attribute bits 0–2: 1 gzip (zlib), 2 snappy (raw
  * block as librdkafka writes it, or xerial framing as the Java client does), 3 lz4 (LZ4 frame,
- * lz4-napi), 4 zstd (fzstd, pure JS). Compression is only gzip: outbound batches are plain or gzip (kafkajs
- * decodes nothing else).
+ * lz4-napi), 4 zstd (@toondepauw/node-zstd, the native binding of libzstd the engine already uses
+ * for segments). Compression is only gzip: outbound batches are plain or gzip (kafkajs decodes
+ * nothing else).
  *
  * Every output is bounded by `outputBytesMax` to stop decompression bombs (a few KB that inflate
  * to gigabytes), and the bound holds *while* decoding, never only after it:
@@ -12,15 +13,18 @@
  *   maximum, 4 MB at most); each block is inflated alone by lz4-napi's block decoder into a
  *   buffer of that maximum (linked blocks get the previous 64 KB as dictionary), and decoding
  *   stops as soon as the running total passes the bound.
- * - zstd: the frames and their block headers are walked here first (no inflating); a frame whose
- *   window or declared content size is past the bound is refused before fzstd allocates anything.
- *   A frame that declares its content size is inflated in place into a buffer of that size; one
- *   that does not goes through fzstd's streaming `Decompress`, whose chunks (a block, at most
- *   128 KB) are counted and decoding stops as soon as the total passes the bound.
+ * - zstd: the binding's decoder has no output limit and no streaming interface, so the bound is
+ *   settled before it runs. The frames and their block headers are walked here first (no
+ *   inflating): a frame whose window or declared content size is past the bound is refused. A
+ *   frame whose blocks cannot hold more than the room left (raw and RLE blocks state their size;
+ *   libzstd refuses a compressed block that inflates past the frame's block maximum, 128 KB at
+ *   most) is inflated at once. Any other frame has its exact content size read first, block by
+ *   block, from the literals headers and the sequences' match lengths (no literal is decoded and
+ *   nothing is allocated for the output), and is refused at the block that passes the bound.
  */
 import zlib from 'node:zlib';
+import { Decoder as ZstdDecoder } from '@toondepauw/node-zstd';
 import { uncompressSync as lz4BlockUncompress } from 'lz4-napi';
-import { Decompress as ZstdStream, decompress as zstdDecompress } from 'fzstd';
 import snappy from 'snappyjs';
 import { Reader } from './reader.js';
 
@@ -193,36 +197,43 @@ const ZSTD_BLOCK_MAX = 128 * 1024;
  */
 const ZSTD_WINDOW_BYTES_MAX = 64 * 1024 * 1024;
 
-interface ZstdFrame { bytes: Buffer; contentSize: number | null }
+const zstdDecoder = new ZstdDecoder();
+
+interface ZstdFrame {
+  bytes: Buffer;
+  contentSize: number | null;
+  /** Offset in `bytes` of the first block header. */
+  blocksAt: number;
+  /** The most the frame's blocks can hold: raw and RLE blocks their stated size, others a block maximum. */
+  contentBound: number;
+}
 
 /**
  * Zstandard frames (RFC 8878): each frame's header and block headers are read here to find its
- * end and check it against the bound before fzstd sees it; then each frame is inflated alone.
+ * end and check it against the bound before libzstd sees it; then each frame is inflated alone by
+ * the native binding, whose decoder has no output limit. It needs none when the frame's blocks
+ * cannot hold more than the room left (libzstd refuses a block that inflates past the frame's block
+ * maximum); otherwise the exact content size is read first, without inflating anything
+ * (zstdContent), and the frame is refused at the block that passes the bound. The binding's output
+ * lives outside V8's heap and is freed only on a later turn of the event loop (see
+ * engine/storage/segment/arrow.ts); each batch's is bounded, and a produce request keeps its
+ * batches' events until its turn ends anyway.
  */
 function unzstd(input: Buffer, outputBytesMax: number): Buffer {
   const frames = zstdFrames(input, outputBytesMax);
   const parts: Buffer[] = [];
   let total = 0;
   for (const frame of frames) {
-    let out: Uint8Array;
-    if (frame.contentSize !== null && frame.contentSize > 0) {
-      if (frame.contentSize > outputBytesMax - total) throw declaredTooLarge(frame.contentSize, outputBytesMax - total);
-      // fzstd allocates exactly the declared size and inflates into it (never past it).
-      out = zstdDecompress(frame.bytes);
-      total += out.length;
-      parts.push(Buffer.from(out.buffer, out.byteOffset, out.byteLength) as Buffer);
-      continue;
-    }
-    const chunks: Buffer[] = [];
-    const stream = new ZstdStream((chunk) => {
-      total += chunk.length;
-      if (total > outputBytesMax) throw tooLarge(total, outputBytesMax);
-      chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-    });
-    stream.push(frame.bytes, true);
-    parts.push(...chunks);
+    const room = outputBytesMax - total;
+    if (frame.contentSize !== null && frame.contentSize > room) throw declaredTooLarge(frame.contentSize, room);
+    if (frame.contentBound > room) zstdContent(frame, total, outputBytesMax);
+    const out = zstdDecoder.decodeSync(frame.bytes);
+    total += out.length;
+    if (total > outputBytesMax) throw tooLarge(total, outputBytesMax);
+    parts.push(out);
   }
-  return Buffer.concat(parts, total);
+  // One frame (every client's batch) is returned as the binding made it, without a copy.
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, total);
 }
 
 function zstdFrames(input: Buffer, outputBytesMax: number): ZstdFrame[] {
@@ -267,13 +278,15 @@ function zstdFrames(input: Buffer, outputBytesMax: number): ZstdFrame[] {
       at += fcsBytes;
     }
     if (singleSegment) window = contentSize!;
-    // fzstd allocates the declared content, or else the window, up front: refuse either past
-    // its bound before it does.
+    // libzstd allocates the window (or the declared content, when smaller) to inflate into:
+    // refuse either past its bound before it does.
     if (contentSize !== null && contentSize > outputBytesMax) throw declaredTooLarge(contentSize, outputBytesMax);
     if (window > ZSTD_WINDOW_BYTES_MAX) {
       throw new DecompressError(`zstd window of ${window} bytes > ${ZSTD_WINDOW_BYTES_MAX}`);
     }
     const blockMax = Math.min(window, ZSTD_BLOCK_MAX);
+    const blocksAt = at - start;
+    let contentBound = 0;
     for (let last = false; !last;) {
       need(input, at, 3, 'zstd block header');
       const header = input[at]! | (input[at + 1]! << 8) | (input[at + 2]! << 16);
@@ -283,16 +296,281 @@ function zstdFrames(input: Buffer, outputBytesMax: number): ZstdFrame[] {
       const size = header >>> 3;
       if (type === 3) throw new DecompressError('zstd reserved block type');
       // Raw and RLE sizes are the inflated size, compressed ones the input size: both at most
-      // the block maximum (fzstd does not check RLE blocks, which could otherwise be 2 MB).
+      // the block maximum, which libzstd also holds a compressed block's output to.
       if (size > blockMax) throw new DecompressError(`zstd block of ${size} bytes > ${blockMax}`);
+      contentBound += type === 2 ? blockMax : size;
       at += type === 1 ? 1 : size;
       if (at > input.length) throw new DecompressError('truncated zstd block');
     }
     if (checksum) at += 4;
     if (at > input.length) throw new DecompressError('truncated zstd checksum');
-    frames.push({ bytes: input.subarray(start, at), contentSize });
+    frames.push({ bytes: input.subarray(start, at), contentSize, blocksAt, contentBound });
   }
   return frames;
+}
+
+/**
+ * The content size of one frame, block by block, without inflating it: raw and RLE blocks state
+ * theirs; a compressed block's is its literals' regenerated size (in the literals header) plus the
+ * match lengths of its sequences, which are read off the sequences' FSE bitstream (RFC 8878
+ * §3.1.1.3.2) without decoding literals or copying anything. Throws tooLarge, with the total after
+ * the block that passes `outputBytesMax` (where a streaming decoder would stop), or a
+ * DecompressError for a malformed block; returns `total` plus the frame's content when that fits.
+ * The frame's headers were checked by zstdFrames.
+ */
+function zstdContent(frame: ZstdFrame, total: number, outputBytesMax: number): number {
+  const src = frame.bytes;
+  const tables: SequenceTables = { ll: null, of: null, ml: null };
+  let at = frame.blocksAt;
+  for (let last = false; !last;) {
+    const header = src[at]! | (src[at + 1]! << 8) | (src[at + 2]! << 16);
+    at += 3;
+    last = (header & 1) === 1;
+    const type = (header >> 1) & 3;
+    const size = header >>> 3;
+    total += type === 2 ? compressedBlockContent(src, at, at + size, tables) : size;
+    if (total > outputBytesMax) throw tooLarge(total, outputBytesMax);
+    at += type === 1 ? 1 : size;
+  }
+  return total;
+}
+
+/** The content size of zstd frames as the bound check reads it, without inflating (for its tests). */
+export function zstdContentSize(input: Buffer): number {
+  let total = 0;
+  for (const frame of zstdFrames(input, Number.MAX_SAFE_INTEGER)) total = zstdContent(frame, total, Number.MAX_SAFE_INTEGER);
+  return total;
+}
+
+/** The content size of a compressed block of `src[at, end)`. */
+function compressedBlockContent(src: Buffer, at: number, end: number, tables: SequenceTables): number {
+  // Literals section header (§3.1.1.3.1.1): type (2 bits), size format (2), then the sizes.
+  if (at >= end) throw new DecompressError('zstd block without a literals section');
+  const b0 = src[at]!;
+  const literalsType = b0 & 3;
+  const sizeFormat = (b0 >> 2) & 3;
+  let literals: number;
+  let literalsEnd: number;
+  if (literalsType < 2) { // raw or RLE: regenerated size only
+    const headerBytes = (sizeFormat & 1) === 0 ? 1 : sizeFormat === 1 ? 2 : 3;
+    if (at + headerBytes > end) throw new DecompressError('zstd literals header past its block');
+    literals = headerBytes === 1 ? b0 >> 3
+      : headerBytes === 2 ? (b0 >> 4) + (src[at + 1]! << 4)
+        : (b0 >> 4) + (src[at + 1]! << 4) + (src[at + 2]! << 12);
+    literalsEnd = at + headerBytes + (literalsType === 0 ? literals : 1);
+  } else { // Huffman-compressed: regenerated and compressed sizes of 10, 10, 14 or 18 bits
+    const sizeBits = sizeFormat < 2 ? 10 : sizeFormat === 2 ? 14 : 18;
+    const headerBytes = (4 + 2 * sizeBits) / 8;
+    if (at + headerBytes > end) throw new DecompressError('zstd literals header past its block');
+    let word = 0;
+    for (let i = headerBytes - 1; i >= 0; i--) word = word * 256 + src[at + i]!;
+    const sizes = Math.floor(word / 16);
+    literals = sizes % 2 ** sizeBits;
+    literalsEnd = at + headerBytes + Math.floor(sizes / 2 ** sizeBits);
+  }
+  if (literalsEnd > end) throw new DecompressError('zstd literals past their block');
+
+  // Sequences section header (§3.1.1.3.2.1): the number of sequences, then the table modes.
+  at = literalsEnd;
+  if (at >= end) throw new DecompressError('zstd block without a sequences section');
+  const s0 = src[at]!;
+  let sequences: number;
+  if (s0 < 128) {
+    sequences = s0;
+    at += 1;
+  } else if (s0 < 255) {
+    if (at + 2 > end) throw new DecompressError('zstd sequences header past its block');
+    sequences = ((s0 - 128) << 8) + src[at + 1]!;
+    at += 2;
+  } else {
+    if (at + 3 > end) throw new DecompressError('zstd sequences header past its block');
+    sequences = src[at + 1]! + (src[at + 2]! << 8) + 0x7f00;
+    at += 3;
+  }
+  if (sequences === 0) return literals; // tables are kept for the next block as they are
+  if (at >= end) throw new DecompressError('zstd sequences header past its block');
+  const modes = src[at++]!;
+  if ((modes & 3) !== 0) throw new DecompressError('zstd sequences header reserved bits');
+  let table: FseTable;
+  [table, at] = sequenceTable(src, at, end, modes >> 6, tables.ll, LL_PREDEFINED, LL_CODE_MAX, LL_LOG_MAX);
+  const ll = tables.ll = table;
+  [table, at] = sequenceTable(src, at, end, (modes >> 4) & 3, tables.of, OF_PREDEFINED, OF_CODE_MAX, OF_LOG_MAX);
+  const of = tables.of = table;
+  [table, at] = sequenceTable(src, at, end, (modes >> 2) & 3, tables.ml, ML_PREDEFINED, ML_CODE_MAX, ML_LOG_MAX);
+  const ml = tables.ml = table;
+
+  // The bitstream is read backwards from its last byte, whose highest set bit ends it (§4.1).
+  if (at >= end || src[end - 1] === 0) throw new DecompressError('zstd sequences bitstream');
+  const origin = at * 8;
+  let bit = (end - 1 - at) * 8 + 31 - Math.clz32(src[end - 1]!);
+  const read = (bits: number): number => {
+    bit -= bits;
+    if (bit < 0) throw new DecompressError('zstd sequences bitstream overrun');
+    if (bits === 0) return 0;
+    const p = origin + bit;
+    const i = p >> 3;
+    return (((src[i]! | (src[i + 1]! << 8) | (src[i + 2]! << 16)) >>> (p & 7)) & ((1 << bits) - 1));
+  };
+  let llState = read(ll.log);
+  let ofState = read(of.log);
+  let mlState = read(ml.log);
+  let matched = 0;
+  let literalsUsed = 0;
+  for (let n = 1; ; n++) {
+    const llCode = ll.symbol[llState]!;
+    const mlCode = ml.symbol[mlState]!;
+    // Offset, match length and literal length extra bits, in that order; the offset's are skipped.
+    bit -= of.symbol[ofState]!;
+    if (bit < 0) throw new DecompressError('zstd sequences bitstream overrun');
+    matched += ML_BASE[mlCode]! + read(ML_BITS[mlCode]!);
+    literalsUsed += LL_BASE[llCode]! + read(LL_BITS[llCode]!);
+    if (n === sequences) break;
+    llState = ll.base[llState]! + read(ll.bits[llState]!);
+    mlState = ml.base[mlState]! + read(ml.bits[mlState]!);
+    ofState = of.base[ofState]! + read(of.bits[ofState]!);
+  }
+  if (literalsUsed > literals) throw new DecompressError('zstd sequences use more literals than their block holds');
+  return literals + matched;
+}
+
+/** An FSE decoding table (RFC 8878 §4.1.1): per state its symbol, and how to reach the next state. */
+interface FseTable { log: number; symbol: Uint8Array; bits: Uint8Array; base: Uint16Array }
+/** The literal length, offset and match length tables a later block may repeat (Repeat_Mode). */
+interface SequenceTables { ll: FseTable | null; of: FseTable | null; ml: FseTable | null }
+
+const LL_CODE_MAX = 35;
+const ML_CODE_MAX = 52;
+const OF_CODE_MAX = 31;
+const LL_LOG_MAX = 9;
+const ML_LOG_MAX = 9;
+const OF_LOG_MAX = 8;
+const LL_BITS = [...Array<number>(16).fill(0), 1, 1, 1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
+const ML_BITS = [...Array<number>(32).fill(0), 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
+const LL_BASE = baselines(LL_BITS, 0);
+const ML_BASE = baselines(ML_BITS, 3);
+// Predefined distributions (§3.1.1.3.2.2); -1 is a probability "less than 1".
+const LL_PREDEFINED = fseTable([
+  4, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 1, 1, 1, 1, 1,
+  -1, -1, -1, -1,
+], 6);
+const ML_PREDEFINED = fseTable([
+  1, 4, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1,
+], 6);
+const OF_PREDEFINED = fseTable([
+  1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1,
+], 5);
+
+/** Each code's baseline: the first is `first`, each next one past the values of the previous code's extra bits. */
+function baselines(bits: number[], first: number): number[] {
+  const out: number[] = [];
+  for (const extra of bits) {
+    out.push(first);
+    first += 2 ** extra;
+  }
+  return out;
+}
+
+/** The table a sequences section asks for by its 2-bit mode, and where the section goes on. */
+function sequenceTable(
+  src: Buffer, at: number, end: number, mode: number, previous: FseTable | null,
+  predefined: FseTable, codeMax: number, logMax: number,
+): [FseTable, number] {
+  switch (mode) {
+    case 0: // Predefined_Mode
+      return [predefined, at];
+    case 1: { // RLE_Mode: one symbol, no state bits
+      if (at >= end) throw new DecompressError('zstd sequences header past its block');
+      const symbol = src[at]!;
+      if (symbol > codeMax) throw new DecompressError(`zstd sequence code ${symbol} > ${codeMax}`);
+      return [{ log: 0, symbol: Uint8Array.of(symbol), bits: Uint8Array.of(0), base: Uint16Array.of(0) }, at + 1];
+    }
+    case 2: // FSE_Compressed_Mode
+      return readFseTable(src, at, end, codeMax, logMax);
+    default: // Repeat_Mode
+      if (previous === null) throw new DecompressError('zstd sequences repeat a table before any');
+      return [previous, at];
+  }
+}
+
+/** An FSE table description (§4.1.1): accuracy log, then each symbol's normalized count. */
+function readFseTable(src: Buffer, at: number, end: number, codeMax: number, logMax: number): [FseTable, number] {
+  if (at >= end) throw new DecompressError('zstd FSE table past its block');
+  const log = (src[at]! & 15) + 5;
+  if (log > logMax) throw new DecompressError(`zstd FSE accuracy log ${log} > ${logMax}`);
+  const peek = (bit: number, bits: number): number => {
+    const i = bit >> 3;
+    const word = (i < end ? src[i]! : 0) | (i + 1 < end ? src[i + 1]! << 8 : 0) | (i + 2 < end ? src[i + 2]! << 16 : 0);
+    return (word >>> (bit & 7)) & ((1 << bits) - 1);
+  };
+  const counts: number[] = [];
+  let bit = at * 8 + 4;
+  let remaining = (1 << log) + 1;
+  let threshold = 1 << log;
+  let bits = log + 1;
+  while (remaining > 1) {
+    if (counts.length > codeMax) throw new DecompressError('zstd FSE table of too many symbols');
+    const value = peek(bit, bits);
+    const max = 2 * threshold - 1 - remaining;
+    let count: number;
+    if ((value & (threshold - 1)) < max) {
+      count = value & (threshold - 1);
+      bit += bits - 1;
+    } else {
+      count = value >= threshold ? value - max : value;
+      bit += bits;
+    }
+    count -= 1;
+    remaining -= Math.abs(count);
+    counts.push(count);
+    if (count === 0) { // a 2-bit repeat flag: that many more zeros, again while it is 3
+      for (let repeat = 3; repeat === 3;) {
+        repeat = peek(bit, 2);
+        bit += 2;
+        for (let i = 0; i < repeat; i++) counts.push(0);
+      }
+    }
+    while (remaining < threshold) {
+      bits -= 1;
+      threshold >>= 1;
+    }
+  }
+  const next = (bit + 7) >> 3;
+  if (remaining !== 1 || counts.length > codeMax + 1 || next > end) throw new DecompressError('zstd FSE table');
+  return [fseTable(counts, log), next];
+}
+
+/** The decoding table of normalized counts summing to 2^log (§4.1.1, "FSE decoding"). */
+function fseTable(counts: number[], log: number): FseTable {
+  const size = 1 << log;
+  const symbol = new Uint8Array(size);
+  const bits = new Uint8Array(size);
+  const base = new Uint16Array(size);
+  const next = new Uint16Array(counts.length);
+  let high = size - 1;
+  for (let s = 0; s < counts.length; s++) {
+    if (counts[s] === -1) {
+      symbol[high--] = s;
+      next[s] = 1;
+    } else {
+      next[s] = counts[s]!;
+    }
+  }
+  const step = (size >> 1) + (size >> 3) + 3;
+  let position = 0;
+  for (let s = 0; s < counts.length; s++) {
+    for (let i = 0; i < counts[s]!; i++) {
+      symbol[position] = s;
+      do position = (position + step) & (size - 1); while (position > high);
+    }
+  }
+  if (position !== 0) throw new DecompressError('zstd FSE table');
+  for (let state = 0; state < size; state++) {
+    const n = next[symbol[state]!]!++;
+    bits[state] = log - (31 - Math.clz32(n));
+    base[state] = (n << bits[state]!) - size;
+  }
+  return { log, symbol, bits, base };
 }
 
 export function gzip(input: Buffer): Buffer {
