@@ -9,7 +9,7 @@
  * Run: npx tsc -p tsconfig.json && node dist/bench/enrich.js
  */
 import os from 'node:os';
-import { newAppended, type Appended } from '../engine/enrich/fragment.js';
+import { newAppended, type Appended } from '../engine/schema/fragment.js';
 import { createEnricher, type Enricher } from '../engine/enrich/pipeline.js';
 import { mulberry32 as random } from '../test/helpers/random.js';
 

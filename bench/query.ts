@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBDataChunk, DuckDBInstance, DOUBLE, VARCHAR, BOOLEAN } from '@duckdb/node-api';
-import { QueryService } from '../engine/query/service.js';
+import { QueryService } from '../engine/query/exec/service.js';
 import {
   TAG_BOOL, TAG_NUM, TAG_STR, type Column, type ColumnChunk, type ScanSource, type SegmentRef,
 } from '../engine/storage/chunk.js';
