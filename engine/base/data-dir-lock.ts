@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { HALF_WRITTEN_STALE_MS } from './limits.js';
 
 export const LOCK_FILE = 'tally.pid';
 
@@ -94,9 +95,6 @@ function inUse(dir: string, file: string, holder: Holder | null): DataDirError {
     : `if no Tally runs there any more, remove ${file}`;
   return new DataDirError(`data directory ${dir} is in use by pid ${holder.pid}${where} (another Tally?); ${advice}`);
 }
-
-/** An unparsable lock file this old was left by a process that died between creating and writing it. */
-const HALF_WRITTEN_STALE_MS = 10_000;
 
 /**
  * Takes the lock on `dir` (which must exist) or throws DataDirError. Writes nothing in `dir`

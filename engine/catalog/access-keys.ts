@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { ApiError } from '../base/errors.js';
+import { ACCESS_KEYS_MAX, NAME_CHARS_MAX } from '../base/limits.js';
 import { safeEqual } from './projects.js';
 import { parseFilters } from '../query/filter.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
@@ -15,8 +16,6 @@ import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 export const PERMISSIONS = ['writes', 'queries', 'saved_queries', 'cached_queries', 'datasets', 'schema'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 const OPTION_NAMES = new Set(['writes', 'queries', 'saved_queries', 'cached_queries', 'datasets']);
-const NAME_CHARS_MAX = 256;
-export const ACCESS_KEYS_MAX = 1_000;
 
 export interface NameList {
   readonly allowed?: readonly string[];

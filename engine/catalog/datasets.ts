@@ -16,16 +16,11 @@ import { cutBuckets, parseInterval } from '../query/interval.js';
 import type { AggregateKind, FilterNode } from '../query/plan.js';
 import { parseTimezone, resolveTimeframe, startOfUnit, type CalendarUnit } from '../query/timeframe.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
-import { DATASETS_MAX } from '../base/limits.js';
+import { BUCKETS_READ_MAX, DATASETS_MAX, INDEX_BY_MAX, READ_BYTES, READ_RECORDS } from '../base/limits.js';
 
 /** The analyses a dataset keeps per bucket: a subset of THE list (query/plan.ts). */
 const ANALYSES: ReadonlySet<AggregateKind> = new Set(['count', 'sum', 'minimum', 'maximum', 'average', 'count_unique']);
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
-const INDEX_BY_MAX = 3;
-/** Records read from the log per step while following it; a step yields to other work between. */
-const READ_RECORDS = 5_000;
-const READ_BYTES = 8 * 1024 * 1024;
-const BUCKETS_READ_MAX = 10_000;
 
 type Params = Readonly<Record<string, unknown>>;
 

@@ -9,14 +9,11 @@
 import path from 'node:path';
 import { ApiError } from '../base/errors.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
-import { CACHED_QUERIES_MAX } from '../base/limits.js';
+import { CACHED_QUERIES_MAX, METADATA_BYTES_MAX, REFRESH_RATE_MAX_S, REFRESH_RATE_MIN_S } from '../base/limits.js';
 
 type Params = Readonly<Record<string, unknown>>;
 
 export const SAVED_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-export const REFRESH_RATE_MIN_S = 14_400;
-export const REFRESH_RATE_MAX_S = 86_400;
-const METADATA_BYTES_MAX = 100_000;
 
 export interface RunInformation {
   readonly last_run_date: string | null;

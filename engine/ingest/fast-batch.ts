@@ -15,8 +15,8 @@ import type { WriteContext } from '../types.js';
 import { bytesUnder, type Fragment } from '../enrich/fragment.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import {
-  BATCH_EVENTS_MAX, EVENT_BYTES_MAX, EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX, NUMBER_MIN,
-  PROPERTY_NAME_CHARS_MAX, STRING_VALUE_CHARS_MAX,
+  ADDON_LIST_BYTES_MAX, BATCH_EVENTS_MAX, EVENT_BYTES_MAX, EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX, NUMBER_MIN,
+  PLANS_KEPT, PROPERTY_NAME_CHARS_MAX, STRING_VALUE_CHARS_MAX,
 } from '../base/limits.js';
 import { PathJoiner, type Leaves } from '../schema/flatten.js';
 import { formatTimestamp, parseCanonicalBytes, parseTimestamp } from '../schema/timestamp.js';
@@ -84,10 +84,6 @@ const SHARED_LIST_BYTES_MAX = 64;
 const TIMESTAMP = 'timestamp';
 const ADDONS = 'addons';
 const ADDONS_LEAF = 'svc.addons.'; // structural (flatten.ts): the list's JSON text
-/** Add-on lists kept planned (addon-plan.ts), newest first: a body's events repeat one or two. */
-const PLANS_KEPT = 4;
-/** Longer add-on lists (as sent) go the general way: five add-ons take ~420 bytes. */
-const ADDON_LIST_BYTES_MAX = 16 * 1024;
 const NO_BYTES = new Uint8Array(0);
 const NO_TEXT = Buffer.alloc(0);
 

@@ -4,16 +4,12 @@
  * over chunks lives in filter-eval.ts; this file is pure validation.
  */
 import { ApiError } from '../base/errors.js';
-import { REGEX_PATTERN_CHARS_MAX } from '../base/limits.js';
+import { FILTERS_MAX, OR_DEPTH_MAX, REGEX_PATTERN_CHARS_MAX } from '../base/limits.js';
 import type { CompareOperator, FilterNode, FilterScalar } from './plan.js';
 import { parseInstant } from './timeframe.js';
 
 export const GEO_PATH = 'svc.location.coordinates';
 export const TIME_PATHS: ReadonlySet<string> = new Set(['svc.timestamp', 'svc.created_at']);
-/** Nesting of `or` filters; deeper is surely not a real query. */
-const OR_DEPTH_MAX = 8;
-/** Filters in one list; bounds per-chunk compile work. */
-const FILTERS_MAX = 1_000;
 
 export function parseFilters(value: unknown, depth = 0): FilterNode[] {
   if (value === undefined || value === null || value === '') return [];

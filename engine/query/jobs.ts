@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ApiError } from '../base/errors.js';
-import { ASYNC_EXTRACTION_EVENTS_MAX, ASYNC_EXTRACTION_TTL_MS } from '../base/limits.js';
+import { ASYNC_EXTRACTION_EVENTS_MAX, ASYNC_EXTRACTION_TTL_MS, ATTEMPTS_MAX } from '../base/limits.js';
 import { parseRequest } from './request.js';
 import type { ExtractionPlan } from './plan.js';
 import type { QueryService } from './service.js';
@@ -47,9 +47,6 @@ export interface ExtractionJobsDeps {
   /** Where a failed job's cause (with its stack) is logged; the job itself keeps one sentence. */
   logFailure?(job: ExtractionJob, error: unknown): void;
 }
-
-/** Runs of one job before it fails (a read that failed on I/O may pass on the next run). */
-const ATTEMPTS_MAX = 3;
 
 const CONTENT_TYPES: Readonly<Record<string, ExtractionJob['content_type']>> = {
   'application/x-ndjson': 'application/x-ndjson',

@@ -5,8 +5,7 @@
  * independent. The clock comes in from the service, so tests control time.
  */
 import { ApiError } from '../base/errors.js';
-
-const WINDOW_MS = 60_000;
+import { WINDOW_MS } from '../base/limits.js';
 
 export type RateCategory = 'query' | 'extraction' | 'delete' | 'collection_delete';
 

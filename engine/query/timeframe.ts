@@ -5,6 +5,7 @@
  */
 import { DateTime, FixedOffsetZone, IANAZone, type Zone } from 'luxon';
 import { ApiError } from '../base/errors.js';
+import { RESOLVED_RELATIVE_MAX } from '../base/limits.js';
 import type { TimeRange } from './plan.js';
 
 export type CalendarUnit = 'minute' | 'hour' | 'day' | 'week' | 'month' | 'year';
@@ -70,7 +71,6 @@ export interface ResolvedRelative extends TimeRange {
  * arithmetic was most of a trivial count's time on the server (~0.1 ms of ~0.3).
  */
 const resolvedRelative = new Map<string, ResolvedRelative>();
-const RESOLVED_RELATIVE_MAX = 1024;
 
 function resolveRelative(name: string, zone: Zone, nowMs: number): TimeRange {
   const key = `${zone.name}\u0000${name}`;

@@ -15,7 +15,7 @@
 import { rm, type FileHandle } from 'node:fs/promises';
 import { assert } from '../base/assert.js';
 import { ApiError } from '../base/errors.js';
-import { WAL_GROUP_BYTES_MAX } from '../base/limits.js';
+import { RECOVER_AFTER_MS, WAL_GROUP_BYTES_MAX } from '../base/limits.js';
 import { encodeRecord } from './record.js';
 import { replaySegments, type WalCut, type WalLog } from './replay.js';
 import { createSegment, listSegments, removeSegments, segmentPath } from './segment-file.js';
@@ -23,9 +23,6 @@ import { createSegment, listSegments, removeSegments, segmentPath } from './segm
 export type { WalCut, WalLog, WalLogLevel } from './replay.js';
 
 export { WAL_GROUP_BYTES_MAX };
-
-/** A failed WAL tries to recover on the first append this long after its last failure. */
-export const RECOVER_AFTER_MS = 200;
 
 /** The 503 a failed write answers with: what happened, that nothing was stored, what to do. */
 export function walFailure(what: string, cause: unknown): ApiError {

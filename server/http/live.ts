@@ -9,20 +9,9 @@ import { randomBytes } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import type { TallyEngine } from '../../engine/index.js';
 import { ApiError, validateCollectionName } from '../../engine/index.js';
+import { BACKLOG_BYTES_MAX, BACKLOG_EVENTS_MAX, HEARTBEAT_MS, READ_BYTES_MAX, READ_EVENTS_MAX, STREAMS_MAX } from '../limits.js';
 import { requireProjectKey } from './auth.js';
 import { errorReply, writeReply } from './respond.js';
-
-/** Events sent on connect: enough to fill the page's list without a long first paint. */
-const BACKLOG_EVENTS_MAX = 20;
-/** Events read per append notification; a burst beyond it is read on the next pass at once. */
-const READ_EVENTS_MAX = 200;
-const READ_BYTES_MAX = 1 << 20;
-/** Open streams per process; each holds a socket and a listener on every append (429 beyond). */
-const STREAMS_MAX = 64;
-/** A comment line this often keeps uWS (10 s idle timeout) and proxies from closing the stream. */
-const HEARTBEAT_MS = 5_000;
-/** Bytes queued on a slow client before the stream is closed; EventSource resumes by its id. */
-const BACKLOG_BYTES_MAX = 4 << 20;
 
 interface Stream {
   readonly res: HttpResponse;

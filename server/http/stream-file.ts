@@ -6,9 +6,8 @@
  */
 import fs from 'node:fs';
 import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
+import { CHUNK_BYTES } from '../limits.js';
 import type { Reply } from './types.js';
-
-const CHUNK_BYTES = 256 * 1024;
 
 /**
  * Writes reply (status, headers) and the file's bytes; `onAbort` registers a callback for a client

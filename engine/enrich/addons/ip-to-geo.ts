@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { isIP } from 'node:net';
 import { Reader } from 'maxmind';
 import { continents, countries } from 'countries-list';
-import { GEO_IP_CACHE_ENTRIES_MAX, GEO_LOAD_WAIT_MS, GEO_RECORD_CACHE_ENTRIES_MAX } from '../../base/limits.js';
+import { ADDRESS_CHARS_MAX, GEO_IP_CACHE_ENTRIES_MAX, GEO_LOAD_WAIT_MS, GEO_RECORD_CACHE_ENTRIES_MAX } from '../../base/limits.js';
 import { LruCache } from '../lru.js';
 import type { Addon } from './addon.js';
 
@@ -210,9 +210,6 @@ function copyGeo(geo: Readonly<Record<string, unknown>>): Record<string, unknown
   const coordinates = geo.coordinates as number[] | null;
   return { ...geo, coordinates: coordinates === null ? null : [coordinates[0], coordinates[1]] };
 }
-
-/** Longest textual address (IPv4-mapped IPv6: 45) plus slack for spaces; bounds cache keys. */
-const ADDRESS_CHARS_MAX = 64;
 
 const NOWHERE: Readonly<Record<string, unknown>> = Object.freeze({
   city: null, province: null, country: null, country_code: null, continent: null,

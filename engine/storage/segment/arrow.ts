@@ -11,6 +11,7 @@ import { decompress as wasmDecompress, init as initWasmZstd } from '@bokuweb/zst
 import { Decoder, Encoder } from '@toondepauw/node-zstd';
 import { CompressionType, compressionRegistry } from 'apache-arrow';
 import { compressFrameSync } from 'lz4-napi';
+import { NATIVE_BYTES_PER_TURN, WASM_CONTENT_MAX } from '../../base/limits.js';
 import { decompressFrame } from './lz4-frame.js';
 
 /** Arrow's compression codec for segments; re-exported so writers name it in one place. */
@@ -83,20 +84,12 @@ export function nativeBytesDecodedThisTurn(): number {
   return nativeBytesThisTurn;
 }
 
-/** Native output a thread may leave as garbage within one job (see zstdDecompressColumn). */
-export const NATIVE_BYTES_PER_TURN = 32 * 1024 * 1024;
 // Per-thread bookkeeping of zstdDecompressColumn (each worker has its own module instance).
 let nativeBytesThisTurn = 0;
 let turnResetScheduled = false;
 
 const ZSTD_MAGIC = 0xfd2fb528;
 const BLOCK_CONTENT_MAX = 128 * 1024;
-/**
- * Bounds past this go to the native decoder: the WebAssembly build's malloc returns 0 when its
- * memory cannot grow, and decoding there would write over its own heap. A segment's largest
- * buffer is a few MB (250,000 rows of 8 bytes); a damaged or foreign header can claim far more.
- */
-const WASM_CONTENT_MAX = 256 * 1024 * 1024;
 const FCS_BYTES = [0, 2, 4, 8];
 const DICTIONARY_ID_BYTES = [0, 1, 2, 4];
 

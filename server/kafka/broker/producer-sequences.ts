@@ -38,15 +38,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PRODUCER_BATCHES_KEPT, PRODUCERS_TRACKED_MAX } from '../../limits.js';
+import { COMPACT_BYTES, PRODUCER_BATCHES_KEPT, PRODUCERS_TRACKED_MAX } from '../../limits.js';
 
 export const PRODUCER_STATE_FILE = 'kafka-producer-state.log';
 /** The first element of a batch's engine tag, so other tags are never taken for one. */
 const TAG_KIND = 'kafka';
 /** Producer ids reserved by one persisted line. */
 const ID_BLOCK = 1000;
-/** The file is rewritten from the state in memory once it is past this size. */
-const COMPACT_BYTES = 64 * 1024 * 1024;
 
 interface SeenBatch { baseSequence: number; count: number; baseOffset: number }
 

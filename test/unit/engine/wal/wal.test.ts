@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import { RECORD_HEADER_BYTES, encodeRecord, frameInPlace } from '../../../../engine/wal/record.js';
 import { segmentPath } from '../../../../engine/wal/segment-file.js';
-import { RECOVER_AFTER_MS, Wal, unwritten, type WalLog, type WalOptions } from '../../../../engine/wal/wal.js';
+import { RECOVER_AFTER_MS } from '../../../../engine/base/limits.js';
+import { Wal, unwritten, type WalLog, type WalOptions } from '../../../../engine/wal/wal.js';
 import { mulberry32 } from '../../../helpers/random.js';
 
 const quiet: WalLog = () => {};
