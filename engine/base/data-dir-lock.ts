@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { HALF_WRITTEN_STALE_MS } from './limits.js';
+import { LOCK_HALF_WRITTEN_STALE_MS } from './limits.js';
 
 export const LOCK_FILE = 'tally.pid';
 
@@ -122,7 +122,7 @@ export function lockDataDir(dir: string): DataDirLock {
         } catch {
           continue; // removed meanwhile: try again
         }
-        if (age < HALF_WRITTEN_STALE_MS) throw inUse(dir, file, null);
+        if (age < LOCK_HALF_WRITTEN_STALE_MS) throw inUse(dir, file, null);
       } else if (alive(holder)) {
         throw inUse(dir, file, holder);
       }

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { ApiError } from '../base/errors.js';
-import { ACCESS_KEYS_MAX, NAME_CHARS_MAX } from '../base/limits.js';
+import { ACCESS_KEYS_MAX, ACCESS_KEY_NAME_CHARS_MAX } from '../base/limits.js';
 import { safeEqual } from './projects.js';
 import { parseFilters } from '../query/filter.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
@@ -154,8 +154,8 @@ export function carriesForcedFilters(query: Readonly<Record<string, unknown>>, f
 function definition(body: unknown, activeDefault: boolean): Pick<AccessKey, 'name' | 'is_active' | 'permitted' | 'options'> {
   if (!isObject(body)) throw invalid('The body must be a JSON object: {"name", "permitted", "options"?, "is_active"?}.');
   const { name, permitted, options, is_active: active } = body;
-  if (typeof name !== 'string' || name.length === 0 || name.length > NAME_CHARS_MAX) {
-    throw invalid(`"name" must be a string of 1 to ${NAME_CHARS_MAX} characters.`);
+  if (typeof name !== 'string' || name.length === 0 || name.length > ACCESS_KEY_NAME_CHARS_MAX) {
+    throw invalid(`"name" must be a string of 1 to ${ACCESS_KEY_NAME_CHARS_MAX} characters.`);
   }
   if (!Array.isArray(permitted) || !permitted.every((p) => (PERMISSIONS as readonly unknown[]).includes(p))) {
     throw invalid(`"permitted" must be an array of: ${PERMISSIONS.join(', ')}.`);

@@ -15,8 +15,8 @@ import type { WriteContext } from '../types.js';
 import { bytesUnder, type Fragment } from '../enrich/fragment.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import {
-  ADDON_LIST_BYTES_MAX, BATCH_EVENTS_MAX, EVENT_BYTES_MAX, EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX, NUMBER_MIN,
-  PLANS_KEPT, PROPERTY_NAME_CHARS_MAX, STRING_VALUE_CHARS_MAX,
+  ADDON_LIST_BYTES_MAX, ADDON_PLANS_KEPT, BATCH_EVENTS_MAX, EVENT_BYTES_MAX, EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX,
+  NUMBER_MIN, PROPERTY_NAME_CHARS_MAX, STRING_VALUE_CHARS_MAX, SVC_OVERHEAD_BYTES,
 } from '../base/limits.js';
 import { PathJoiner, type Leaves } from '../schema/flatten.js';
 import { formatTimestamp, parseCanonicalBytes, parseTimestamp } from '../schema/timestamp.js';
@@ -50,7 +50,6 @@ const CLOSE_LIST = 0x5d;
 
 const IP_PLACEHOLDER = '${svc.ip}';
 const UA_PLACEHOLDER = '${svc.user_agent}';
-const SVC_OVERHEAD_BYTES = 2_048; // as event-preparer.ts
 /**
  * An event whose JSON spans at most this many bytes cannot pass the size limit: its leaves count
  * at most ~span²/2 + 3·span bytes (each leaf's path and value lie within the span).
@@ -305,7 +304,7 @@ export class FastBatchReader {
     this.skipValue();
     if (this.at - start > ADDON_LIST_BYTES_MAX) throw BAIL; // kept below: bounded
     const plan = planAddons(text.toString('utf8', start, this.at), this.enricher!);
-    if (this.plans.length === PLANS_KEPT) this.plans.pop();
+    if (this.plans.length === ADDON_PLANS_KEPT) this.plans.pop();
     this.plans.unshift({ bytes: Buffer.from(text.subarray(start, this.at)), plan });
     if (plan === null) throw BAIL;
     return plan;

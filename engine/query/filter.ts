@@ -4,7 +4,7 @@
  * over chunks lives in filter-eval.ts; this file is pure validation.
  */
 import { ApiError } from '../base/errors.js';
-import { FILTERS_MAX, OR_DEPTH_MAX, REGEX_PATTERN_CHARS_MAX } from '../base/limits.js';
+import { FILTERS_MAX, FILTER_OR_DEPTH_MAX, REGEX_PATTERN_CHARS_MAX } from '../base/limits.js';
 import type { CompareOperator, FilterNode, FilterScalar } from './plan.js';
 import { parseInstant } from './timeframe.js';
 
@@ -46,7 +46,7 @@ function parseFilter(filter: unknown, depth: number): FilterNode {
 }
 
 function parseOr(value: unknown, depth: number): FilterNode {
-  if (depth >= OR_DEPTH_MAX) throw invalid(`"or" filters nest at most ${OR_DEPTH_MAX} deep`);
+  if (depth >= FILTER_OR_DEPTH_MAX) throw invalid(`"or" filters nest at most ${FILTER_OR_DEPTH_MAX} deep`);
   if (!Array.isArray(value) || value.length === 0) {
     throw invalid('an "or" filter takes a non-empty array of filters as its property_value');
   }

@@ -3,7 +3,7 @@
  * response over the byte limit. Tasks are plain data so they can be posted to a worker.
  */
 import { ApiError } from '../base/errors.js';
-import { KEPT_SNAPSHOTS_MAX } from '../base/limits.js';
+import { WORKER_SNAPSHOTS_KEPT_MAX } from '../base/limits.js';
 import type { ScanSource } from '../storage/chunk.js';
 import { aggregateOver, executePlan } from './execute.js';
 import { extractToFile, type ExtractionOutput } from './extraction.js';
@@ -35,7 +35,7 @@ export class KeptSnapshots<T> {
   keep(idKey: number, version: number, value: T): void {
     this.byKey.delete(idKey);
     this.byKey.set(idKey, { version, value });
-    if (this.byKey.size > KEPT_SNAPSHOTS_MAX) this.byKey.delete(this.byKey.keys().next().value!);
+    if (this.byKey.size > WORKER_SNAPSHOTS_KEPT_MAX) this.byKey.delete(this.byKey.keys().next().value!);
   }
 }
 

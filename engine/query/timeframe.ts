@@ -5,7 +5,7 @@
  */
 import { DateTime, FixedOffsetZone, IANAZone, type Zone } from 'luxon';
 import { ApiError } from '../base/errors.js';
-import { RESOLVED_RELATIVE_MAX } from '../base/limits.js';
+import { RELATIVE_TIMEFRAME_CACHE_ENTRIES_MAX } from '../base/limits.js';
 import type { TimeRange } from './plan.js';
 
 export type CalendarUnit = 'minute' | 'hour' | 'day' | 'week' | 'month' | 'year';
@@ -77,7 +77,7 @@ function resolveRelative(name: string, zone: Zone, nowMs: number): TimeRange {
   let resolved = resolvedRelative.get(key);
   if (resolved === undefined || !(nowMs >= resolved.fromMs && nowMs < resolved.untilMs)) {
     resolved = computeRelative(name, zone, nowMs);
-    if (resolvedRelative.size >= RESOLVED_RELATIVE_MAX) resolvedRelative.clear();
+    if (resolvedRelative.size >= RELATIVE_TIMEFRAME_CACHE_ENTRIES_MAX) resolvedRelative.clear();
     if (resolved.fromMs < resolved.untilMs) resolvedRelative.set(key, resolved);
   }
   return { startMs: resolved.startMs, endMs: resolved.endMs };

@@ -27,7 +27,7 @@ import { decodeLeaves } from '../schema/leaf-codec.js';
 const VERSION = 2;
 /** flags bit 0: a tag (Str16) follows the project id. */
 const FLAG_TAG = 1;
-/** engine.ts imports the bound from here. */
+/** Re-exported: engine.ts imports the bound from here (base/limits.ts holds it). */
 export { TAG_BYTES_MAX };
 const EVENT_FIXED_BYTES = 12 + 24 + 4;
 

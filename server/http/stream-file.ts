@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
-import { CHUNK_BYTES } from '../limits.js';
+import { FILE_CHUNK_BYTES } from '../limits.js';
 import type { Reply } from './types.js';
 
 /**
@@ -23,7 +23,7 @@ export function streamFile(
   const totalSize = fs.statSync(reply.file).size;
   return new Promise((resolve) => {
     let finished = false;
-    const stream = fs.createReadStream(reply.file, { highWaterMark: CHUNK_BYTES });
+    const stream = fs.createReadStream(reply.file, { highWaterMark: FILE_CHUNK_BYTES });
     const finish = () => {
       if (finished) return;
       finished = true;

@@ -34,11 +34,11 @@
  *
  * On open the file is replayed (a torn last line from a crash is skipped) and rewritten compactly
  * (only the state kept in memory), through a temporary file, fsync and rename; it is compacted
- * the same way whenever it has grown past COMPACT_BYTES.
+ * the same way whenever it has grown past PRODUCER_STATE_COMPACT_BYTES.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { COMPACT_BYTES, PRODUCER_BATCHES_KEPT, PRODUCERS_TRACKED_MAX } from '../../limits.js';
+import { PRODUCER_BATCHES_KEPT, PRODUCER_STATE_COMPACT_BYTES, PRODUCERS_TRACKED_MAX } from '../../limits.js';
 
 export const PRODUCER_STATE_FILE = 'kafka-producer-state.log';
 /** The first element of a batch's engine tag, so other tags are never taken for one. */
@@ -188,7 +188,7 @@ export class ProducerSequences {
       await new Promise<void>((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())));
     }
     this.bytes += Buffer.byteLength(text);
-    if (this.bytes > COMPACT_BYTES) this.compact();
+    if (this.bytes > PRODUCER_STATE_COMPACT_BYTES) this.compact();
   }
 
   private remember(projectId: string, topic: string, producerId: number, epoch: number,
