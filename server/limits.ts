@@ -1,7 +1,7 @@
 /**
  * Bounds of the server around the engine: the Kafka wire protocol, broker and bridge, the HTTP
  * routes that stream, and the process itself. The engine's own bounds are in engine/base/limits.ts;
- * nothing else declares a bound inline.
+ * nothing else declares a bound inline (test/unit/limits-placement.test.ts checks).
  */
 
 // Kafka broker (server/kafka/broker), wire protocol (server/kafka/protocol) and bridge (server/kafka/bridge).

@@ -1,6 +1,8 @@
 /**
  * Every bound in Tally, in one place, each with what it bounds, why this number, and the error it
  * raises. Numbers from the seed's Limits section are marked "seed". Relations are asserted at load.
+ * The server's own bounds are in server/limits.ts; test/unit/limits-placement.test.ts finds any
+ * declared elsewhere.
  */
 import { assert } from './assert.js';
 
