@@ -13,14 +13,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { createEnricher } from '../engine/enrich/pipeline.js';
 import { openEngine } from '../engine/index.js';
+import { benchArgs } from './args.js';
 import { enrichedEvent, plainEvent } from './events.js';
 
-const args = new Map(process.argv.slice(2).map((a, i, all) => [a, all[i + 1]]));
-const total = Number(args.get('--events') ?? 1_000_000);
-const concurrency = Number(args.get('--concurrency') ?? 4);
+const args = benchArgs({
+  events: { arg: 'N' }, concurrency: { arg: 'C' }, enriched: {}, preenriched: {}, 'ingest-workers': { arg: 'N' },
+});
+const total = args.integer('events', 1_000_000);
+const concurrency = args.integer('concurrency', 4);
+const ingestWorkers = args.has('ingest-workers') ? args.integer('ingest-workers', 0, 0) : undefined;
 const BATCH = 5_000;
 
-const enricher = args.has('--preenriched') ? await createEnricher({}) : null;
+const enricher = args.flag('preenriched') ? await createEnricher({}) : null;
 function preenrichedEvent(i: number): Record<string, unknown> {
   const event = enrichedEvent(i);
   (event.svc as Record<string, unknown>).timestamp = new Date().toISOString();
@@ -28,11 +32,10 @@ function preenrichedEvent(i: number): Record<string, unknown> {
   delete event.svc;
   return event;
 }
-const event = args.has('--enriched') ? enrichedEvent : enricher ? preenrichedEvent : plainEvent;
-const mode = args.has('--enriched') ? ', all five add-ons' : enricher ? ', events already enriched' : '';
+const event = args.flag('enriched') ? enrichedEvent : enricher ? preenrichedEvent : plainEvent;
+const mode = args.flag('enriched') ? ', all five add-ons' : enricher ? ', events already enriched' : '';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-append-'));
-const ingestWorkers = args.has('--ingest-workers') ? Number(args.get('--ingest-workers')) : undefined;
 const engine = await openEngine({ dataDir: dir, queryWorkers: 1, ...(ingestWorkers !== undefined && { ingestWorkers }) });
 const project = engine.projects.list()[0].id;
 const ctx = { ip: '127.0.0.1', userAgent: 'bench' };

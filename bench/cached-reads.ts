@@ -8,15 +8,12 @@
  *   node dist/bench/cached-reads.js [--events 1000000] [--reads 2000]
  */
 import { startServer } from '../test/helpers/server.js';
+import { benchArgs } from './args.js';
 import { plainEvent } from './events.js';
 
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  return at >= 0 ? Number(process.argv[at + 1]) : fallback;
-}
-
-const EVENTS = option('events', 1_000_000);
-const READS = option('reads', 2_000);
+const args = benchArgs({ events: { arg: 'N' }, reads: { arg: 'R' } });
+const EVENTS = args.integer('events', 1_000_000);
+const READS = args.integer('reads', 2_000);
 const BATCH = 5_000;
 const COUNTRIES = ['US', 'FR', 'DE', 'JP', 'BR', 'IN', 'GB', 'CA'];
 

@@ -12,15 +12,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openEngine } from '../engine/index.js';
+import { benchArgs } from './args.js';
 
 const DAY = 86_400_000;
 const START = Date.UTC(2024, 0, 1);
 const BATCH = 20_000;
-
-function arg(name: string, fallback: string): string {
-  const at = process.argv.indexOf(`--${name}`);
-  return at >= 0 && process.argv[at + 1] !== undefined ? process.argv[at + 1] : fallback;
-}
 
 function arrowBytes(dir: string): number {
   let total = 0;
@@ -37,7 +33,7 @@ function percentile(values: number[], p: number): number {
 }
 
 async function main(): Promise<void> {
-  const rows = Number(arg('rows', '1000000'));
+  const rows = benchArgs({ rows: { arg: 'N' } }).integer('rows', 1_000_000);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-delete-'));
   const engine = await openEngine({ dataDir, fsync: false, flushIntervalMs: 3_600_000 });
   const project = engine.projects.list()[0].id;

@@ -10,10 +10,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchArgs } from './args.js';
 
 const INDEX = fileURLToPath(new URL('../engine/index.js', import.meta.url));
-const args = new Map(process.argv.slice(2).map((a, i, all) => [a, all[i + 1]]));
-const runs = Number(args.get('--runs') ?? 5);
+const runs = benchArgs({ runs: { arg: 'R' } }).integer('runs', 5);
 
 const SCRIPT = `
 const t0 = performance.now();

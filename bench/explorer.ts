@@ -7,10 +7,11 @@
 import { gzipSync } from 'node:zlib';
 import puppeteer from 'puppeteer-core';
 import { startServer } from '../test/helpers/server.js';
+import { benchArgs } from './args.js';
 
-const args = new Map(process.argv.slice(2).map((a, i, all) => [a, all[i + 1]]));
-const total = Number(args.get('--events') ?? 10_000);
-const runs = Number(args.get('--runs') ?? 5);
+const args = benchArgs({ events: { arg: 'N' }, runs: { arg: 'R' } });
+const total = args.integer('events', 10_000);
+const runs = args.integer('runs', 5);
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 
 const server = await startServer();

@@ -15,10 +15,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { openEngine } from '../engine/index.js';
+import { benchArgs } from './args.js';
 import { enrichedEvent } from './events.js';
 
-const args = new Map(process.argv.slice(2).map((a, i, all) => [a, all[i + 1]]));
-const SECONDS = Number(args.get('--seconds') ?? 10);
+const SECONDS = benchArgs({ seconds: { arg: 'S' } }).positive('seconds', 10);
 const BATCH = 5_000;
 const BODIES = 8;
 const IN_FLIGHT = 4;

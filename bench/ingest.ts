@@ -9,6 +9,7 @@
  *   node dist/bench/ingest.js [--seconds 10] [--batch-connections 4] [--concurrency 64] [--only enriched]
  */
 import { startServer } from '../test/helpers/server.js';
+import { benchArgs } from './args.js';
 import { enrichedEvent, plainEvent as event } from './events.js';
 import { processCpuSeconds, rawRequest as request, sendAll, type Sent } from './raw-http.js';
 
@@ -21,13 +22,12 @@ const BATCH_EVENTS = 5_000;
 /** Upper bound on requests of one phase, whatever the duration. */
 const PHASE_REQUESTS_MAX = 2_000_000;
 
-function flag(name: string, fallback: number): number {
-  const index = process.argv.indexOf(`--${name}`);
-  return index === -1 ? fallback : Number(process.argv[index + 1]);
-}
-
-const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1]!.split(',') : null;
-const runs = (phase: string) => ONLY === null || ONLY.includes(phase);
+const PHASES = ['batched', 'enriched', 'http', 'single', 'heavy'] as const;
+const args = benchArgs({
+  seconds: { arg: 'S' }, 'batch-connections': { arg: 'N' }, concurrency: { arg: 'N' }, only: { arg: 'NAME[,NAME]' },
+});
+const ONLY: readonly string[] | null = args.list('only', PHASES);
+const runs = (phase: typeof PHASES[number]) => ONLY === null || ONLY.includes(phase);
 
 interface PhaseResult extends Sent {
   /** CPU seconds of this process (the load generator) and of the server during the phase. */
@@ -74,9 +74,9 @@ function report(name: string, result: PhaseResult, eventsPerRequest: number, goa
 }
 
 async function main(): Promise<void> {
-  const seconds = flag('seconds', 10);
-  const batchConnections = flag('batch-connections', 4);
-  const concurrency = flag('concurrency', 64);
+  const seconds = args.positive('seconds', 10);
+  const batchConnections = args.integer('batch-connections', 4);
+  const concurrency = args.integer('concurrency', 64);
   const serverArgs = process.env.TALLY_SERVER_ARGS?.split(' ').filter((arg) => arg !== '') ?? [];
   const server = await startServer({ args: serverArgs });
   serverPid = server.child.pid;

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { Kafka, logLevel } from 'kafkajs';
+import { benchArgs } from './args.js';
 
 interface Job {
   inPort: number; outPort: number; project: string; write: string; read: string; total: number; inFlight: number;
@@ -66,13 +67,13 @@ async function client(job: Job): Promise<{ produceMs: number; consumeMs: number;
 }
 
 async function main(): Promise<void> {
+  const args = benchArgs({ 'no-fsync': {}, 'in-flight': { arg: 'N' }, idempotent: {} }, { positionals: ['events'] });
+  const total = args.positionalInteger(0, 'events', 200_000);
+  const fsync = !args.flag('no-fsync');
+  const idempotent = args.flag('idempotent');
+  const inFlight = idempotent ? 1 : args.integer('in-flight', 4);
   const { openEngine } = await import('../engine/index.js');
   const { startKafkaListener } = await import('../server/kafka/broker/index.js');
-  const args = process.argv.slice(2);
-  const total = Number(args.find((a) => /^\d+$/.test(a)) ?? 200_000);
-  const fsync = !args.includes('--no-fsync');
-  const idempotent = args.includes('--idempotent');
-  const inFlight = idempotent ? 1 : Number(args.find((a) => a.startsWith('--in-flight='))?.split('=')[1] ?? 4);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-kafka-'));
   const engine = await openEngine({ dataDir, fsync });
   const project = engine.projects.list()[0] ?? (await engine.projects.create('bench'));

@@ -16,6 +16,7 @@ import {
 } from '../engine/storage/chunk.js';
 import { writeSegment } from '../engine/storage/segment/writer.js';
 import { mulberry32 as random } from '../test/helpers/random.js';
+import { benchArgs } from './args.js';
 
 const DAY = 86_400_000;
 const START = Date.UTC(2024, 0, 1);
@@ -25,11 +26,6 @@ const COUNTRIES = ['US', 'DE', 'IN', 'GB', 'FR', 'BR', 'JP', 'CA', 'AU', 'ES', '
 const BROWSERS = ['Chrome', 'Safari', 'Firefox', 'Edge', 'Opera', 'Samsung'];
 const USERS = 500_000;
 const PATHS = 1000;
-
-function arg(name: string, fallback: string): string {
-  const at = process.argv.indexOf(`--${name}`);
-  return at >= 0 && process.argv[at + 1] !== undefined ? process.argv[at + 1] : fallback;
-}
 
 /** One day of generated rows as global codes/values, plus its ColumnChunk. */
 interface Day {
@@ -110,8 +106,9 @@ const SCHEMA = {
 } as const;
 
 async function main(): Promise<void> {
-  const rows = Number(arg('rows', '10000000'));
-  const workers = Number(arg('workers', String(os.availableParallelism())));
+  const args = benchArgs({ rows: { arg: 'N' }, workers: { arg: 'N' } });
+  const rows = args.integer('rows', 10_000_000);
+  const workers = args.integer('workers', os.availableParallelism(), 0);
   const rnd = random(42);
   const userNames = Array.from({ length: USERS }, (_, u) => `user-${u.toString(36).padStart(5, '0')}`);
   const pageNames = Array.from({ length: PATHS }, (_, p) => `/docs/section-${p % 37}/page-${p}`);

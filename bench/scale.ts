@@ -19,6 +19,7 @@ import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { mulberry32 } from '../test/helpers/random.js';
 import { startServer, type TestServer } from '../test/helpers/server.js';
+import { benchArgs } from './args.js';
 import { processCpuSeconds, rawRequest, sendAll } from './raw-http.js';
 
 const BATCH = 5_000;
@@ -29,16 +30,14 @@ const START = END - 90 * DAY;
 const COUNTRIES = Array.from({ length: 50 }, (_, i) => `C${String(i).padStart(2, '0')}`);
 const DEVICES = ['desktop', 'mobile', 'tablet', 'tv', 'console'];
 
-function option(name: string, fallback: string): string {
-  const at = process.argv.indexOf(`--${name}`);
-  return at >= 0 && process.argv[at + 1] !== undefined ? process.argv[at + 1] : fallback;
-}
-
-const EVENTS = Number(option('events', '2000000'));
-const ORDER = option('order', 'time');
-const SKIP_DUCKDB = process.argv.includes('--skip-duckdb');
+const args = benchArgs({
+  events: { arg: 'N' }, order: { arg: 'time|random' }, 'skip-duckdb': {}, keep: {}, 'trivial-series': {}, 'settle-first': {},
+});
+const EVENTS = args.integer('events', 2_000_000);
+const ORDER = args.choice('order', ['time', 'random'], 'time');
+const SKIP_DUCKDB = args.flag('skip-duckdb');
 /** Leaves Tally's data directory in place (its path is printed) to look at the segments. */
-const KEEP = process.argv.includes('--keep');
+const KEEP = args.flag('keep');
 const USERS = Math.max(1_000, Math.floor(EVENTS / 20));
 const SESSIONS = Math.max(1_000, Math.floor(EVENTS / 5));
 
@@ -319,7 +318,7 @@ async function main(): Promise<void> {
       `&event_collection=tiny&timeframe=this_100_years`).then((r) => r.text());
     trivial.push(performance.now() - started);
   }
-  if (process.argv.includes('--trivial-series')) console.log(`trivial queries in order (ms): ${trivial.map((ms) => ms.toFixed(2)).join(' ')}`);
+  if (args.flag('trivial-series')) console.log(`trivial queries in order (ms): ${trivial.map((ms) => ms.toFixed(2)).join(' ')}`);
   trivial.sort((a, b) => a - b);
   table.push(['trivial: count of a 1-event collection (p50 of 30)', trivial[15].toFixed(2), '', '', trivial[0].toFixed(2), '', '', '']);
   if (duck !== null) {
@@ -329,7 +328,7 @@ async function main(): Promise<void> {
     console.log(`DuckDB load from CSV: ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
   // Diagnostic: queries on a settled store (flushed, merged) tell cold caches from contention.
-  if (process.argv.includes('--settle-first')) console.log(`settled before the queries: ${await untilSettled(server, SETTLE_WAIT_MAX_MS)}`);
+  if (args.flag('settle-first')) console.log(`settled before the queries: ${await untilSettled(server, SETTLE_WAIT_MAX_MS)}`);
   const atQueries = await storeState(server);
   console.log(`when the queries start: ${atQueries.bufferRows} rows not flushed, ${atQueries.backlog} day partitions not merged`);
   let atOrUnder = 0, firstAtOrUnder = 0, equalCount = 0;

@@ -22,8 +22,9 @@ import { computeFooter } from '../engine/storage/segment/footer.js';
 import { readFooter, readSegment } from '../engine/storage/segment/reader.js';
 import { computeSketches } from '../engine/storage/segment/sketches.js';
 import { encodeSegment, writeSegment } from '../engine/storage/segment/writer.js';
+import { benchArgs } from './args.js';
 
-const ROWS = Number(process.argv[2] ?? 1_000_000);
+const ROWS = benchArgs({}, { positionals: ['rows'] }).positionalInteger(0, 'rows', 1_000_000);
 const T0 = Date.UTC(2026, 0, 1);
 
 const COUNTRIES = ['US', 'GB', 'DE', 'FR', 'JP', 'BR', 'IN', 'CA', 'AU', 'ES'];

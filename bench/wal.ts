@@ -11,6 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Wal, type WalStats } from '../engine/wal/wal.js';
+import { benchArgs } from './args.js';
 
 interface Case {
   readonly name: string;
@@ -72,5 +73,5 @@ function fmt(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
-const seconds = Number(process.argv[2] ?? 3);
+const seconds = benchArgs({}, { positionals: ['secondsPerCase'] }).positionalPositive(0, 'secondsPerCase', 3);
 for (const spec of CASES) await runCase(spec, seconds);

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { DataDirError, jsonLogger, openEngine, type Logger, type TallyEngine } from '../engine/index.js';
 import { ConfigError, readConfig, usage, type Config } from './config.js';
 import { startHttp, type HttpListener } from './http/listen.js';
+import { PARENT_POLL_MS, SHUTDOWN_DRAIN_MS } from './common/limits.js';
 import { Metrics } from './common/metrics.js';
 import { bannerText, keysNotShown, keysText, markKeysNotShown, markKeysShown, readKeys } from './keys.js';
 import { StartupError, checkDataDir, listenError } from './startup.js';
@@ -19,9 +20,6 @@ function packageVersion(): string {
   const file = new URL('../../package.json', import.meta.url);
   return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
 }
-
-/** How long shutdown waits for in-flight requests before closing connections. */
-const SHUTDOWN_DRAIN_MS = 30_000;
 
 interface Closable {
   close(): Promise<void> | void;
@@ -113,8 +111,6 @@ function openOptions(config: Config): Parameters<typeof openEngine>[0] {
  * on (SIGKILL), the server is handed to another parent; it notices and stops as on SIGTERM rather
  * than serve on with no one to stop it.
  */
-const PARENT_POLL_MS = 500;
-
 function watchParent(stop: (reason: string) => void): void {
   if (process.env['TALLY_EXIT_WITH_PARENT'] !== '1') return;
   delete process.env['TALLY_EXIT_WITH_PARENT'];

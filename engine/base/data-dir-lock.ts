@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { LOCK_HALF_WRITTEN_STALE_MS } from './limits.js';
 
 export const LOCK_FILE = 'tally.pid';
 
@@ -95,9 +96,6 @@ function inUse(dir: string, file: string, holder: Holder | null): DataDirError {
   return new DataDirError(`data directory ${dir} is in use by pid ${holder.pid}${where} (another Tally?); ${advice}`);
 }
 
-/** An unparsable lock file this old was left by a process that died between creating and writing it. */
-const HALF_WRITTEN_STALE_MS = 10_000;
-
 /**
  * Takes the lock on `dir` (which must exist) or throws DataDirError. Writes nothing in `dir`
  * unless the lock is taken.
@@ -124,7 +122,7 @@ export function lockDataDir(dir: string): DataDirLock {
         } catch {
           continue; // removed meanwhile: try again
         }
-        if (age < HALF_WRITTEN_STALE_MS) throw inUse(dir, file, null);
+        if (age < LOCK_HALF_WRITTEN_STALE_MS) throw inUse(dir, file, null);
       } else if (alive(holder)) {
         throw inUse(dir, file, holder);
       }

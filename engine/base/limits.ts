@@ -1,6 +1,8 @@
 /**
  * Every bound in Tally, in one place, each with what it bounds, why this number, and the error it
  * raises. Numbers from the seed's Limits section are marked "seed". Relations are asserted at load.
+ * The server's own bounds are in server/common/limits.ts; test/unit/limits-placement.test.ts finds any
+ * declared elsewhere.
  */
 import { assert } from './assert.js';
 
@@ -35,6 +37,22 @@ export const LIST_ITEMS_MAX = 10_000;
 /** Inclusive number range of property values (seed: -2^63 .. 2^63-1) → InvalidPropertyValueError. */
 export const NUMBER_MIN = -(2 ** 63);
 export const NUMBER_MAX = 2 ** 63 - 1;
+/** Bytes the svc fields add to an event as sent; a batch item's size may exceed the limit by this. */
+export const SVC_OVERHEAD_BYTES = 2_048;
+/** The longest tag an append may carry, in utf8 bytes. */
+export const TAG_BYTES_MAX = 1024;
+/**
+ * Joined property paths cached (schema/flatten.ts); past it the cache starts over (junk paths of
+ * refused events).
+ */
+export const JOINED_PATHS_MAX = 100_000;
+/**
+ * Add-on lists the fast batch reader (ingest/fast-batch.ts) keeps planned (addon-plan.ts), newest
+ * first: a body's events repeat one or two.
+ */
+export const ADDON_PLANS_KEPT = 4;
+/** Longer add-on lists (as sent) go the general way, unplanned: five add-ons take ~420 bytes. */
+export const ADDON_LIST_BYTES_MAX = 16 * 1024;
 
 /**
  * Rows buffered in memory per collection before a flush to a segment; bounds replay time (the
@@ -69,6 +87,10 @@ export const WAL_RECORD_BYTES_MAX = 64 * 1024 * 1024;
  * holds up the queue; 16 MiB is ~10 batches of the largest size.
  */
 export const WAL_GROUP_BYTES_MAX = 16 * 1024 * 1024;
+/** A failed WAL tries to recover on the first append this long after its last failure (503 until then). */
+export const WAL_RECOVER_AFTER_MS = 200;
+/** Cells (rows times columns) detachedSnapshotInSteps copies between turns of the event loop: ~2-4 ms. */
+export const SNAPSHOT_STEP_CELLS = 1_000_000;
 /** Segments of one partition above which compaction merges them even while flushes still add to it. */
 export const PARTITION_SEGMENTS_MAX = 8;
 /**
@@ -92,6 +114,35 @@ export const COMPACTION_QUERY_IDLE_MS = 2_000;
 export const SEGMENT_ROWS_MAX = 250_000;
 /** HyperLogLog precision: 2^14 registers, ~0.8% standard error, 16 KiB per column per segment. */
 export const HLL_PRECISION = 14;
+/** Distinct values a column may list in its segment's sidecar; more and it lists none. */
+export const DISTINCT_VALUES_MAX = 256;
+/** Native output a thread may leave as garbage within one job (see zstdDecompressColumn). */
+export const NATIVE_BYTES_PER_TURN = 32 * 1024 * 1024;
+/**
+ * zstd frames whose content bound is past this go to the native decoder, not the WebAssembly one
+ * (storage/segment/arrow.ts): the WebAssembly build's malloc returns 0 when its memory cannot
+ * grow, and decoding there would write over its own heap. A segment's largest buffer is a few MB
+ * (250,000 rows of 8 bytes); a damaged or foreign header can claim far more.
+ */
+export const ZSTD_WASM_CONTENT_BYTES_MAX = 256 * 1024 * 1024;
+/** The smallest budget that still lets a flush and one decoded segment fit. */
+export const MEMORY_BUDGET_MIN_BYTES = 64 * 1024 * 1024;
+/**
+ * Young generation of the query and segment workers' V8 heaps (MB; V8 splits it into two 2 MB
+ * semi-spaces and a large-object space). Their scan loops and Arrow writes allocate typed arrays
+ * (off the V8 heap) and few short-lived objects, so the default 16 MB semi-spaces per worker were
+ * RSS bought for nothing: 2M events over HTTP, peak RSS 1,023 -> 910 MB with 2 MB semi-spaces.
+ * The ingest worker and the main thread, which parse JSON, keep V8's default.
+ */
+export const WORKER_YOUNG_GENERATION_MB = 6;
+/**
+ * Default budgets of a query worker's caches of decoded columns and of footers (query/chunk-cache.ts),
+ * for callers without a memory plan (engine/base/memory.ts makes one).
+ */
+export const CHUNK_CACHE_BYTES_DEFAULT = 512 * 1024 * 1024;
+export const FOOTER_CACHE_BYTES_DEFAULT = 64 * 1024 * 1024;
+/** An unparsable data-dir lock this old was left by a process that died between creating and writing it. */
+export const LOCK_HALF_WRITTEN_STALE_MS = 10_000;
 
 /** Distinct values counted exactly before count_unique estimates (seed) → ApproximationRequiredError. */
 export const COUNT_UNIQUE_EXACT_MAX = 1_000_000;
@@ -111,13 +162,34 @@ export const EXTRACTION_RESULT_MAX = 100_000;
 export const ASYNC_EXTRACTION_EVENTS_MAX = 10_000_000;
 /** How long an asynchronous extraction's record and file are kept after it is submitted (spec: 24 h). */
 export const ASYNC_EXTRACTION_TTL_MS = 24 * 3_600_000;
+/** Runs of one extraction job before it fails (a read that failed on I/O may pass on the next run). */
+export const EXTRACTION_JOB_ATTEMPTS_MAX = 3;
 /**
  * Cached queries (refresh_rate > 0) per project (docs/api.md §9): each holds a result in memory and
  * runs on a timer → 400 InvalidQueryError; reported as `cached_queries.limit` by organization-usage (§12).
  */
 export const CACHED_QUERIES_MAX = 100;
+/** A cached query's `refresh_rate` in seconds: 4 to 24 hours (docs/api.md §9) → InvalidQueryError. */
+export const REFRESH_RATE_MIN_S = 14_400;
+export const REFRESH_RATE_MAX_S = 86_400;
+/** Bytes of a saved query's `metadata` as JSON → InvalidQueryError. */
+export const SAVED_QUERY_METADATA_BYTES_MAX = 100_000;
 /** Cached datasets per project (docs/api.md §10) → 400; reported by organization-usage (§12). */
 export const DATASETS_MAX = 100;
+/** Properties of a dataset's `index_by` (docs/api.md §10) → MissingRequiredRequestFieldError. */
+export const DATASET_INDEX_BY_MAX = 3;
+/**
+ * Records and bytes a dataset reads from its collection's log per step while following it; a step
+ * yields to other work between.
+ */
+export const DATASET_READ_RECORDS = 5_000;
+export const DATASET_READ_BYTES = 8 * 1024 * 1024;
+/** Buckets of one dataset results request's timeframe → TooManyIntervalsError. */
+export const DATASET_BUCKETS_MAX = 10_000;
+/** Length of an access key's name → InvalidAccessKeyDefinitionError. */
+export const ACCESS_KEY_NAME_CHARS_MAX = 256;
+/** Access keys per project (docs/api.md §8); a request's key is compared with each → 400. */
+export const ACCESS_KEYS_MAX = 1_000;
 /** Unique actors of a funnel (seed) → TooManyGroupsError. */
 export const FUNNEL_ACTORS_MAX = 1_000_000;
 /** Steps of a funnel; bounds the work of one request → InvalidQueryError. */
@@ -132,14 +204,26 @@ export const EXTRACTIONS_PER_MINUTE = 200;
 export const DELETES_PER_MINUTE = 10;
 /** Collection deletes per minute per project (seed). */
 export const COLLECTION_DELETES_PER_MINUTE = 100;
+/** The fixed window of the per-minute limits above (query/rate-limit.ts). */
+export const RATE_LIMIT_WINDOW_MS = 60_000;
 /** Queries executing at once (K); more would only share the same 2 cores. */
 export const QUERIES_RUNNING_MAX = 4;
 /** Queries waiting to start (Q); past it → 429 TooManyConcurrentQueriesError. */
 export const QUERIES_WAITING_MAX = 64;
 /** How long a query may wait to start; past it → 503 ServiceUnavailableError (fast failure). */
 export const QUERY_START_DEADLINE_MS = 10_000;
+/** Write buffer snapshots a query worker keeps: the newest of each collection, at most this many. */
+export const WORKER_SNAPSHOTS_KEPT_MAX = 16;
+/** Segment footers a query worker keeps (a few hundred bytes each) before both sides start over. */
+export const SENT_FOOTERS_MAX = 20_000;
 /** Regex filter pattern length (docs/api.md §6) → InvalidFilterError. */
 export const REGEX_PATTERN_CHARS_MAX = 256;
+/** Nesting of `or` filters; deeper is surely not a real query → InvalidFilterError. */
+export const FILTER_OR_DEPTH_MAX = 8;
+/** Filters in one list; bounds per-chunk compile work → InvalidFilterError. */
+export const FILTERS_MAX = 1_000;
+/** Relative timeframes kept resolved by zone and name (query/timeframe.ts); past it the cache starts over. */
+export const RELATIVE_TIMEFRAME_CACHE_ENTRIES_MAX = 1024;
 
 // Enrichment (engine/enrich): caches keep add-ons off the write path's critical cost.
 /** Entries of one event's `svc.addons`; five add-ons exist, so more is a bug → InvalidEventError. */
@@ -164,6 +248,8 @@ export const GEO_RECORD_CACHE_ENTRIES_MAX = 10_000;
  * reading must not hang every later lookup.
  */
 export const GEO_LOAD_WAIT_MS = 10_000;
+/** Longest textual address ip_to_geo looks up (IPv4-mapped IPv6: 45) plus slack; bounds cache keys. */
+export const GEO_ADDRESS_CHARS_MAX = 64;
 /** Parsed referrer URLs kept in the LRU; search URLs vary by term, so hits come from the rest. */
 export const REFERRER_CACHE_ENTRIES_MAX = 10_000;
 /** Parsed URLs of svc:url_parser kept in the LRU; pages of a site repeat. */

@@ -16,8 +16,6 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 
 const MIB = 1024 * 1024;
-/** The smallest budget that still lets a flush and one decoded segment fit. */
-export const MEMORY_BUDGET_MIN_BYTES = 64 * MIB;
 /** What planMemory works with at the least (tests try budgets far below the flag's minimum). */
 const PLAN_BYTES_MIN = MIB;
 
@@ -31,15 +29,6 @@ export interface MemoryPlan {
   readonly bufferBytes: number;
   readonly logCacheBytes: number;
 }
-
-/**
- * Young generation of the query and segment workers' V8 heaps (MB; V8 splits it into two 2 MB
- * semi-spaces and a large-object space). Their scan loops and Arrow writes allocate typed arrays
- * (off the V8 heap) and few short-lived objects, so the default 16 MB semi-spaces per worker were
- * RSS bought for nothing: 2M events over HTTP, peak RSS 1,023 -> 910 MB with 2 MB semi-spaces.
- * The ingest worker and the main thread, which parse JSON, keep V8's default.
- */
-export const WORKER_YOUNG_GENERATION_MB = 6;
 
 /**
  * The default: a thirty-second of the machine's memory, between 256 MiB and 2 GiB (768 MiB on 24

@@ -5,8 +5,7 @@
  * independent. The clock comes in from the service, so tests control time.
  */
 import { ApiError } from './errors.js';
-
-const WINDOW_MS = 60_000;
+import { RATE_LIMIT_WINDOW_MS } from './limits.js';
 
 export type RateCategory = 'query' | 'extraction' | 'delete' | 'collection_delete';
 
@@ -33,13 +32,13 @@ export class RateLimiter {
     let window = this.windows.get(key);
     if (!window) this.windows.set(key, (window = { startMs: now, count: 0, blockedUntilMs: 0 }));
     if (now < window.blockedUntilMs) throw limited(category, perMinute, window.blockedUntilMs, now);
-    if (now - window.startMs >= WINDOW_MS) {
+    if (now - window.startMs >= RATE_LIMIT_WINDOW_MS) {
       window.startMs = now;
       window.count = 0;
     }
     window.count++;
     if (window.count > perMinute) {
-      window.blockedUntilMs = now + WINDOW_MS;
+      window.blockedUntilMs = now + RATE_LIMIT_WINDOW_MS;
       window.startMs = window.blockedUntilMs;
       window.count = 0;
       throw limited(category, perMinute, window.blockedUntilMs, now);

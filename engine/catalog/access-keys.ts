@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { ApiError } from '../base/errors.js';
 import type { Guards } from '../base/guards.js';
+import { ACCESS_KEYS_MAX, ACCESS_KEY_NAME_CHARS_MAX } from '../base/limits.js';
 import { safeEqual } from './projects.js';
 import { parseFilters } from '../query/plan/filter.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
@@ -16,8 +17,6 @@ import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 export const PERMISSIONS = ['writes', 'queries', 'saved_queries', 'cached_queries', 'datasets', 'schema'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 const OPTION_NAMES = new Set(['writes', 'queries', 'saved_queries', 'cached_queries', 'datasets']);
-const NAME_CHARS_MAX = 256;
-export const ACCESS_KEYS_MAX = 1_000;
 
 export interface NameList {
   readonly allowed?: readonly string[];
@@ -157,8 +156,8 @@ export function carriesForcedFilters(query: Readonly<Record<string, unknown>>, f
 function definition(body: unknown, activeDefault: boolean): Pick<AccessKey, 'name' | 'is_active' | 'permitted' | 'options'> {
   if (!isObject(body)) throw invalid('The body must be a JSON object: {"name", "permitted", "options"?, "is_active"?}.');
   const { name, permitted, options, is_active: active } = body;
-  if (typeof name !== 'string' || name.length === 0 || name.length > NAME_CHARS_MAX) {
-    throw invalid(`"name" must be a string of 1 to ${NAME_CHARS_MAX} characters.`);
+  if (typeof name !== 'string' || name.length === 0 || name.length > ACCESS_KEY_NAME_CHARS_MAX) {
+    throw invalid(`"name" must be a string of 1 to ${ACCESS_KEY_NAME_CHARS_MAX} characters.`);
   }
   if (!Array.isArray(permitted) || !permitted.every((p) => (PERMISSIONS as readonly unknown[]).includes(p))) {
     throw invalid(`"permitted" must be an array of: ${PERMISSIONS.join(', ')}.`);

@@ -17,16 +17,11 @@ import { cutBuckets, parseInterval } from '../query/plan/interval.js';
 import type { AggregateKind, FilterNode } from '../query/plan/plan.js';
 import { parseTimezone, resolveTimeframe, startOfUnit, type CalendarUnit } from '../query/plan/timeframe.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
-import { DATASETS_MAX } from '../base/limits.js';
+import { DATASETS_MAX, DATASET_BUCKETS_MAX, DATASET_INDEX_BY_MAX, DATASET_READ_BYTES, DATASET_READ_RECORDS } from '../base/limits.js';
 
 /** The analyses a dataset keeps per bucket: a subset of THE list (query/plan/plan.ts). */
 const ANALYSES: ReadonlySet<AggregateKind> = new Set(['count', 'sum', 'minimum', 'maximum', 'average', 'count_unique']);
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
-const INDEX_BY_MAX = 3;
-/** Records read from the log per step while following it; a step yields to other work between. */
-const READ_RECORDS = 5_000;
-const READ_BYTES = 8 * 1024 * 1024;
-const BUCKETS_READ_MAX = 10_000;
 
 type Params = Readonly<Record<string, unknown>>;
 
@@ -110,8 +105,8 @@ export class Datasets {
       throw new ApiError('MissingRequiredRequestFieldError', 'The body needs a "query" object.');
     }
     const indexList = typeof indexBy === 'string' ? [indexBy] : indexBy;
-    if (!Array.isArray(indexList) || indexList.length < 1 || indexList.length > INDEX_BY_MAX || !indexList.every((p) => typeof p === 'string' && p !== '')) {
-      throw new ApiError('MissingRequiredRequestFieldError', `"index_by" is 1 to ${INDEX_BY_MAX} property names.`);
+    if (!Array.isArray(indexList) || indexList.length < 1 || indexList.length > DATASET_INDEX_BY_MAX || !indexList.every((p) => typeof p === 'string' && p !== '')) {
+      throw new ApiError('MissingRequiredRequestFieldError', `"index_by" is 1 to ${DATASET_INDEX_BY_MAX} property names.`);
     }
     const def: DatasetDefinition = {
       dataset_name: name, display_name: typeof display === 'string' ? display : name, query: query as Params,
@@ -151,7 +146,7 @@ export class Datasets {
     }
     const candidates = indexKeys(live.def.index_by, indexValue);
     const range = resolveTimeframe(timeframe, live.zone, this.host.clock());
-    const { edges, labels } = cutBuckets(range, { unit: live.unit, count: 1 }, live.zone, BUCKETS_READ_MAX);
+    const { edges, labels } = cutBuckets(range, { unit: live.unit, count: 1 }, live.zone, DATASET_BUCKETS_MAX);
     const cells = candidates.map((candidate) => live.cells.get(candidate)).find((found) => found !== undefined);
     const out = [];
     for (let b = 0; b + 1 < edges.length; b++) {
@@ -236,7 +231,7 @@ export class Datasets {
           const { start, end } = this.host.logBounds(live.project, live.collection);
           if (live.cursor < start) live.cursor = start;
           if (live.cursor >= end) break;
-          const records = this.host.readLog(live.project, live.collection, live.cursor, READ_RECORDS, READ_BYTES, live.filters);
+          const records = this.host.readLog(live.project, live.collection, live.cursor, DATASET_READ_RECORDS, DATASET_READ_BYTES, live.filters);
           if (records.length === 0) break;
           for (const record of records) {
             live.events++;

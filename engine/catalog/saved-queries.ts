@@ -10,14 +10,11 @@ import path from 'node:path';
 import { ApiError } from '../base/errors.js';
 import type { Guards } from '../base/guards.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
-import { CACHED_QUERIES_MAX } from '../base/limits.js';
+import { CACHED_QUERIES_MAX, REFRESH_RATE_MAX_S, REFRESH_RATE_MIN_S, SAVED_QUERY_METADATA_BYTES_MAX } from '../base/limits.js';
 
 type Params = Readonly<Record<string, unknown>>;
 
 export const SAVED_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-export const REFRESH_RATE_MIN_S = 14_400;
-export const REFRESH_RATE_MAX_S = 86_400;
-const METADATA_BYTES_MAX = 100_000;
 
 export interface RunInformation {
   readonly last_run_date: string | null;
@@ -108,8 +105,8 @@ export class SavedQueries {
     }
     const refreshRate = parseRefreshRate(given.refresh_rate);
     const metadata = given.metadata === undefined || given.metadata === null ? null : withoutNulls(given.metadata, '"metadata"');
-    if (metadata !== null && JSON.stringify(metadata).length > METADATA_BYTES_MAX) {
-      throw new ApiError('InvalidQueryError', `"metadata" may hold at most ${METADATA_BYTES_MAX} bytes of JSON.`);
+    if (metadata !== null && JSON.stringify(metadata).length > SAVED_QUERY_METADATA_BYTES_MAX) {
+      throw new ApiError('InvalidQueryError', `"metadata" may hold at most ${SAVED_QUERY_METADATA_BYTES_MAX} bytes of JSON.`);
     }
     const { analysis_type: _analysis, ...params } = query;
     this.host.validate(projectId, analysis, params);

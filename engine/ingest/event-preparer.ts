@@ -7,7 +7,7 @@
  */
 import { appendLeaves, bytesUnder, isFragment, newAppended } from '../schema/fragment.js';
 import type { Enricher } from '../enrich/pipeline.js';
-import { EVENT_BYTES_MAX } from '../base/limits.js';
+import { EVENT_BYTES_MAX, SVC_OVERHEAD_BYTES } from '../base/limits.js';
 import { PathJoiner, flattenEvent, leafBytes, type Leaves } from '../schema/flatten.js';
 import { prepareEvent } from '../schema/prepare.js';
 
@@ -22,9 +22,6 @@ export interface EventToWrite {
   /** The parsed JSON value the client sent; validated by the engine (need not be an object). */
   readonly event: unknown;
 }
-
-/** Bytes the svc fields add to an event as sent; a batch item's size may exceed the limit by this. */
-const SVC_OVERHEAD_BYTES = 2_048;
 
 /**
  * svc.id while an event is prepared: its id is a function of its log offset (ids.ts), given when

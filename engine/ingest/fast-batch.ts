@@ -15,8 +15,8 @@ import type { WriteContext } from './event-preparer.js';
 import { bytesUnder, type Fragment } from '../schema/fragment.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import {
-  BATCH_EVENTS_MAX, EVENT_BYTES_MAX, EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX, NUMBER_MIN,
-  PROPERTY_NAME_CHARS_MAX, STRING_VALUE_CHARS_MAX,
+  ADDON_LIST_BYTES_MAX, ADDON_PLANS_KEPT, BATCH_EVENTS_MAX, EVENT_BYTES_MAX, EVENT_DEPTH_MAX, LIST_ITEMS_MAX, NUMBER_MAX,
+  NUMBER_MIN, PROPERTY_NAME_CHARS_MAX, STRING_VALUE_CHARS_MAX, SVC_OVERHEAD_BYTES,
 } from '../base/limits.js';
 import { PathJoiner, type Leaves } from '../schema/flatten.js';
 import { formatTimestamp, parseCanonicalBytes, parseTimestamp } from '../schema/timestamp.js';
@@ -50,7 +50,6 @@ const CLOSE_LIST = 0x5d;
 
 const IP_PLACEHOLDER = '${svc.ip}';
 const UA_PLACEHOLDER = '${svc.user_agent}';
-const SVC_OVERHEAD_BYTES = 2_048; // as event-preparer.ts
 /**
  * An event whose JSON spans at most this many bytes cannot pass the size limit: its leaves count
  * at most ~span²/2 + 3·span bytes (each leaf's path and value lie within the span).
@@ -84,10 +83,6 @@ const SHARED_LIST_BYTES_MAX = 64;
 const TIMESTAMP = 'timestamp';
 const ADDONS = 'addons';
 const ADDONS_LEAF = 'svc.addons.'; // structural (flatten.ts): the list's JSON text
-/** Add-on lists kept planned (addon-plan.ts), newest first: a body's events repeat one or two. */
-const PLANS_KEPT = 4;
-/** Longer add-on lists (as sent) go the general way: five add-ons take ~420 bytes. */
-const ADDON_LIST_BYTES_MAX = 16 * 1024;
 const NO_BYTES = new Uint8Array(0);
 const NO_TEXT = Buffer.alloc(0);
 
@@ -309,7 +304,7 @@ export class FastBatchReader {
     this.skipValue();
     if (this.at - start > ADDON_LIST_BYTES_MAX) throw BAIL; // kept below: bounded
     const plan = planAddons(text.toString('utf8', start, this.at), this.enricher!);
-    if (this.plans.length === PLANS_KEPT) this.plans.pop();
+    if (this.plans.length === ADDON_PLANS_KEPT) this.plans.pop();
     this.plans.unshift({ bytes: Buffer.from(text.subarray(start, this.at)), plan });
     if (plan === null) throw BAIL;
     return plan;

@@ -3,8 +3,7 @@
  * With `inline` (tests, or no worker threads wanted) jobs run synchronously on the calling thread.
  */
 import { JobWorker } from '../base/job-worker.js';
-import { SEGMENT_INLINE_ROWS_MAX } from '../base/limits.js';
-import { WORKER_YOUNG_GENERATION_MB } from '../base/memory.js';
+import { SEGMENT_INLINE_ROWS_MAX, WORKER_YOUNG_GENERATION_MB } from '../base/limits.js';
 import type { ColumnChunk, SegmentFooter } from '../storage/chunk.js';
 import { runSegmentJob, type SegmentJob, type SegmentJobResult } from './segment-worker.js';
 

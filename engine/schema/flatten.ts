@@ -8,6 +8,7 @@
  * so every part of it must be in some leaf. Schemas and queries skip structural paths.
  * Reuses the caller's arrays so the write path allocates no per-leaf objects.
  */
+import { JOINED_PATHS_MAX } from '../base/limits.js';
 import type { JsonObject } from './prepare.js';
 
 const SKIPPED_SVC = new Set(['id', 'timestamp', 'created_at']);
@@ -36,9 +37,6 @@ export interface Leaves {
 export function newLeaves(): Leaves {
   return { paths: [], values: [], start: 0, count: 0 };
 }
-
-/** Distinct joined paths kept; past it the cache starts over (junk paths of refused events). */
-const JOINED_PATHS_MAX = 100_000;
 
 /**
  * Joins parent paths and keys once per distinct pair, so flattening the millionth event with

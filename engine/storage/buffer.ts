@@ -4,6 +4,7 @@
  * order (seq increasing). The buffer knows nothing of files; storage/collection.ts flushes it.
  */
 import { assert } from '../base/assert.js';
+import { SNAPSHOT_STEP_CELLS } from '../base/limits.js';
 import type { Leaves } from '../schema/flatten.js';
 import {
   CompactCursor, KIND_FALSE, KIND_FRAGMENT, KIND_LIST, KIND_NUM, KIND_STR, KIND_TRUE, type CompactLeaves, type LeafView,
@@ -14,8 +15,6 @@ import {
 } from './chunk.js';
 
 const INITIAL_ROWS = 1024;
-/** Cells (rows times columns) detachedSnapshotInSteps copies between turns of the event loop: ~2-4 ms. */
-const SNAPSHOT_STEP_CELLS = 1_000_000;
 /**
  * A column whose first UNIQUE_CHECK_ROWS strings hold more than UNIQUE_SHARE distinct values (an
  * id per user, session or request) stops interning: its next strings are appended to the

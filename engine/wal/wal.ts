@@ -7,7 +7,7 @@
  * Failure model: after a failed write or fdatasync (a full disk, an I/O error) the state of the
  * bytes past the last durable group is unknown (a retry of fsync can falsely succeed), so the WAL
  * becomes failed: that group and every append or rotate queued behind it reject with the same
- * 503 ApiError. Recovery needs no restart: the first append or rotate at least RECOVER_AFTER_MS
+ * 503 ApiError. Recovery needs no restart: the first append or rotate at least WAL_RECOVER_AFTER_MS
  * after the failure truncates the segment back to its last durable byte and fdatasyncs it; when
  * both succeed (space came back), appends go on from there, so nothing of a rejected group can
  * replay later and every acknowledged record stays. While that fails, appends reject at once.
@@ -15,7 +15,7 @@
 import { rm, type FileHandle } from 'node:fs/promises';
 import { assert } from '../base/assert.js';
 import { ApiError } from '../base/errors.js';
-import { WAL_GROUP_BYTES_MAX } from '../base/limits.js';
+import { WAL_GROUP_BYTES_MAX, WAL_RECOVER_AFTER_MS } from '../base/limits.js';
 import { encodeRecord } from './record.js';
 import { replaySegments, type WalCut, type WalLog } from './replay.js';
 import { createSegment, listSegments, removeSegments, segmentPath } from './segment-file.js';
@@ -23,9 +23,6 @@ import { createSegment, listSegments, removeSegments, segmentPath } from './segm
 export type { WalCut, WalLog, WalLogLevel } from './replay.js';
 
 export { WAL_GROUP_BYTES_MAX };
-
-/** A failed WAL tries to recover on the first append this long after its last failure. */
-export const RECOVER_AFTER_MS = 200;
 
 /** The 503 a failed write answers with: what happened, that nothing was stored, what to do. */
 export function walFailure(what: string, cause: unknown): ApiError {
@@ -241,16 +238,16 @@ export class Wal {
 
   /** The failure a write would meet now, or null: lets a caller refuse before doing any work. */
   get failure(): ApiError | null {
-    return this.#failure !== null && Date.now() - this.#failedAt < RECOVER_AFTER_MS ? this.#failure : null;
+    return this.#failure !== null && Date.now() - this.#failedAt < WAL_RECOVER_AFTER_MS ? this.#failure : null;
   }
 
   /**
    * Cuts the current segment back to its last durable byte and syncs it; true when the WAL is
-   * healthy again. Tried at most once per RECOVER_AFTER_MS, so a full disk costs a syscall or two
+   * healthy again. Tried at most once per WAL_RECOVER_AFTER_MS, so a full disk costs a syscall or two
    * per interval rather than per append.
    */
   async #recover(): Promise<boolean> {
-    if (Date.now() - this.#failedAt < RECOVER_AFTER_MS) return false;
+    if (Date.now() - this.#failedAt < WAL_RECOVER_AFTER_MS) return false;
     try {
       await this.#handle.truncate(this.#currentBytes);
       if (this.#options.fsync) await this.#sync();

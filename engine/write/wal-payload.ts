@@ -20,14 +20,15 @@
  * rows a flush already put in segments. Payloads of version 1 (one line of text per event with the
  * event's JSON, written before 2026-11-25) still replay: their first byte is a project id's.
  */
+import { TAG_BYTES_MAX } from '../base/limits.js';
 import { flattenEvent, type Leaves } from '../schema/flatten.js';
 import { decodeLeaves } from '../schema/leaf-codec.js';
 
 const VERSION = 2;
 /** flags bit 0: a tag (Str16) follows the project id. */
 const FLAG_TAG = 1;
-/** The longest tag an append may carry, in utf8 bytes. */
-export const TAG_BYTES_MAX = 1024;
+/** Re-exported: engine.ts imports the bound from here (base/limits.ts holds it). */
+export { TAG_BYTES_MAX };
 const EVENT_FIXED_BYTES = 12 + 24 + 4;
 
 export interface WalEvent {

@@ -1,9 +1,10 @@
 /**
- * Bounds of the server around the engine: the Kafka wire protocol and broker. The engine's own
- * bounds are in engine/base/limits.ts; nothing else declares a bound inline.
+ * Bounds of the server around the engine: the Kafka wire protocol, broker and bridge, the HTTP
+ * routes that stream, and the process itself. The engine's own bounds are in engine/base/limits.ts;
+ * nothing else declares a bound inline (test/unit/limits-placement.test.ts checks).
  */
 
-// Kafka broker (server/kafka/broker) and wire protocol (server/kafka/protocol).
+// Kafka broker (server/kafka/broker), wire protocol (server/kafka/protocol) and bridge (server/kafka/bridge).
 /** Frames queued per connection before its socket is paused; bounds memory per client. */
 export const CONNECTION_QUEUE_MAX = 64;
 /** Produce requests of one connection in flight at once; lets their fsyncs group. */
@@ -12,6 +13,8 @@ export const PRODUCE_PIPELINE_MAX = 8;
 export const PRODUCER_BATCHES_KEPT = 5;
 /** Idempotent producer/topic pairs remembered; least recently used beyond it are forgotten. */
 export const PRODUCERS_TRACKED_MAX = 10_000;
+/** The idempotent producers' state file is rewritten from the state in memory once past this size. */
+export const PRODUCER_STATE_COMPACT_BYTES = 64 * 1024 * 1024;
 /** Records one Fetch partition reads from the log; bounds the work of one response. */
 export const FETCH_RECORDS_MAX = 20_000;
 /** Bytes per Fetch partition when the client asks for more; bounds one response's memory. */
@@ -33,3 +36,38 @@ export const OFFSET_METADATA_BYTES_MAX = 4_096;
 export const TOPIC_NAME_CHARS_MAX = 249;
 /** Kafka frame size; checked before buffering a frame → connection closed. */
 export const FRAME_BYTES_MAX = 100 * 1024 * 1024;
+/**
+ * The largest window a frame may ask for. A window can exceed its frame's content (librdkafka's
+ * frames say 2 MB whatever they hold), so it is not held to `outputBytesMax`; 64 MB is past what
+ * Kafka clients write (zstd levels up to 19: 8 MB) and half libzstd's own default limit (128 MB).
+ */
+export const ZSTD_WINDOW_BYTES_MAX = 64 * 1024 * 1024;
+/**
+ * Records and bytes the Kafka bridge (server/kafka/bridge) reads from a collection's log per
+ * outbound produce; kafkajs batches of this size stay well under 1 MiB for events.
+ */
+export const OUTPUT_BATCH_RECORDS = 1_000;
+export const OUTPUT_BATCH_BYTES = 900_000;
+
+// HTTP (server/http). The live view of a collection (http/live.ts, Server-Sent Events):
+/** Events sent on connect: enough to fill the page's list without a long first paint. */
+export const LIVE_BACKLOG_EVENTS_MAX = 20;
+/** Events and bytes read per append notification; a burst beyond it is read on the next pass at once. */
+export const LIVE_READ_EVENTS_MAX = 200;
+export const LIVE_READ_BYTES_MAX = 1 << 20;
+/** Open streams per process; each holds a socket and a listener on every append (429 beyond). */
+export const LIVE_STREAMS_MAX = 64;
+/** A comment line this often keeps uWS (10 s idle timeout) and proxies from closing the stream. */
+export const LIVE_HEARTBEAT_MS = 5_000;
+/** Bytes queued on a slow client before the stream is closed; EventSource resumes by its id. */
+export const LIVE_BACKLOG_BYTES_MAX = 4 << 20;
+/** Bytes read at a time from a file sent as a response (http/stream-file.ts): its memory per response. */
+export const FILE_CHUNK_BYTES = 256 * 1024;
+/** Length of a project's name (POST .../projects) → MissingRequiredRequestFieldError. */
+export const PROJECT_NAME_CHARS_MAX = 256;
+
+// The process (server/main.ts).
+/** How long shutdown waits for in-flight requests before closing connections. */
+export const SHUTDOWN_DRAIN_MS = 30_000;
+/** How often a server started by `npm start` checks that npm, its parent, still lives. */
+export const PARENT_POLL_MS = 500;

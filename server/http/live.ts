@@ -9,20 +9,9 @@ import { randomBytes } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import type { TallyEngine } from '../../engine/index.js';
 import { ApiError, validateCollectionName } from '../../engine/index.js';
+import { LIVE_BACKLOG_BYTES_MAX, LIVE_BACKLOG_EVENTS_MAX, LIVE_HEARTBEAT_MS, LIVE_READ_BYTES_MAX, LIVE_READ_EVENTS_MAX, LIVE_STREAMS_MAX } from '../common/limits.js';
 import { requireProjectKey } from './auth.js';
 import { errorReply, writeReply } from './respond.js';
-
-/** Events sent on connect: enough to fill the page's list without a long first paint. */
-const BACKLOG_EVENTS_MAX = 20;
-/** Events read per append notification; a burst beyond it is read on the next pass at once. */
-const READ_EVENTS_MAX = 200;
-const READ_BYTES_MAX = 1 << 20;
-/** Open streams per process; each holds a socket and a listener on every append (429 beyond). */
-const STREAMS_MAX = 64;
-/** A comment line this often keeps uWS (10 s idle timeout) and proxies from closing the stream. */
-const HEARTBEAT_MS = 5_000;
-/** Bytes queued on a slow client before the stream is closed; EventSource resumes by its id. */
-const BACKLOG_BYTES_MAX = 4 << 20;
 
 interface Stream {
   readonly res: HttpResponse;
@@ -47,7 +36,7 @@ function pump(engine: TallyEngine, stream: Stream): void {
   if (stream.closed) return;
   for (;;) {
     const records = engine.log.read(stream.projectId, stream.collection, stream.next,
-      READ_EVENTS_MAX, READ_BYTES_MAX);
+      LIVE_READ_EVENTS_MAX, LIVE_READ_BYTES_MAX);
     if (records.length === 0) return;
     let text = '';
     for (const record of records) {
@@ -55,12 +44,12 @@ function pump(engine: TallyEngine, stream: Stream): void {
       stream.next = record.offset + 1;
     }
     stream.res.cork(() => stream.res.write(text));
-    if (stream.res.getWriteOffset() > BACKLOG_BYTES_MAX) {
+    if (stream.res.getWriteOffset() > LIVE_BACKLOG_BYTES_MAX) {
       stream.closed = true;
       stream.res.cork(() => stream.res.end());
       return;
     }
-    if (records.length < READ_EVENTS_MAX) return;
+    if (records.length < LIVE_READ_EVENTS_MAX) return;
   }
 }
 
@@ -68,7 +57,7 @@ function pump(engine: TallyEngine, stream: Stream): void {
 function startOffset(engine: TallyEngine, projectId: string, collection: string, lastId: string): number {
   const { start, end } = engine.log.bounds(projectId, collection);
   if (/^\d+$/.test(lastId)) return Math.max(start, Math.min(end, Number(lastId) + 1));
-  return Math.max(start, end - BACKLOG_EVENTS_MAX);
+  return Math.max(start, end - LIVE_BACKLOG_EVENTS_MAX);
 }
 
 export function registerLive(app: TemplatedApp, engine: TallyEngine, log: (line: string) => void): void {
@@ -86,9 +75,9 @@ export function registerLive(app: TemplatedApp, engine: TallyEngine, log: (line:
       requireProjectKey(engine, projectId, key, ['read']);
       // A name no event can have would wait forever; a valid one not yet written waits for its first.
       validateCollectionName(collection);
-      if (open >= STREAMS_MAX) {
+      if (open >= LIVE_STREAMS_MAX) {
         throw new ApiError('TooManyConcurrentQueriesError',
-          `At most ${STREAMS_MAX} live views may be open at once; close one and retry.`);
+          `At most ${LIVE_STREAMS_MAX} live views may be open at once; close one and retry.`);
       }
     } catch (error) {
       // Refusals carry an X-Request-Id as the dispatcher's replies do; a stream needs none.
@@ -121,7 +110,7 @@ export function registerLive(app: TemplatedApp, engine: TallyEngine, log: (line:
     const timer = setInterval(() => {
       if (stream.closed) return release();
       res.cork(() => res.write(': keep-alive\n\n'));
-    }, HEARTBEAT_MS);
+    }, LIVE_HEARTBEAT_MS);
     res.onAborted(() => { stream.closed = true; release(); });
     res.writeStatus('200 OK');
     res.writeHeader('Content-Type', 'text/event-stream; charset=utf-8');

@@ -6,9 +6,8 @@
  */
 import fs from 'node:fs';
 import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
+import { FILE_CHUNK_BYTES } from '../common/limits.js';
 import type { Reply } from './types.js';
-
-const CHUNK_BYTES = 256 * 1024;
 
 /**
  * Writes reply (status, headers) and the file's bytes; `onAbort` registers a callback for a client
@@ -24,7 +23,7 @@ export function streamFile(
   const totalSize = fs.statSync(reply.file).size;
   return new Promise((resolve) => {
     let finished = false;
-    const stream = fs.createReadStream(reply.file, { highWaterMark: CHUNK_BYTES });
+    const stream = fs.createReadStream(reply.file, { highWaterMark: FILE_CHUNK_BYTES });
     const finish = () => {
       if (finished) return;
       finished = true;

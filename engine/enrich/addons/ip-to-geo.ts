@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { isIP } from 'node:net';
 import { Reader } from 'maxmind';
 import { continents, countries } from 'countries-list';
-import { GEO_IP_CACHE_ENTRIES_MAX, GEO_LOAD_WAIT_MS, GEO_RECORD_CACHE_ENTRIES_MAX } from '../../base/limits.js';
+import { GEO_ADDRESS_CHARS_MAX, GEO_IP_CACHE_ENTRIES_MAX, GEO_LOAD_WAIT_MS, GEO_RECORD_CACHE_ENTRIES_MAX } from '../../base/limits.js';
 import { LruCache } from '../lru.js';
 import type { Addon } from './addon.js';
 
@@ -167,7 +167,7 @@ export function createIpToGeo(
   const computeShared = (values: readonly unknown[]): Readonly<Record<string, unknown>> => {
     const value = values[0];
     if (typeof value !== 'string') return NOWHERE;
-    if (value.length > ADDRESS_CHARS_MAX) return NOWHERE;
+    if (value.length > GEO_ADDRESS_CHARS_MAX) return NOWHERE;
     let geo = byAddress.get(value);
     if (geo === undefined) {
       geo = locate(databases, mapped, value);
@@ -210,9 +210,6 @@ function copyGeo(geo: Readonly<Record<string, unknown>>): Record<string, unknown
   const coordinates = geo.coordinates as number[] | null;
   return { ...geo, coordinates: coordinates === null ? null : [coordinates[0], coordinates[1]] };
 }
-
-/** Longest textual address (IPv4-mapped IPv6: 45) plus slack for spaces; bounds cache keys. */
-const ADDRESS_CHARS_MAX = 64;
 
 const NOWHERE: Readonly<Record<string, unknown>> = Object.freeze({
   city: null, province: null, country: null, country_code: null, continent: null,

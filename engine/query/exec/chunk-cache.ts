@@ -4,6 +4,7 @@
  * a scan. Segments are immutable, so an entry never goes stale; a deleted or compacted file simply
  * stops being asked for.
  */
+import { CHUNK_CACHE_BYTES_DEFAULT, FOOTER_CACHE_BYTES_DEFAULT } from '../../base/limits.js';
 import { replaceColumns, type ColumnChunk, type SegmentRef } from '../../storage/chunk.js';
 import { columnBytes, columnsBytes, dictStringBytes, systemBytes } from '../../storage/chunk-bytes.js';
 import { SegmentColumn } from '../../storage/segment/decode-column.js';
@@ -11,10 +12,6 @@ import type { FooterWithSketches } from '../../storage/segment/footer.js';
 import type { ReadSegment, SegmentFiles } from './segment-reader.js';
 
 export type { ReadSegment };
-
-/** Default budgets per worker, for callers without a memory plan (engine/base/memory.ts makes one). */
-export const CHUNK_CACHE_BYTES_DEFAULT = 512 * 1024 * 1024;
-export const FOOTER_CACHE_BYTES_DEFAULT = 64 * 1024 * 1024;
 
 interface Entry {
   chunk: ColumnChunk;

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ApiError } from '../../base/errors.js';
-import { ASYNC_EXTRACTION_EVENTS_MAX, ASYNC_EXTRACTION_TTL_MS } from '../../base/limits.js';
+import { ASYNC_EXTRACTION_EVENTS_MAX, ASYNC_EXTRACTION_TTL_MS, EXTRACTION_JOB_ATTEMPTS_MAX } from '../../base/limits.js';
 import { parseRequest } from '../plan/request.js';
 import type { ExtractionPlan } from '../plan/plan.js';
 import type { QueryService } from './service.js';
@@ -47,9 +47,6 @@ export interface ExtractionJobsDeps {
   /** Where a failed job's cause (with its stack) is logged; the job itself keeps one sentence. */
   logFailure?(job: ExtractionJob, error: unknown): void;
 }
-
-/** Runs of one job before it fails (a read that failed on I/O may pass on the next run). */
-const ATTEMPTS_MAX = 3;
 
 const CONTENT_TYPES: Readonly<Record<string, ExtractionJob['content_type']>> = {
   'application/x-ndjson': 'application/x-ndjson',
@@ -210,7 +207,7 @@ export class ExtractionJobs {
         break;
       } catch (error) {
         // The lease keeps every segment the job listed; a failed read (an I/O error) is retried.
-        if (this.closed || error instanceof ApiError || attempt === ATTEMPTS_MAX) {
+        if (this.closed || error instanceof ApiError || attempt === EXTRACTION_JOB_ATTEMPTS_MAX) {
           this.fail(job, error);
           break;
         }
@@ -237,7 +234,7 @@ export class ExtractionJobs {
     // no file paths) naming the job to report.
     this.deps.logFailure?.(job, error);
     job.error = {
-      message: `The extraction failed on an internal error after ${ATTEMPTS_MAX} attempts; report job ${job.id} to the operator.`,
+      message: `The extraction failed on an internal error after ${EXTRACTION_JOB_ATTEMPTS_MAX} attempts; report job ${job.id} to the operator.`,
       error_code: 'InternalServerError',
     };
   }

@@ -8,14 +8,11 @@
 import { Worker } from 'node:worker_threads';
 import { assert } from '../../base/assert.js';
 import { ApiError, type ErrorCode } from '../../base/errors.js';
-import { WORKER_YOUNG_GENERATION_MB } from '../../base/memory.js';
+import { SENT_FOOTERS_MAX, WORKER_YOUNG_GENERATION_MB } from '../../base/limits.js';
 import { queryIncomplete } from './scan.js';
 import type { ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
 import { KeptSnapshots, type QueryTask } from './task.js';
 import type { WorkerReply, WorkerRequest } from './worker.js';
-
-/** Footers a worker keeps (a few hundred bytes each) before both sides start over. */
-export const SENT_FOOTERS_MAX = 20_000;
 
 interface Job {
   readonly id: number;

@@ -6,7 +6,8 @@
 import * as L from '../../base/limits.js';
 import type { ScanSource } from '../../storage/chunk.js';
 import { Admission } from './admission.js';
-import { CHUNK_CACHE_BYTES_DEFAULT, ChunkCache, FOOTER_CACHE_BYTES_DEFAULT } from './chunk-cache.js';
+import { CHUNK_CACHE_BYTES_DEFAULT, FOOTER_CACHE_BYTES_DEFAULT } from '../../base/limits.js';
+import { ChunkCache } from './chunk-cache.js';
 import { ColumnViews } from '../eval/columns.js';
 import type { ExecLimits, Plan } from '../plan/plan.js';
 import { WorkerPool } from './pool.js';

@@ -3,6 +3,7 @@
  * response over the byte limit. Tasks are plain data so they can be posted to a worker.
  */
 import { ApiError } from '../../base/errors.js';
+import { WORKER_SNAPSHOTS_KEPT_MAX } from '../../base/limits.js';
 import type { ScanSource } from '../../storage/chunk.js';
 import { aggregateOver, executePlan } from './execute.js';
 import { extractToFile, type ExtractionOutput } from './extraction.js';
@@ -12,9 +13,6 @@ import type { ExecLimits, Plan } from '../plan/plan.js';
 import { ScanBuffers, type ExecEnv } from './scan.js';
 
 export { checkResponseBytes };
-
-/** Buffer snapshots a query worker keeps: the newest of each collection, at most this many. */
-const KEPT_SNAPSHOTS_MAX = 16;
 
 /**
  * The buffer snapshots a query worker holds, newest per collection (by id key), least recently
@@ -37,7 +35,7 @@ export class KeptSnapshots<T> {
   keep(idKey: number, version: number, value: T): void {
     this.byKey.delete(idKey);
     this.byKey.set(idKey, { version, value });
-    if (this.byKey.size > KEPT_SNAPSHOTS_MAX) this.byKey.delete(this.byKey.keys().next().value!);
+    if (this.byKey.size > WORKER_SNAPSHOTS_KEPT_MAX) this.byKey.delete(this.byKey.keys().next().value!);
   }
 }
 

@@ -4,16 +4,12 @@
  * over chunks lives in filter-eval.ts; this file is pure validation.
  */
 import { ApiError } from '../../base/errors.js';
-import { REGEX_PATTERN_CHARS_MAX } from '../../base/limits.js';
+import { FILTERS_MAX, FILTER_OR_DEPTH_MAX, REGEX_PATTERN_CHARS_MAX } from '../../base/limits.js';
 import type { CompareOperator, FilterNode, FilterScalar } from './plan.js';
 import { parseInstant } from './timeframe.js';
 
 export const GEO_PATH = 'svc.location.coordinates';
 export const TIME_PATHS: ReadonlySet<string> = new Set(['svc.timestamp', 'svc.created_at']);
-/** Nesting of `or` filters; deeper is surely not a real query. */
-const OR_DEPTH_MAX = 8;
-/** Filters in one list; bounds per-chunk compile work. */
-const FILTERS_MAX = 1_000;
 
 export function parseFilters(value: unknown, depth = 0): FilterNode[] {
   if (value === undefined || value === null || value === '') return [];
@@ -50,7 +46,7 @@ function parseFilter(filter: unknown, depth: number): FilterNode {
 }
 
 function parseOr(value: unknown, depth: number): FilterNode {
-  if (depth >= OR_DEPTH_MAX) throw invalid(`"or" filters nest at most ${OR_DEPTH_MAX} deep`);
+  if (depth >= FILTER_OR_DEPTH_MAX) throw invalid(`"or" filters nest at most ${FILTER_OR_DEPTH_MAX} deep`);
   if (!Array.isArray(value) || value.length === 0) {
     throw invalid('an "or" filter takes a non-empty array of filters as its property_value');
   }

@@ -5,6 +5,7 @@
  */
 import { DateTime, FixedOffsetZone, IANAZone, type Zone } from 'luxon';
 import { ApiError } from '../../base/errors.js';
+import { RELATIVE_TIMEFRAME_CACHE_ENTRIES_MAX } from '../../base/limits.js';
 import type { TimeRange } from './plan.js';
 
 export type CalendarUnit = 'minute' | 'hour' | 'day' | 'week' | 'month' | 'year';
@@ -70,14 +71,13 @@ export interface ResolvedRelative extends TimeRange {
  * arithmetic was most of a trivial count's time on the server (~0.1 ms of ~0.3).
  */
 const resolvedRelative = new Map<string, ResolvedRelative>();
-const RESOLVED_RELATIVE_MAX = 1024;
 
 function resolveRelative(name: string, zone: Zone, nowMs: number): TimeRange {
   const key = `${zone.name}\u0000${name}`;
   let resolved = resolvedRelative.get(key);
   if (resolved === undefined || !(nowMs >= resolved.fromMs && nowMs < resolved.untilMs)) {
     resolved = computeRelative(name, zone, nowMs);
-    if (resolvedRelative.size >= RESOLVED_RELATIVE_MAX) resolvedRelative.clear();
+    if (resolvedRelative.size >= RELATIVE_TIMEFRAME_CACHE_ENTRIES_MAX) resolvedRelative.clear();
     if (resolved.fromMs < resolved.untilMs) resolvedRelative.set(key, resolved);
   }
   return { startMs: resolved.startMs, endMs: resolved.endMs };

@@ -11,6 +11,7 @@ import { decompress as wasmDecompress, init as initWasmZstd } from '@bokuweb/zst
 import { Decoder, Encoder } from '@toondepauw/node-zstd';
 import { CompressionType, compressionRegistry } from 'apache-arrow';
 import { compressFrameSync } from 'lz4-napi';
+import { NATIVE_BYTES_PER_TURN, ZSTD_WASM_CONTENT_BYTES_MAX } from '../../base/limits.js';
 import { decompressFrame } from './lz4-frame.js';
 
 /** Arrow's compression codec for segments; re-exported so writers name it in one place. */
@@ -40,11 +41,11 @@ await initWasmZstd();
  * against the binding's 480-610 on those frames, with RSS flat. It needs room for the content
  * up front, and the binding's frames do not state their content size: frameContentBound reads it
  * off the block headers. A frame it cannot read that way, or whose bound is past
- * WASM_CONTENT_MAX, goes to the binding.
+ * ZSTD_WASM_CONTENT_BYTES_MAX, goes to the binding.
  */
 export function zstdDecompress(frame: Uint8Array): Uint8Array {
   const bound = frameContentBound(frame);
-  if (bound >= 0 && bound <= WASM_CONTENT_MAX) return wasmDecompress(frame, { defaultHeapSize: Math.max(1, bound) });
+  if (bound >= 0 && bound <= ZSTD_WASM_CONTENT_BYTES_MAX) return wasmDecompress(frame, { defaultHeapSize: Math.max(1, bound) });
   const native = decoder.decodeSync(asBuffer(frame));
   const out = new Uint8Array(native.byteLength);
   out.set(native);
@@ -83,20 +84,12 @@ export function nativeBytesDecodedThisTurn(): number {
   return nativeBytesThisTurn;
 }
 
-/** Native output a thread may leave as garbage within one job (see zstdDecompressColumn). */
-export const NATIVE_BYTES_PER_TURN = 32 * 1024 * 1024;
 // Per-thread bookkeeping of zstdDecompressColumn (each worker has its own module instance).
 let nativeBytesThisTurn = 0;
 let turnResetScheduled = false;
 
 const ZSTD_MAGIC = 0xfd2fb528;
 const BLOCK_CONTENT_MAX = 128 * 1024;
-/**
- * Bounds past this go to the native decoder: the WebAssembly build's malloc returns 0 when its
- * memory cannot grow, and decoding there would write over its own heap. A segment's largest
- * buffer is a few MB (250,000 rows of 8 bytes); a damaged or foreign header can claim far more.
- */
-const WASM_CONTENT_MAX = 256 * 1024 * 1024;
 const FCS_BYTES = [0, 2, 4, 8];
 const DICTIONARY_ID_BYTES = [0, 1, 2, 4];
 

@@ -4,6 +4,7 @@
  * and true count apart; -0 is 0; a list counts as one value (its JSON text). Nulls and missing
  * rows are not values. count_unique must hash with `hashValue` to merge with these sketches.
  */
+import { DISTINCT_VALUES_MAX } from '../../base/limits.js';
 import { hashNumber, hashString } from '../../sketch/hash.js';
 import { HyperLogLog } from '../../sketch/hyperloglog.js';
 import {
@@ -29,9 +30,6 @@ export function hashValue(value: Primitive | readonly Primitive[]): number | nul
   if (typeof value === 'boolean') return hashNumber(value ? 1 : 0, SEED_BOOL);
   return hashString(JSON.stringify(value), SEED_LIST);
 }
-
-/** Distinct values a column may list in its segment's sidecar; more and it lists none. */
-export const DISTINCT_VALUES_MAX = 256;
 
 /** A column's distinct present, non-null values and how many rows hold each. */
 export interface ValueCounts {

@@ -3,12 +3,11 @@
  * Key, and regenerate a project's write or read key with its Master Key.
  */
 import { ApiError } from '../../../engine/index.js';
+import { PROJECT_NAME_CHARS_MAX } from '../../common/limits.js';
 import { requireOrgKey, requireProjectKey } from '../auth.js';
 import { parseJsonBody } from '../parse.js';
 import { json } from '../respond.js';
 import type { Ctx, Deps, Handler } from '../types.js';
-
-const PROJECT_NAME_CHARS_MAX = 256;
 
 function requireOrg(ctx: Ctx, { engine }: Deps): void {
   requireOrgKey(engine, ctx.key);

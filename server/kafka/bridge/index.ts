@@ -8,6 +8,7 @@
 import type { ConnectionOptions } from 'node:tls';
 import { Kafka, logLevel, type Producer, type SASLOptions } from 'kafkajs';
 import type { EventToWrite, TallyEngine } from '../../../engine/index.js';
+import { OUTPUT_BATCH_BYTES, OUTPUT_BATCH_RECORDS } from '../../common/limits.js';
 
 export interface BridgeCluster {
   brokers: string[];
@@ -38,9 +39,6 @@ export interface KafkaBridge {
 
 /** Engine group id under which the bridge keeps how far each collection was copied out. */
 export const OUTPUT_GROUP_ID = 'tally-bridge-output';
-/** Records per outbound produce; kafkajs batches of this size stay well under 1 MiB for events. */
-const OUTPUT_BATCH_RECORDS = 1_000;
-const OUTPUT_BATCH_BYTES = 900_000;
 
 export async function startKafkaBridge(opts: KafkaBridgeOptions): Promise<KafkaBridge> {
   const log = opts.log ?? (() => {});

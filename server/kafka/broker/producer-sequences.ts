@@ -34,19 +34,17 @@
  *
  * On open the file is replayed (a torn last line from a crash is skipped) and rewritten compactly
  * (only the state kept in memory), through a temporary file, fsync and rename; it is compacted
- * the same way whenever it has grown past COMPACT_BYTES.
+ * the same way whenever it has grown past PRODUCER_STATE_COMPACT_BYTES.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PRODUCER_BATCHES_KEPT, PRODUCERS_TRACKED_MAX } from '../../common/limits.js';
+import { PRODUCER_BATCHES_KEPT, PRODUCER_STATE_COMPACT_BYTES, PRODUCERS_TRACKED_MAX } from '../../common/limits.js';
 
 export const PRODUCER_STATE_FILE = 'kafka-producer-state.log';
 /** The first element of a batch's engine tag, so other tags are never taken for one. */
 const TAG_KIND = 'kafka';
 /** Producer ids reserved by one persisted line. */
 const ID_BLOCK = 1000;
-/** The file is rewritten from the state in memory once it is past this size. */
-const COMPACT_BYTES = 64 * 1024 * 1024;
 
 interface SeenBatch { baseSequence: number; count: number; baseOffset: number }
 
@@ -190,7 +188,7 @@ export class ProducerSequences {
       await new Promise<void>((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())));
     }
     this.bytes += Buffer.byteLength(text);
-    if (this.bytes > COMPACT_BYTES) this.compact();
+    if (this.bytes > PRODUCER_STATE_COMPACT_BYTES) this.compact();
   }
 
   private remember(projectId: string, topic: string, producerId: number, epoch: number,

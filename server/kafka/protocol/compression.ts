@@ -26,6 +26,7 @@ import zlib from 'node:zlib';
 import { Decoder as ZstdDecoder } from '@toondepauw/node-zstd';
 import { uncompressSync as lz4BlockUncompress } from 'lz4-napi';
 import snappy from 'snappyjs';
+import { ZSTD_WINDOW_BYTES_MAX } from '../../common/limits.js';
 import { Reader } from './reader.js';
 
 export const Compression = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 } as const;
@@ -190,12 +191,6 @@ function unlz4(input: Buffer, outputBytesMax: number): Buffer {
 
 const ZSTD_MAGIC = 0xfd2fb528;
 const ZSTD_BLOCK_MAX = 128 * 1024;
-/**
- * The largest window a frame may ask for. A window can exceed its frame's content (librdkafka's
- * frames say 2 MB whatever they hold), so it is not held to `outputBytesMax`; 64 MB is past what
- * Kafka clients write (zstd levels up to 19: 8 MB) and half libzstd's own default limit (128 MB).
- */
-const ZSTD_WINDOW_BYTES_MAX = 64 * 1024 * 1024;
 
 const zstdDecoder = new ZstdDecoder();
 

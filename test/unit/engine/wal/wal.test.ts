@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import { RECORD_HEADER_BYTES, encodeRecord, frameInPlace } from '../../../../engine/wal/record.js';
 import { segmentPath } from '../../../../engine/wal/segment-file.js';
-import { RECOVER_AFTER_MS, Wal, unwritten, type WalLog, type WalOptions } from '../../../../engine/wal/wal.js';
+import { WAL_RECOVER_AFTER_MS } from '../../../../engine/base/limits.js';
+import { Wal, unwritten, type WalLog, type WalOptions } from '../../../../engine/wal/wal.js';
 import { mulberry32 } from '../../../helpers/random.js';
 
 const quiet: WalLog = () => {};
@@ -122,7 +123,7 @@ t.test('a failed fdatasync rejects its whole group and every later append', asyn
   t.equal(syncs, 2, 'the three queued appends shared one sync');
   t.equal(await rejection(wal.append(bytes('after'))), errors[0], 'the failure holds for a while');
   t.equal(await rejection(wal.rotate()), errors[0]);
-  await new Promise((resolve) => setTimeout(resolve, RECOVER_AFTER_MS + 20));
+  await new Promise((resolve) => setTimeout(resolve, WAL_RECOVER_AFTER_MS + 20));
   await wal.append(bytes('recovered'));
   t.equal(wal.stats.recoveries, 1, 'the segment was cut back to its last durable byte and synced');
   await wal.close();
@@ -142,10 +143,10 @@ t.test('a full disk refuses appends with a clear 503 until space returns', async
   const error = await rejection(wal.append(bytes('lost')));
   t.match(error, { error_code: 'ServiceUnavailableError', message: /disk is full.*not stored.*resume/ });
   t.equal(wal.failure, error, 'callers can refuse before doing any work');
-  await new Promise((resolve) => setTimeout(resolve, RECOVER_AFTER_MS + 20));
+  await new Promise((resolve) => setTimeout(resolve, WAL_RECOVER_AFTER_MS + 20));
   t.match(await rejection(wal.append(bytes('still full'))), { error_code: 'ServiceUnavailableError' }, 'recovery tried and failed');
   full = false;
-  await new Promise((resolve) => setTimeout(resolve, RECOVER_AFTER_MS + 20));
+  await new Promise((resolve) => setTimeout(resolve, WAL_RECOVER_AFTER_MS + 20));
   await wal.append(bytes('space back'));
   t.equal(wal.failure, null);
   await wal.close();

@@ -2,7 +2,8 @@ import t from 'tap';
 import { compress as wasmCompress } from '@bokuweb/zstd-wasm';
 import { codecBytes as bytes } from '../../../../helpers/random.js';
 import { setImmediate as turn } from 'node:timers/promises';
-import { frameContentBound, NATIVE_BYTES_PER_TURN, zstdCompress, zstdDecompress, zstdDecompressColumn } from '../../../../../engine/storage/segment/arrow.js';
+import { NATIVE_BYTES_PER_TURN } from '../../../../../engine/base/limits.js';
+import { frameContentBound, zstdCompress, zstdDecompress, zstdDecompressColumn } from '../../../../../engine/storage/segment/arrow.js';
 
 t.test('decodes what the segment writer encodes: empty, small, multi-block, incompressible, runs', async (t) => {
   for (const length of [0, 1, 100, 131_072, 131_073, 1_000_000, 4 * 1024 * 1024 + 17]) {

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { HyperLogLog } from '../../../../../engine/sketch/hyperloglog.js';
-import { computeDistinct, computeSketches, DISTINCT_VALUES_MAX, hashValue, sketchColumn } from '../../../../../engine/storage/segment/sketches.js';
+import { DISTINCT_VALUES_MAX } from '../../../../../engine/base/limits.js';
+import { computeDistinct, computeSketches, hashValue, sketchColumn } from '../../../../../engine/storage/segment/sketches.js';
 import { TAG_STR } from '../../../../../engine/storage/chunk.js';
 import { buildChunk, valueAt, type TestRow } from '../../../../helpers/test-chunk.js';
 
