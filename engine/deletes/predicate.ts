@@ -10,7 +10,7 @@ import type { ColumnViews } from '../query/columns.js';
 import { compileFilters, type Scratch } from '../query/filter-eval.js';
 import type { FilterNode } from '../query/plan.js';
 
-export type { DeleteEntry, PropertyDelete, RowsDelete } from './entry.js';
+export type { DeleteEntry } from './entry.js';
 import type { DeleteEntry } from './entry.js';
 
 /** True when `column` is `path` itself or a path below it (deleting "user" deletes "user.id"). */

@@ -17,7 +17,6 @@ import { parseTimezone, resolveTimeframe } from './timeframe.js';
 type Params = Readonly<Record<string, unknown>>;
 
 export const AGGREGATES: readonly AggregateKind[] = AGGREGATE_KINDS;
-export { ANALYSES };
 
 export interface RequestContext {
   readonly nowMs: number;

@@ -20,9 +20,7 @@ import { encodeRecord } from './record.js';
 import { replaySegments, type WalCut, type WalLog } from './replay.js';
 import { createSegment, listSegments, removeSegments, segmentPath } from './segment-file.js';
 
-export type { WalCut, WalLog, WalLogLevel } from './replay.js';
-
-export { WAL_GROUP_BYTES_MAX };
+export type { WalCut, WalLog } from './replay.js';
 
 /** A failed WAL tries to recover on the first append this long after its last failure. */
 export const RECOVER_AFTER_MS = 200;
