@@ -16,7 +16,7 @@ export const PERMISSIONS = ['writes', 'queries', 'saved_queries', 'cached_querie
 export type Permission = (typeof PERMISSIONS)[number];
 const OPTION_NAMES = new Set(['writes', 'queries', 'saved_queries', 'cached_queries', 'datasets']);
 const NAME_CHARS_MAX = 256;
-export const ACCESS_KEYS_MAX = 1_000;
+const ACCESS_KEYS_MAX = 1_000;
 
 export interface NameList {
   readonly allowed?: readonly string[];

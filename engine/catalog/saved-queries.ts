@@ -13,9 +13,9 @@ import { CACHED_QUERIES_MAX } from '../base/limits.js';
 
 type Params = Readonly<Record<string, unknown>>;
 
-export const SAVED_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-export const REFRESH_RATE_MIN_S = 14_400;
-export const REFRESH_RATE_MAX_S = 86_400;
+const SAVED_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const REFRESH_RATE_MIN_S = 14_400;
+const REFRESH_RATE_MAX_S = 86_400;
 const METADATA_BYTES_MAX = 100_000;
 
 export interface RunInformation {

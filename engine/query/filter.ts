@@ -8,7 +8,7 @@ import { REGEX_PATTERN_CHARS_MAX } from '../base/limits.js';
 import type { CompareOperator, FilterNode, FilterScalar } from './plan.js';
 import { parseInstant } from './timeframe.js';
 
-export const GEO_PATH = 'svc.location.coordinates';
+const GEO_PATH = 'svc.location.coordinates';
 export const TIME_PATHS: ReadonlySet<string> = new Set(['svc.timestamp', 'svc.created_at']);
 /** Nesting of `or` filters; deeper is surely not a real query. */
 const OR_DEPTH_MAX = 8;

@@ -15,7 +15,7 @@ import { KeptSnapshots, type QueryTask } from './task.js';
 import type { WorkerReply, WorkerRequest } from './worker.js';
 
 /** Footers a worker keeps (a few hundred bytes each) before both sides start over. */
-export const SENT_FOOTERS_MAX = 20_000;
+const SENT_FOOTERS_MAX = 20_000;
 
 interface Job {
   readonly id: number;

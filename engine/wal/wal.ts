@@ -26,7 +26,7 @@ export type { WalCut, WalLog } from './replay.js';
 export const RECOVER_AFTER_MS = 200;
 
 /** The 503 a failed write answers with: what happened, that nothing was stored, what to do. */
-export function walFailure(what: string, cause: unknown): ApiError {
+function walFailure(what: string, cause: unknown): ApiError {
   const code = (cause as { code?: unknown } | null)?.code;
   const message = code === 'ENOSPC' || code === 'EDQUOT'
     ? `The disk is full: Tally could not ${what}. The events were not stored; writes resume by themselves once space is freed.`
