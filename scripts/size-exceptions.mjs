@@ -57,7 +57,7 @@ async function measure() {
   return { 'max-lines': files, 'max-lines-per-function': functions };
 }
 
-/** [where, recorded or undefined, now] for every entry that is new or larger than recorded. */
+/** [where, recorded or undefined, now] for every entry of `now` that is new or larger than in `old`. */
 function growth(old, now) {
   const grown = [];
   for (const [file, n] of Object.entries(now['max-lines'])) {
@@ -88,6 +88,7 @@ if (grown.length > 0 && !values['allow-growth']) {
   console.error('Shrink them, or run again with --allow-growth and say why in the commit.');
   process.exit(1);
 }
+for (const [where, was, n] of growth(now, old)) console.log(`  ${where}: ${n} -> ${was ?? 'fits the limit'}`);
 const out = { _comment: COMMENT, ...sorted(now) };
 writeFileSync(path.join(ROOT, EXCEPTIONS_FILE), `${JSON.stringify(out, null, 2)}\n`);
 const count = (e) => Object.keys(e['max-lines'] ?? {}).length
