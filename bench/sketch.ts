@@ -17,7 +17,8 @@ interface LiteModule {
   (precision: number): LiteSketch;
   hash(value: string): number[];
 }
-const lite = createRequire(import.meta.url)('hyperloglog-lite') as LiteModule;
+const require = createRequire(import.meta.url);
+const lite = require('hyperloglog-lite') as LiteModule;
 
 const SEED = 0x2545f491;
 const CARDINALITIES = [1e3, 4e4, 1e5, 1e6, 1e7];

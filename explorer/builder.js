@@ -1,10 +1,16 @@
 // The query builder: one form for every analysis of docs/api.md §6. fillForm() shows a query,
 // readForm() turns the form back into {analysis, params}, the API's own request body.
 
+/**
+ * Every analysis, as the engine lists them: test/unit/explorer/analyses-list.test.ts reads this
+ * declaration as text and pins it to the engine's ANALYSES, so it stays exported (knip sees no
+ * importer).
+ * @public
+ */
 export const ANALYSES = ['count', 'count_unique', 'minimum', 'maximum', 'sum', 'average', 'median',
   'percentile', 'standard_deviation', 'select_unique', 'extraction', 'funnel', 'multi_analysis'];
 const TARGETED = ANALYSES.filter((a) => !['count', 'extraction', 'funnel', 'multi_analysis'].includes(a));
-export const OPERATORS = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'exists', 'in', 'not_in', 'contains',
+const OPERATORS = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'exists', 'in', 'not_in', 'contains',
   'not_contains', 'starts_with', 'within', 'regex', 'or'];
 const VALUE_TYPES = ['auto', 'string', 'number', 'boolean', 'null', 'json'];
 

@@ -13,7 +13,7 @@ const el = (tag, attrs = {}, ...children) => {
 };
 /** The one number format of the page (big number, table, bars, chart axis): grouping, at most 2 decimals. */
 const NUMBER = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 });
-export const formatNumber = (n) => NUMBER.format(n);
+const formatNumber = (n) => NUMBER.format(n);
 const fmt = (v) => v === null || v === undefined ? '—'
   : typeof v === 'number' ? formatNumber(v)
   : typeof v === 'object' ? JSON.stringify(v) : String(v);
@@ -30,7 +30,7 @@ const groupKeys = (row) => Object.keys(row).filter((k) => k !== 'result');
 const groupLabel = (row, keys) => keys.map((k) => fmt(row[k])).join(' / ');
 
 /** Rows and columns of any result; the table view and the CSV both come from this. */
-export function tabulate(result, analysis) {
+function tabulate(result, analysis) {
   if (analysis === 'funnel') {
     const steps = result.steps ?? [];
     return { columns: ['step', 'collection', 'actors', 'conversion'], rows: result.result.map((n, i) => [
@@ -82,7 +82,7 @@ const ADDITIVE = ['count', 'count_unique', 'sum'];
  * One series per group (group_by), per label (multi_analysis), or the single value. A group absent
  * from a bucket is 0 for additive analyses (no event) and a gap (null) for the others.
  */
-export function intervalSeries(buckets, analysis) {
+function intervalSeries(buckets, analysis) {
   const missing = ADDITIVE.includes(analysis) ? 0 : null;
   const first = buckets.find((b) => b.value !== null && typeof b.value === 'object');
   if (first === undefined) return { labels: ['value'], series: [buckets.map((b) => b.value)] };
@@ -116,7 +116,7 @@ function tzDate(timezone) {
  * order), the rest fold into one "other" series (summed for additive analyses, the minimum or
  * maximum of those, else left empty: an average of averages would be wrong).
  */
-export function foldSeries(labels, series, analysis) {
+function foldSeries(labels, series, analysis) {
   if (labels.length <= MAX_SERIES) return { labels, series, folded: 0 };
   const total = (values) => values.reduce((a, v) => a + (typeof v === 'number' ? Math.abs(v) : 0), 0);
   const ranked = labels.map((_, i) => i).sort((a, b) => total(series[b]) - total(series[a]) || a - b);

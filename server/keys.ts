@@ -12,7 +12,7 @@ import path from 'node:path';
 import { StartupError } from './startup.js';
 
 /** The marker of keys created but not yet shown by a server that got as far as serving. */
-export const KEYS_NOT_SHOWN = 'keys-not-shown';
+const KEYS_NOT_SHOWN = 'keys-not-shown';
 
 export interface KeysView {
   readonly orgId: string;

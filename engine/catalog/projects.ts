@@ -14,7 +14,7 @@ interface ProjectsFile {
   projects: ProjectInfo[];
 }
 
-export function newKey(): string {
+function newKey(): string {
   return randomBytes(32).toString('hex');
 }
 

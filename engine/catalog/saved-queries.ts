@@ -14,7 +14,7 @@ import { CACHED_QUERIES_MAX, REFRESH_RATE_MAX_S, REFRESH_RATE_MIN_S, SAVED_QUERY
 
 type Params = Readonly<Record<string, unknown>>;
 
-export const SAVED_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const SAVED_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 export interface RunInformation {
   readonly last_run_date: string | null;

@@ -10,7 +10,7 @@ import type { ColumnViews } from '../query/eval/columns.js';
 import { compileFilters, type Scratch } from '../query/eval/filter-eval.js';
 import type { FilterNode } from '../query/plan/plan.js';
 
-export type { DeleteEntry, PropertyDelete, RowsDelete } from '../storage/delete-entry.js';
+export type { DeleteEntry } from '../storage/delete-entry.js';
 import type { DeleteEntry } from '../storage/delete-entry.js';
 
 /** True when `column` is `path` itself or a path below it (deleting "user" deletes "user.id"). */

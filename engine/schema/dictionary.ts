@@ -21,7 +21,7 @@ const STANDARD: Readonly<Record<string, SchemaType>> = {
   'svc.timestamp': 'datetime',
 };
 
-export function leafType(path: string, value: unknown): SchemaType {
+function leafType(path: string, value: unknown): SchemaType {
   if (value === null || value === undefined) return 'null';
   if (Array.isArray(value)) return path === GEO_PATH ? 'geo' : 'list';
   switch (typeof value) {

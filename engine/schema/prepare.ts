@@ -217,6 +217,6 @@ function replacePlaceholdersDeep(value: unknown, ctx: Placeholders): unknown {
   return object;
 }
 
-export function isObject(value: unknown): value is JsonObject {
+function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -18,7 +18,7 @@ import { Datasets } from '../catalog/datasets.js';
 import { ProjectStore } from '../catalog/projects.js';
 import { SavedQueries } from '../catalog/saved-queries.js';
 import { DeleteManager } from '../deletes/manager.js';
-import { createEnricher, sharedDatabaseFiles } from '../enrich/pipeline.js';
+import { createEnricher, sharedDatabaseFiles, type Enricher } from '../enrich/pipeline.js';
 import { IngestPool } from '../ingest/pool.js';
 import { LogReader } from '../log/reader.js';
 import { Flusher } from '../maintenance/flusher.js';
@@ -28,6 +28,9 @@ import { RetiredFiles } from '../storage/retired-files.js';
 import { SegmentPool } from '../maintenance/segment-pool.js';
 import { StoreSet } from '../storage/store-set.js';
 import type { EngineOptions, EngineStats, TallyEngine } from './types.js';
+import type { Guards } from '../base/guards.js';
+import type { Logger } from '../base/logger.js';
+import type { MemoryPlan } from '../base/memory.js';
 import { Wal } from '../wal/wal.js';
 import { Collections } from './collections.js';
 import { Events } from './events.js';
@@ -47,17 +50,67 @@ export async function openEngine(options: EngineOptions): Promise<TallyEngine> {
   }
 }
 
+/** What the services are built on: the directory's files opened, the threads' pools made. */
+interface Base {
+  readonly dataDir: string;
+  readonly clock: () => number;
+  readonly logger: Logger;
+  readonly state: { closed: boolean };
+  readonly guards: Guards;
+  readonly projects: ProjectStore;
+  readonly created: boolean;
+  readonly wal: Wal;
+  /** The WAL records found at open, replayed once the stores are loaded. */
+  readonly replay: Uint8Array[];
+  readonly enricher: Enricher;
+  readonly workers: number;
+  readonly memory: MemoryPlan;
+  readonly ingest: IngestPool | null;
+  readonly stores: StoreSet;
+  readonly segmentPool: SegmentPool;
+  readonly retired: RetiredFiles;
+}
+
+/** The services of data: events in, collections, the log view, queries, flush and compaction. */
+interface Core {
+  readonly events: Events;
+  readonly deleted: Listeners<[projectId: string, collection: string]>;
+  readonly deletes: DeleteManager;
+  readonly log: LogReader;
+  readonly collections: Collections;
+  readonly runner: QueryRunner;
+  readonly flusher: Flusher;
+}
+
+/** The features over the data: extraction jobs and the catalog's durable objects. */
+interface Features {
+  readonly extractions: ExtractionJobs;
+  readonly accessKeys: AccessKeys;
+  readonly datasets: Datasets;
+  readonly savedQueries: SavedQueries;
+}
+
 async function openLocked(options: EngineOptions, dataDir: string, unlock: () => void): Promise<TallyEngine> {
+  const base = await openBase(options, dataDir);
+  const core = wireCore(options, base);
+  // Recovery: the manifest's stores, the WAL tail into their buffers, then the deletes over them.
+  base.stores.load();
+  core.events.replay(base.replay);
+  core.deletes.recover();
+  const features = openFeatures(base, core);
+  core.flusher.start(options.flushIntervalMs ?? FLUSH_INTERVAL_MS);
+  return face(base, core, features, unlock);
+}
+
+async function openBase(options: EngineOptions, dataDir: string): Promise<Base> {
   const clock = options.clock ?? Date.now;
   const logger = options.logger ?? jsonLogger();
-  let closed = false;
-
+  const state = { closed: false };
   const projects = new ProjectStore(dataDir, options.orgId ?? 'default', options.orgKey);
   const created = projects.created;
   if (created) projects.create('default');
   else projects.save();
-  const guards = makeGuards(() => closed, (id) => projects.get(id) !== undefined);
-
+  const guards = makeGuards(() => state.closed, (id) => projects.get(id) !== undefined);
   const { wal, replay } = await Wal.open(path.join(dataDir, 'wal'), {
     fsync: options.fsync ?? true,
     log: (level, message, fields) => logger.write(level, message, fields),
@@ -72,19 +125,24 @@ async function openLocked(options: EngineOptions, dataDir: string, unlock: () =>
   const ingestWorkers = options.ingestWorkers ?? Math.max(1, os.availableParallelism() - 1);
   const ingest = ingestWorkers > 0
     ? new IngestPool(ingestWorkers, { geoipDbPath: options.geoipDbPath, databaseFiles: sharedDatabaseFiles(), eagerData }) : null;
-
-  const stores = new StoreSet(dataDir, clock);
-  const segmentPool = new SegmentPool(workers === 0);
   // Segment files replaced by compaction or a delete rewrite, kept until their readers are done.
   const retired = new RetiredFiles((file) => {
     fs.rmSync(file, { force: true });
     fs.rmSync(`${file}.meta`, { force: true });
   });
+  return {
+    dataDir, clock, logger, state, guards, projects, created, wal, replay, enricher, workers, memory, ingest,
+    stores: new StoreSet(dataDir, clock), segmentPool: new SegmentPool(workers === 0), retired,
+  };
+}
+
+function wireCore(options: EngineOptions, base: Base): Core {
+  const { dataDir, clock, stores, segmentPool, retired, memory } = base;
   // The flusher and the write path call each other (a full buffer asks for a flush, a flush waits
   // for the appends in flight): the events service reaches the flusher once it exists.
   let flusher: Flusher | null = null;
   const events = new Events({
-    clock, wal, enricher, stores, guards, ingest,
+    clock, wal: base.wal, enricher: base.enricher, stores, guards: base.guards, ingest: base.ingest,
     room: () => flusher!.roomForWrites(),
     full: () => flusher!.flushInBackground(),
     added: (rows) => flusher!.rowsAdded(rows),
@@ -103,19 +161,18 @@ async function openLocked(options: EngineOptions, dataDir: string, unlock: () =>
     forget: (file) => log!.forget(file),
     retire: (files) => retired.retire(files),
   });
-  log = new LogReader((project, collection) => stores.get(project, collection), memory.logCacheBytes,
+  const reader = log = new LogReader((project, collection) => stores.get(project, collection), memory.logCacheBytes,
     (project, collection) => deletes.entriesOf(project, collection));
   const collections = new Collections(stores, deletes, retired, deleted);
   const runner = new QueryRunner({
     source: (project, collection, start, end) => collections.scanSource(project, collection, start, end),
     lease: () => retired.lease(),
-    clock, workers,
+    clock, workers: base.workers,
     cacheBytes: memory.chunkCacheBytes,
     footerCacheBytes: memory.footerCacheBytes,
   });
-  const reader = log;
   flusher = new Flusher({
-    stores, wal, segmentPool,
+    stores, wal: base.wal, segmentPool,
     writes: events.writes,
     queriesIdleMs: () => runner.idleMs(),
     rewriteDeletes: async () => void await deletes.rewriteStep(),
@@ -124,47 +181,49 @@ async function openLocked(options: EngineOptions, dataDir: string, unlock: () =>
       retired.retire(files);
     },
     beforeWalRemove: () => events.runWalRemoveHooks(),
-    writesStopped: () => void ingest?.collectIdle(),
-    logger,
+    writesStopped: () => void base.ingest?.collectIdle(),
+    logger: base.logger,
     bufferBytes: memory.bufferBytes,
     backlogRows: options.writeBacklogRows ?? WRITE_BACKLOG_ROWS,
-    isClosed: () => closed,
+    isClosed: () => base.state.closed,
   });
+  return { events, deleted, deletes, log: reader, collections, runner, flusher };
+}
 
-  // Recovery: the manifest's stores, the WAL tail into their buffers, then the deletes over them.
-  stores.load();
-  events.replay(replay);
-  deletes.recover();
-
-  const extractions = new ExtractionJobs({
-    dataDir, clock, queries: runner,
-    source: (project, collection, start, end) => collections.scanSource(project, collection, start, end),
-    lease: () => retired.lease(),
-    logFailure: (job, error) => logger.write('error', 'extraction job failed', { job: job.id, project: job.project, error }),
-  });
-  const accessKeys = new AccessKeys(dataDir, clock, guards);
-  const datasets = new Datasets({
-    dataDir, clock, guards,
-    readLog: (project, collection, from, records, bytes, filters) => reader.read(project, collection, from, records, bytes, filters),
-    logBounds: (project, collection) => reader.bounds(project, collection),
-    onAppend: (listener) => events.onAppend(listener),
-    onDelete: (listener) => deleted.add(listener),
-  });
-  const savedQueries = new SavedQueries({
-    dataDir, clock, guards,
-    validate: (project, analysis, params) => runner.validate(project, analysis, params),
-    run: (project, analysis, params, counted) => runner.run(project, analysis, params, counted),
-  });
-  const flush = flusher;
-  flush.start(options.flushIntervalMs ?? FLUSH_INTERVAL_MS);
-
+function openFeatures(base: Base, core: Core): Features {
+  const { dataDir, clock, guards, logger } = base;
+  const { runner, collections, log, events, deleted } = core;
   return {
-    created,
-    organization: {
-      id: projects.orgId,
-      key: projects.orgKey,
-      isOrgKey: (key) => projects.isOrgKey(key),
-    },
+    extractions: new ExtractionJobs({
+      dataDir, clock, queries: runner,
+      source: (project, collection, start, end) => collections.scanSource(project, collection, start, end),
+      lease: () => base.retired.lease(),
+      logFailure: (job, error) => logger.write('error', 'extraction job failed', { job: job.id, project: job.project, error }),
+    }),
+    accessKeys: new AccessKeys(dataDir, clock, guards),
+    datasets: new Datasets({
+      dataDir, clock, guards,
+      readLog: (project, collection, from, records, bytes, filters) => log.read(project, collection, from, records, bytes, filters),
+      logBounds: (project, collection) => log.bounds(project, collection),
+      onAppend: (listener) => events.onAppend(listener),
+      onDelete: (listener) => deleted.add(listener),
+    }),
+    savedQueries: new SavedQueries({
+      dataDir, clock, guards,
+      validate: (project, analysis, params) => runner.validate(project, analysis, params),
+      run: (project, analysis, params, counted) => runner.run(project, analysis, params, counted),
+    }),
+  };
+}
+
+/** The engine as its users see it: the services, and close() undoing open in reverse order. */
+function face(base: Base, core: Core, features: Features, unlock: () => void): TallyEngine {
+  const { projects, guards, wal } = base;
+  const { runner, flusher, events } = core;
+  const { extractions } = features;
+  return {
+    created: base.created,
+    organization: { id: projects.orgId, key: projects.orgKey, isOrgKey: (key) => projects.isOrgKey(key) },
     projects: {
       create: async (name) => projects.create(name),
       list: () => projects.list(),
@@ -174,7 +233,7 @@ async function openLocked(options: EngineOptions, dataDir: string, unlock: () =>
       isAnyMasterKey: (key) => projects.isAnyMasterKey(key),
     },
     events,
-    collections,
+    collections: core.collections,
     queries: {
       run: (project, analysis, params) => runner.run(project, analysis, params),
       submitExtraction: (project, params) => {
@@ -184,32 +243,35 @@ async function openLocked(options: EngineOptions, dataDir: string, unlock: () =>
       extractionJob: (project, id) => extractions.get(project, id),
       extractionResult: (project, id) => extractions.result(project, id),
     },
-    accessKeys,
-    savedQueries,
-    datasets,
-    log: reader,
-    groups: new GroupOffsets(dataDir),
-    stats: (): EngineStats => engineStats({ stores, writes: events.writes, wal, flusher: flush, queries: runner, memory }),
+    accessKeys: features.accessKeys,
+    savedQueries: features.savedQueries,
+    datasets: features.datasets,
+    log: core.log,
+    groups: new GroupOffsets(base.dataDir),
+    stats: (): EngineStats => engineStats({ stores: base.stores, writes: events.writes, wal, flusher, queries: runner, memory: base.memory }),
     onWalSync: (listener) => {
       wal.onSync = listener;
     },
-    flush: () => flush.flush(),
-    close: async () => {
-      if (closed) return;
-      closed = true;
-      flush.stop();
-      extractions.close();
-      savedQueries.close();
-      datasets.close();
-      await events.writes.settled();
-      await ingest?.close();
-      await flush.flush();
-      await flush.flush(); // rows that arrived while a timer flush was already running
-      await wal.close();
-      await runner.close();
-      await segmentPool.close();
-      retired.close();
-      unlock();
-    },
+    flush: () => flusher.flush(),
+    close: () => close(base, core, features, unlock),
   };
+}
+
+async function close(base: Base, core: Core, features: Features, unlock: () => void): Promise<void> {
+  if (base.state.closed) return;
+  base.state.closed = true;
+  const { flusher } = core;
+  flusher.stop();
+  features.extractions.close();
+  features.savedQueries.close();
+  features.datasets.close();
+  await core.events.writes.settled();
+  await base.ingest?.close();
+  await flusher.flush();
+  await flusher.flush(); // rows that arrived while a timer flush was already running
+  await base.wal.close();
+  await core.runner.close();
+  await base.segmentPool.close();
+  base.retired.close();
+  unlock();
 }

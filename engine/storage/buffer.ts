@@ -11,7 +11,7 @@ import {
 } from '../schema/leaf-codec.js';
 import {
   TAG_BOOL, TAG_LIST, TAG_NULL, TAG_NUM, TAG_STR,
-  type Column, type ColumnChunk, type Primitive, type Tag,
+  type Column, type ColumnChunk, type Primitive,
 } from './chunk.js';
 
 const INITIAL_ROWS = 1024;
@@ -552,5 +552,3 @@ function growI32(array: Int32Array, length: number): Int32Array {
   next.set(array);
   return next;
 }
-
-export type { Tag };

@@ -38,13 +38,13 @@ export function writeSynced(file: string, bytes: Uint8Array): void {
 }
 
 /** Writes every byte; a regular file may take fewer than asked near a full disk. */
-export function writeAll(fd: number, bytes: Uint8Array): void {
+function writeAll(fd: number, bytes: Uint8Array): void {
   let written = 0;
   // Bounded by bytes.length: each write makes progress or throws.
   while (written < bytes.length) written += fs.writeSync(fd, bytes, written, bytes.length - written);
 }
 
-export function fsyncDir(dir: string): void {
+function fsyncDir(dir: string): void {
   const fd = fs.openSync(dir, 'r');
   try {
     fs.fsyncSync(fd);

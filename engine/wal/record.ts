@@ -20,12 +20,12 @@ import { crc32c } from '@node-rs/crc32';
 import { assert } from '../base/assert.js';
 import { WAL_RECORD_BYTES_MAX } from '../base/limits.js';
 
-export const RECORD_MAGIC = 0xa7;
-export const RECORD_VERSION = 1;
+const RECORD_MAGIC = 0xa7;
+const RECORD_VERSION = 1;
 /** magic(1) + version(1) + length(4) + crc(4). */
 export const RECORD_HEADER_BYTES = 10;
 /** The largest payload a frame may carry; anything longer on disk is treated as corruption. */
-export const RECORD_PAYLOAD_BYTES_MAX = WAL_RECORD_BYTES_MAX - RECORD_HEADER_BYTES;
+const RECORD_PAYLOAD_BYTES_MAX = WAL_RECORD_BYTES_MAX - RECORD_HEADER_BYTES;
 
 /** Why decoding stopped before the end of the buffer. */
 export type TornReason =

@@ -20,12 +20,10 @@ import { encodeRecord } from './record.js';
 import { replaySegments, type WalCut, type WalLog } from './replay.js';
 import { createSegment, listSegments, removeSegments, segmentPath } from './segment-file.js';
 
-export type { WalCut, WalLog, WalLogLevel } from './replay.js';
-
-export { WAL_GROUP_BYTES_MAX };
+export type { WalCut, WalLog } from './replay.js';
 
 /** The 503 a failed write answers with: what happened, that nothing was stored, what to do. */
-export function walFailure(what: string, cause: unknown): ApiError {
+function walFailure(what: string, cause: unknown): ApiError {
   const code = (cause as { code?: unknown } | null)?.code;
   const message = code === 'ENOSPC' || code === 'EDQUOT'
     ? `The disk is full: Tally could not ${what}. The events were not stored; writes resume by themselves once space is freed.`

@@ -27,7 +27,7 @@ const SMALL_BODY_BYTES_MAX = limits.EVENT_BYTES_MAX;
 const O = '/3.0/organizations/:org';
 const P = '/3.0/projects/:project';
 
-export const ROUTES: readonly RouteSpec[] = [
+const ROUTES: readonly RouteSpec[] = [
   { pattern: '/', methods: { GET: getRoot } },
   { pattern: '/explorer', methods: { GET: getExplorerPage } },
   { pattern: '/explorer/:file', methods: { GET: getExplorerFile } },

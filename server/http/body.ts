@@ -6,7 +6,7 @@
 import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { ApiError } from '../../engine/index.js';
 
-export function tooLarge(maxBytes: number): ApiError {
+function tooLarge(maxBytes: number): ApiError {
   return new ApiError(
     'RequestTooLargeError',
     `The request body is larger than ${maxBytes} bytes; send fewer or smaller events per request.`,

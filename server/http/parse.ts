@@ -5,7 +5,7 @@
  */
 import { ApiError, parseJson, parseJsonBody } from '../../engine/index.js';
 
-export { parseJson, parseJsonBody };
+export { parseJsonBody };
 
 const BASE64_RE = /^[A-Za-z0-9+/_-]*={0,2}$/;
 

@@ -5,8 +5,6 @@
 import type { Logger, TallyEngine } from '../../engine/index.js';
 import type { Metrics } from '../common/metrics.js';
 
-export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
-
 export interface Ctx {
   /** Upper case; HEAD requests reach GET handlers with method 'HEAD'. */
   readonly method: string;

@@ -23,7 +23,8 @@ import { startServer, type TestServer } from '../helpers/server.js';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const WAIT_MS = 20_000;
-const DIST = join(dirname(createRequire(import.meta.url).resolve('keen-explorer/package.json')), 'dist');
+const require = createRequire(import.meta.url);
+const DIST = join(dirname(require.resolve('keen-explorer/package.json')), 'dist');
 const ITEMS = ['widget', 'gadget', 'gizmo'];
 const HOUR_MS = 3_600_000;
 

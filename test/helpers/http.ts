@@ -15,7 +15,7 @@ export interface ReqOptions {
   readonly redirect?: RequestRedirect;
 }
 
-export async function req(url: string, method: string, path: string, options: ReqOptions = {}): Promise<Res> {
+async function req(url: string, method: string, path: string, options: ReqOptions = {}): Promise<Res> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key !== undefined) headers['Authorization'] = options.key;
   let body: string | Uint8Array | undefined;

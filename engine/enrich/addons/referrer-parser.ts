@@ -119,7 +119,7 @@ function httpHost(url: URL | null): string | null {
   return url.hostname.length > 0 ? url.hostname : null;
 }
 
-export function parseReferrer(table: ReferrerTable, text: string): ParsedReferrer {
+function parseReferrer(table: ReferrerTable, text: string): ParsedReferrer {
   const url = parseUrl(text);
   const host = httpHost(url);
   if (url === null || host === null) return UNPARSED;

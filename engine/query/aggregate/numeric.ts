@@ -14,7 +14,7 @@ let lastCount = -1;
 let lastSum = 0;
 
 /** values[0] + ... + values[n - 1]. */
-export function denseSum(values: Float64Array, n: number): number {
+function denseSum(values: Float64Array, n: number): number {
   if (values !== lastValues || n !== lastCount) {
     lastSum = sumLoop(values, n);
     lastValues = values;

@@ -11,8 +11,6 @@ import { PartialStateError, type StateReader, type StateWriter } from '../eval/s
 const MANTISSA_BITS = 7;
 /** Bits of a double's high word below the kept ones. */
 const DROPPED_BITS = 20 - MANTISSA_BITS;
-/** Relative accuracy of an estimate (half a bucket). */
-export const RELATIVE_ACCURACY = 2 ** -(MANTISSA_BITS + 1);
 
 const scratch = new Float64Array(1);
 const words = new Uint32Array(scratch.buffer);

@@ -23,7 +23,7 @@ const V_STRING = 4;
 const V_LIST = 5;
 
 /** A value as kind: u8 then, by kind, f64, string, or (count: u32, primitive*). */
-export function writeValue(writer: StateWriter, value: GroupValue): void {
+function writeValue(writer: StateWriter, value: GroupValue): void {
   if (value === null) writer.u8(V_NULL);
   else if (value === false) writer.u8(V_FALSE);
   else if (value === true) writer.u8(V_TRUE);
@@ -43,7 +43,7 @@ export function writeValue(writer: StateWriter, value: GroupValue): void {
   }
 }
 
-export function readValue(reader: StateReader, inList = false): GroupValue {
+function readValue(reader: StateReader, inList = false): GroupValue {
   const kind = reader.u8('a value kind');
   switch (kind) {
     case V_NULL: return null;
@@ -327,7 +327,7 @@ export class GroupTable {
   }
 }
 
-export function tooManyGroups(limit: number): ApiError {
+function tooManyGroups(limit: number): ApiError {
   return new ApiError('TooManyGroupsError',
     `the query has more than ${limit} groups; group by fewer or lower-cardinality properties, ` +
     'or add filters');

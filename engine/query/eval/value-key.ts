@@ -14,7 +14,7 @@ export interface KeyPair {
 }
 
 /** Seeds of the string hashes; SEED_HI is the HyperLogLog seed of strings. */
-export const SEED_HI = 0;
+const SEED_HI = 0;
 const SEED_LO = 0x5bd1e995;
 const SEED_LIST = 0x1b873593;
 /** A quiet-NaN pattern no arithmetic produces, marking booleans. */

@@ -200,7 +200,7 @@ export function extractToFile(
 }
 
 /** One RFC 4180 row: strings raw, numbers, booleans and lists as JSON, null or missing empty. */
-export function csvRow(event: Record<string, unknown>, columns: readonly string[]): string {
+function csvRow(event: Record<string, unknown>, columns: readonly string[]): string {
   return columns
     .map((column) => {
       let value: unknown = event;

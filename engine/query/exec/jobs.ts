@@ -18,7 +18,6 @@ import type { ScanSource } from '../../storage/chunk.js';
 import { readJsonIfExists, writeFileDurable } from '../../storage/files.js';
 
 export type ExtractionStatus = 'queued' | 'running' | 'done' | 'failed';
-export type ExtractionFormat = 'ndjson' | 'csv';
 
 /** The stored record of a job; wire names. */
 export interface ExtractionJob {

@@ -170,7 +170,7 @@ function cannotMatch(filters: readonly FilterNode[], footer: SegmentFooter): boo
   return false;
 }
 
-export function checkDeadline(env: ExecEnv): void {
+function checkDeadline(env: ExecEnv): void {
   if (Date.now() > env.deadlineMs) throw queryIncomplete(env.timeoutMs);
 }
 

@@ -23,8 +23,6 @@ import { filterPaths, identityOf, type ExecEnv } from './scan.js';
 /** A segment's column as one row per distinct value; weights[r] rows hold row r's value. */
 import type { Summary } from '../eval/columns.js';
 
-export type { Summary };
-
 /**
  * The per-segment answer for `plan`, or undefined when the plan reads more than one column (or a
  * time column) or anything else rules it out. `rowsPerCell` is the cell row counter when it is

@@ -8,7 +8,7 @@ import { FILTERS_MAX, FILTER_OR_DEPTH_MAX, REGEX_PATTERN_CHARS_MAX } from '../..
 import type { CompareOperator, FilterNode, FilterScalar } from './plan.js';
 import { parseInstant } from './timeframe.js';
 
-export const GEO_PATH = 'svc.location.coordinates';
+const GEO_PATH = 'svc.location.coordinates';
 export const TIME_PATHS: ReadonlySet<string> = new Set(['svc.timestamp', 'svc.created_at']);
 
 export function parseFilters(value: unknown, depth = 0): FilterNode[] {

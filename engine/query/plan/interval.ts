@@ -56,7 +56,7 @@ export function cutBuckets(
 }
 
 /** ISO-8601 with milliseconds and the zone's offset at that instant ("Z" in UTC). */
-export function formatInstant(ms: number, zone: Zone): string {
+function formatInstant(ms: number, zone: Zone): string {
   const time = DateTime.fromMillis(ms, { zone });
   if (time.offset === 0) return new Date(ms).toISOString();
   return time.toISO({ suppressMilliseconds: false }) ?? new Date(ms).toISOString();

@@ -20,10 +20,6 @@ export const ANALYSES = [...AGGREGATE_KINDS, 'extraction', 'funnel', 'multi_anal
 
 export type Analysis = (typeof ANALYSES)[number];
 
-export type FilterOperator =
-  | 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'exists' | 'in' | 'not_in' | 'contains'
-  | 'not_contains' | 'starts_with' | 'regex' | 'within' | 'or';
-
 /** A scalar a filter compares against; timestamps of svc.* paths are already ms numbers. */
 export type FilterScalar = number | string | boolean | null;
 

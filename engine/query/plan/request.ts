@@ -16,8 +16,7 @@ import { parseTimezone, resolveTimeframe } from './timeframe.js';
 
 type Params = Readonly<Record<string, unknown>>;
 
-export const AGGREGATES: readonly AggregateKind[] = AGGREGATE_KINDS;
-export { ANALYSES };
+const AGGREGATES: readonly AggregateKind[] = AGGREGATE_KINDS;
 
 export interface RequestContext {
   readonly nowMs: number;
@@ -226,7 +225,7 @@ function requireTimeframe(value: unknown): unknown {
 }
 
 /** true/false or their strings (GET); absent is false. */
-export function parseBool(value: unknown, name: string): boolean {
+function parseBool(value: unknown, name: string): boolean {
   if (value === undefined || value === null || value === false || value === 'false' ||
     value === '') return false;
   if (value === true || value === 'true') return true;

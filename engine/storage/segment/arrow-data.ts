@@ -140,7 +140,7 @@ export function utf8Data(bytes: Uint8Array, offsets: Int32Array, validity?: Vali
 }
 
 /** Dictionaries of at least this many entries are stored sorted, and padded where that is smaller. */
-export const SORTED_DICTIONARY_ENTRIES_MIN = 256;
+const SORTED_DICTIONARY_ENTRIES_MIN = 256;
 /** A sorted dictionary is ordered by its values' first this many UTF-8 bytes (ties keep their order). */
 export const SORT_PREFIX_BYTES = 16;
 /** A padded dictionary's width at most: wider values stay Utf8 (a few long ones would pad all). */

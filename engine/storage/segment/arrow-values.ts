@@ -57,7 +57,7 @@ export function decodeUtf8(bytes: Uint8Array, offsets: Int32Array, count: number
   return strings;
 }
 
-export function isAscii(bytes: Uint8Array, start: number, end: number): boolean {
+function isAscii(bytes: Uint8Array, start: number, end: number): boolean {
   for (let index = start; index < end; index++) if (bytes[index] >= 0x80) return false;
   return true;
 }

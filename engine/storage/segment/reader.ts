@@ -83,7 +83,7 @@ interface SystemField {
  * A segment's rows as read: property columns decoded, ts/createdAt/seq read from the file and
  * decoded on first access (each at most once). `withColumns` adds columns and shares the times.
  */
-export class SegmentChunk implements ColumnChunk {
+class SegmentChunk implements ColumnChunk {
   private tsValues: Float64Array | null = null;
   private createdAtValues: Float64Array | null = null;
   private seqValues: Float64Array | null = null;

@@ -29,7 +29,7 @@ function queryParams(ctx: Ctx): Record<string, unknown> {
  * multi_analysis, extractions) or into every funnel step's. A client cannot remove them: they are
  * appended after its own, and a `filters` that is not a list is refused rather than dropped.
  */
-export function scopedParams(analysis: string, params: Record<string, unknown>, scope: Scope): Record<string, unknown> {
+function scopedParams(analysis: string, params: Record<string, unknown>, scope: Scope): Record<string, unknown> {
   const forced = scope.access?.options.queries?.filters;
   if (forced === undefined || forced.length === 0) return params;
   if (analysis !== 'funnel') return { ...params, filters: withForcedFilters(params.filters, forced) };

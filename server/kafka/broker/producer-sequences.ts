@@ -40,7 +40,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PRODUCER_BATCHES_KEPT, PRODUCER_STATE_COMPACT_BYTES, PRODUCERS_TRACKED_MAX } from '../../common/limits.js';
 
-export const PRODUCER_STATE_FILE = 'kafka-producer-state.log';
+const PRODUCER_STATE_FILE = 'kafka-producer-state.log';
 /** The first element of a batch's engine tag, so other tags are never taken for one. */
 const TAG_KIND = 'kafka';
 /** Producer ids reserved by one persisted line. */

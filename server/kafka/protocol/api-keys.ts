@@ -16,5 +16,3 @@ export const ApiKey = {
   InitProducerId: 22,
   SaslAuthenticate: 36,
 } as const;
-
-export type ApiKeyValue = (typeof ApiKey)[keyof typeof ApiKey];

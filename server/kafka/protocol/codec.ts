@@ -31,13 +31,13 @@ export class UnsupportedVersionError extends Error {
   }
 }
 
-export function specFor(apiKey: number, version: number): MessageSpec | undefined {
+function specFor(apiKey: number, version: number): MessageSpec | undefined {
   const spec = MESSAGES.get(apiKey);
   if (!spec || version < spec.minVersion || version > spec.maxVersion) return undefined;
   return spec;
 }
 
-export function decodeRequestHeader(reader: Reader): RequestHeader {
+function decodeRequestHeader(reader: Reader): RequestHeader {
   return {
     api_key: reader.int16(),
     api_version: reader.int16(),

@@ -213,7 +213,7 @@ function sizedBytes(b: Buffer | null): number {
 }
 
 /** Bytes of a zig-zag varint. */
-export function varintBytes(v: number): number {
+function varintBytes(v: number): number {
   let zz = v >= 0 ? v * 2 : -v * 2 - 1;
   let bytes = 1;
   while (zz >= 0x80) {

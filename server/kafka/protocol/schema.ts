@@ -39,7 +39,6 @@ export interface MessageSpec {
 }
 
 // Decoded structs are open records: message files document their fields, handlers read them.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Struct = Record<string, any>;
 
 /** A field present in versions [min, max]; `max` defaults to every later version. */

@@ -144,8 +144,8 @@ export interface GoldenCase {
   readonly limits: Partial<ExecLimits>;
 }
 
-export const GOLDEN_NOW_MS = Date.UTC(2024, 2, 10);
-export const GOLDEN_EVENTS = (): TestEvent[] => randomEvents(11, 3000, Date.UTC(2024, 2, 1), 4 * 86_400_000);
+const GOLDEN_NOW_MS = Date.UTC(2024, 2, 10);
+const GOLDEN_EVENTS = (): TestEvent[] => randomEvents(11, 3000, Date.UTC(2024, 2, 1), 4 * 86_400_000);
 const GOLDEN_BASE = {
   event_collection: 'e', timeframe: { start: '2024-03-01T00:00:00.000Z', end: '2024-03-05T00:00:00.000Z' },
   group_by: 'country', interval: 'daily',

@@ -7,7 +7,7 @@ import { MESSAGES } from '../../protocol/messages/index.js';
 import type { Struct } from '../../protocol/schema.js';
 import type { Handler } from './handler.js';
 
-export function apiVersionsBody(): Struct {
+function apiVersionsBody(): Struct {
   const api_keys = [...MESSAGES.values()]
     .map((s) => ({ api_key: s.apiKey, min_version: s.minVersion, max_version: s.maxVersion }))
     .sort((a, b) => a.api_key - b.api_key);

@@ -81,7 +81,7 @@ function readPartition(
 }
 
 /** One RecordBatch of log records; offsets may have gaps (deleted events). */
-export function batchOf(log: readonly LogRecord[]): Buffer {
+function batchOf(log: readonly LogRecord[]): Buffer {
   const base = log[0]!;
   let maxTimestamp = base.createdAtMs;
   const records = log.map((r) => {

@@ -19,7 +19,7 @@ export function topicNameError(name: string): number {
   return KafkaError.NONE;
 }
 
-export function brokersOf(ctx: BrokerContext): Struct[] {
+function brokersOf(ctx: BrokerContext): Struct[] {
   return [{ node_id: ctx.nodeId, host: ctx.advertisedHost, port: ctx.advertisedPort, rack: null }];
 }
 

@@ -242,7 +242,7 @@ function ownerOf(owners: { result: PartitionResult; first: number }[], index: nu
 }
 
 /** The end offset of a collection's log; a collection not yet created starts at 0. */
-export function logEnd(ctx: BrokerContext, projectId: string, collection: string): number {
+function logEnd(ctx: BrokerContext, projectId: string, collection: string): number {
   return logBoundsOf(ctx, projectId, collection).end;
 }
 

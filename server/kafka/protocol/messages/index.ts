@@ -24,8 +24,4 @@ export const MESSAGES: ReadonlyMap<number, MessageSpec> = new Map([
   heartbeat, leaveGroup, syncGroup, saslHandshake, apiVersions, initProducerId, saslAuthenticate,
 ].map((spec) => [spec.apiKey, spec] as const));
 
-export {
-  apiVersions, fetch, findCoordinator, heartbeat, initProducerId, joinGroup, leaveGroup,
-  listOffsets, metadata, offsetCommit, offsetFetch, produce, saslAuthenticate, saslHandshake,
-  syncGroup,
-};
+export { apiVersions };

@@ -7,7 +7,8 @@
 import t from 'tap';
 import { Encoder } from '@toondepauw/node-zstd';
 import { codecBytes } from '../../../../helpers/random.js';
-import { DecompressError, decompress, zstdContentSize } from '../../../../../server/kafka/protocol/compression.js';
+import { DecompressError, decompress } from '../../../../../server/kafka/protocol/compression.js';
+import { zstdContentSize } from '../../../../../server/kafka/protocol/zstd.js';
 
 const ZSTD = 4;
 const MB = 1024 * 1024;
