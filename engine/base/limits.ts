@@ -136,7 +136,7 @@ export const MEMORY_BUDGET_MIN_BYTES = 64 * 1024 * 1024;
  */
 export const WORKER_YOUNG_GENERATION_MB = 6;
 /**
- * Default budgets of a query worker's caches of decoded columns and of footers (query/chunk-cache.ts),
+ * Default budgets of a query worker's caches of decoded columns and of footers (query/exec/chunk-cache.ts),
  * for callers without a memory plan (engine/base/memory.ts makes one).
  */
 export const CHUNK_CACHE_BYTES_DEFAULT = 512 * 1024 * 1024;
@@ -204,7 +204,7 @@ export const EXTRACTIONS_PER_MINUTE = 200;
 export const DELETES_PER_MINUTE = 10;
 /** Collection deletes per minute per project (seed). */
 export const COLLECTION_DELETES_PER_MINUTE = 100;
-/** The fixed window of the per-minute limits above (query/rate-limit.ts). */
+/** The fixed window of the per-minute limits above (base/rate-limit.ts). */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
 /** Queries executing at once (K); more would only share the same 2 cores. */
 export const QUERIES_RUNNING_MAX = 4;
@@ -222,7 +222,7 @@ export const REGEX_PATTERN_CHARS_MAX = 256;
 export const FILTER_OR_DEPTH_MAX = 8;
 /** Filters in one list; bounds per-chunk compile work → InvalidFilterError. */
 export const FILTERS_MAX = 1_000;
-/** Relative timeframes kept resolved by zone and name (query/timeframe.ts); past it the cache starts over. */
+/** Relative timeframes kept resolved by zone and name (query/plan/timeframe.ts); past it the cache starts over. */
 export const RELATIVE_TIMEFRAME_CACHE_ENTRIES_MAX = 1024;
 
 // Enrichment (engine/enrich): caches keep add-ons off the write path's critical cost.

@@ -6,7 +6,7 @@
  *   decoded segments   half, split evenly among the query workers' caches (chunk-cache.ts)
  *   footers, sketches  a tenth, per query worker share (chunk-cache.ts)
  *   write buffers      a quarter: past it the buffers are flushed (maintenance/flusher.ts), whatever their rows
- *   the log view       the rest: decoded segments the outbound Kafka readers are reading (log.ts)
+ *   the log view       the rest: decoded segments the outbound Kafka readers are reading (log/reader.ts)
  *
  * Nothing per event lives for the life of the process: rows are in the write buffer until the
  * next flush, then only on disk and, while a query or a consumer reads them, in these caches.

@@ -2,7 +2,7 @@
  * Access keys (docs/api.md §8): per-project keys with a scope. Records live in `access-keys.json`
  * in the data directory, rewritten durably on every change. A key is 64 hex characters; finding one
  * compares the candidate against every key of the project in constant time per key. What a key may
- * do is checked by the routes (server/http/access.ts); this module owns the records and the two
+ * do is checked by the routes (server/http/auth.ts and the routes); this module owns the records and the two
  * transformations a scope makes: autofill merged into written events, filters ANDed into queries.
  */
 import { randomBytes } from 'node:crypto';

@@ -73,7 +73,7 @@ export interface PackedBatch {
   readonly errorOf: Int32Array;
   readonly errors: { code: ErrorCode; message: string }[];
   /** Per event: svc.timestamp in ms. */
-  readonly t: Float64Array;
+  readonly timestamps: Float64Array;
   readonly tokens: (string | null)[];
   /** Per event (RANGE_FIELDS): its leaves' from and to. */
   readonly ranges: Int32Array;
@@ -84,7 +84,7 @@ export interface PackedBatch {
 
 /** What the packed batch's typed arrays hold, to move rather than copy them to another thread. */
 export function packedTransferables(packed: PackedBatch): ArrayBuffer[] {
-  return [packed.errorOf, packed.t, packed.ranges, packed.tooLarge, packed.leaves].map((array) => array.buffer as ArrayBuffer);
+  return [packed.errorOf, packed.timestamps, packed.ranges, packed.tooLarge, packed.leaves].map((array) => array.buffer as ArrayBuffer);
 }
 
 /**
@@ -94,7 +94,7 @@ export function packedTransferables(packed: PackedBatch): ArrayBuffer[] {
 export function preparedOf(fast: FastBatch): PreparedBatch {
   const count = fast.events;
   return {
-    collections: fast.collections, errorOf: new Int32Array(count).fill(-1), errors: [], t: fast.t.slice(),
+    collections: fast.collections, errorOf: new Int32Array(count).fill(-1), errors: [], timestamps: fast.timestamps.slice(),
     tokens: new Array<string | null>(count).fill(null), ranges: fast.ranges.slice(), tooLarge: fast.tooLarge.slice(),
   };
 }
@@ -121,8 +121,8 @@ export function packBatch(
     leaves.start = leaves.count;
     try {
       const row = preparer.prepare(batch.events[i].event, ctx, now, nowIso, leaves);
-      t[i] = row.t;
-      tokens[i] = row.k;
+      t[i] = row.timestamp;
+      tokens[i] = row.token;
       const at = RANGE_FIELDS * i;
       ranges[at] = row.from;
       ranges[at + 1] = row.to;
@@ -134,5 +134,5 @@ export function packBatch(
       errors.push({ code: error.error_code, message: error.message });
     }
   }
-  return { collections: batch.collections, errorOf, errors, t, tokens, ranges, tooLarge, leaves: encoder.encode(leaves, leaves.count) };
+  return { collections: batch.collections, errorOf, errors, timestamps: t, tokens, ranges, tooLarge, leaves: encoder.encode(leaves, leaves.count) };
 }

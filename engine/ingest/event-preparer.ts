@@ -24,7 +24,7 @@ export interface EventToWrite {
 }
 
 /**
- * svc.id while an event is prepared: its id is a function of its log offset (ids.ts), given when
+ * svc.id while an event is prepared: its id is a function of its log offset (storage/event-ids.ts), given when
  * the write path commits it, and leaves leave svc.id out, so nothing reads this.
  */
 const ID_STAND_IN = '000000000000000000000000';
@@ -32,9 +32,9 @@ const ID_STAND_IN = '000000000000000000000000';
 /** One prepared event: leaves [from, to) of the call's Leaves. */
 export interface PreparedRow {
   /** svc.timestamp, ms. */
-  readonly t: number;
+  readonly timestamp: number;
   /** Uniqueness token, or null. */
-  readonly k: string | null;
+  readonly token: string | null;
   readonly from: number;
   readonly to: number;
   /** Its size passes EVENT_BYTES_MAX: refused once the schema check has had its say. */
@@ -63,7 +63,7 @@ export class EventPreparer {
     const from = leaves.start;
     if (appended.count > 0) appendLeaves(appended, leaves, this.paths);
     const tooLarge = leavesBytes(leaves, from, leaves.count) > EVENT_BYTES_MAX + SVC_OVERHEAD_BYTES;
-    return { t: prepared.tsMs, k: prepared.uniquenessToken, from, to: leaves.count, tooLarge };
+    return { timestamp: prepared.tsMs, token: prepared.uniquenessToken, from, to: leaves.count, tooLarge };
   }
 }
 

@@ -28,7 +28,7 @@ export interface FastBatch {
   readonly collections: [string, number][];
   readonly events: number;
   /** Per event: svc.timestamp in ms. */
-  readonly t: Float64Array;
+  readonly timestamps: Float64Array;
   /** Per event: its leaves' from and to (RANGE_FIELDS = 2). */
   readonly ranges: Int32Array;
   readonly tooLarge: Uint8Array;
@@ -204,7 +204,7 @@ export class FastBatchReader {
     }
     this.skipSpace();
     if (this.at !== this.bytes.length) throw BAIL;
-    return { collections, events, t: t.subarray(0, events), ranges: ranges.subarray(0, 2 * events), tooLarge: tooLarge.subarray(0, events) };
+    return { collections, events, timestamps: t.subarray(0, events), ranges: ranges.subarray(0, 2 * events), tooLarge: tooLarge.subarray(0, events) };
   }
 
   /**

@@ -4,7 +4,7 @@
  * Kafka listener keep state derived from its WAL records' tags.
  */
 import { guarded, type Guards } from '../base/guards.js';
-import { INGEST_WORKER_BODY_BYTES_MIN } from '../base/limits.js';
+import { INGEST_WORKER_BODY_BYTES_MIN, TAG_BYTES_MAX } from '../base/limits.js';
 import { Listeners } from '../base/listeners.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import { parseBatchBody } from '../ingest/batch.js';
@@ -14,7 +14,6 @@ import type {
   AppendOptions, AppendResult, BatchAppendResult, EventService, EventToWrite, ReplayedTag, WriteContext,
 } from './types.js';
 import type { Wal } from '../wal/wal.js';
-import { TAG_BYTES_MAX } from '../write/wal-payload.js';
 import { WritePath } from '../write/write-path.js';
 
 export interface EventsDeps {

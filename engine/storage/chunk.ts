@@ -114,7 +114,7 @@ export interface Utf8Column {
 /**
  * Rows of one collection. `ts` is svc.timestamp and `createdAt` svc.created_at, in ms since the
  * epoch (UTC); `seq` is each row's position in the collection's log (the Kafka offset), strictly
- * increasing within a chunk, from which svc.id derives (ids.ts). `columns` holds every flattened
+ * increasing within a chunk, from which svc.id derives (storage/event-ids.ts). `columns` holds every flattened
  * property path, structural leaves included (schema/flatten.ts), except svc.id, svc.timestamp and
  * svc.created_at. Columns are the only copy of an event: event-json.ts rebuilds its JSON.
  */
@@ -160,7 +160,7 @@ export interface SegmentRef {
  * schema dictionary (path → type).
  */
 export interface ScanSource {
-  /** The collection's id key: svc.id of a row is eventId(idKey, seq) (ids.ts). */
+  /** The collection's id key: svc.id of a row is eventId(idKey, seq) (storage/event-ids.ts). */
   readonly idKey: number;
   readonly segments: readonly SegmentRef[];
   readonly memory: ColumnChunk | null;

@@ -48,7 +48,7 @@ export class CollectionStore {
   nextSeq: number;
   /** Rows with seq below this are in segments. */
   flushedSeq: number;
-  /** Key of the collection's svc.id values (ids.ts). */
+  /** Key of the collection's svc.id values (storage/event-ids.ts). */
   readonly idKey: number;
   private readonly dir: string;
   /** When a flush last wrote into each day partition (ms); compaction waits for quiet days. */

@@ -27,30 +27,26 @@ import { decodeLeaves } from '../schema/leaf-codec.js';
 const VERSION = 2;
 /** flags bit 0: a tag (Str16) follows the project id. */
 const FLAG_TAG = 1;
-/** Re-exported: engine.ts imports the bound from here (base/limits.ts holds it). */
-export { TAG_BYTES_MAX };
 const EVENT_FIXED_BYTES = 12 + 24 + 4;
 
 export interface WalEvent {
-  /** Collection. */
-  readonly c: string;
-  /** Log offset (seq). */
-  s: number;
+  readonly collection: string;
+  /** Log offset. */
+  seq: number;
   /** svc.timestamp, ms. */
-  readonly t: number;
+  readonly timestamp: number;
   /** svc.created_at, ms. */
-  readonly a: number;
+  readonly createdAt: number;
   /** Uniqueness token, or null. */
-  readonly k: string | null;
+  readonly token: string | null;
   /** The event's leaves: [from, to) of the record's leaves. */
   readonly from: number;
   readonly to: number;
 }
 
 export interface WalPayload {
-  /** Project id. */
-  readonly p: string;
-  readonly e: readonly WalEvent[];
+  readonly project: string;
+  readonly events: readonly WalEvent[];
   /** The call's tag (AppendOptions.tag), or null. */
   readonly tag: string | null;
 }
@@ -67,11 +63,11 @@ export function encodeWalPayload(
   let bytes = room + 2 + 2 + project.length * 3 + 4 + 4 + 4 + leaves.byteLength;
   if (tag !== null) bytes += 2 + tag.length * 3;
   for (const e of events) {
-    if (!collections.has(e.c)) {
-      collections.set(e.c, collections.size);
-      bytes += 2 + e.c.length * 3;
+    if (!collections.has(e.collection)) {
+      collections.set(e.collection, collections.size);
+      bytes += 2 + e.collection.length * 3;
     }
-    bytes += EVENT_FIXED_BYTES + (e.k === null ? 0 : e.k.length * 3);
+    bytes += EVENT_FIXED_BYTES + (e.token === null ? 0 : e.token.length * 3);
   }
   const out = alloc(bytes);
   let at = room;
@@ -87,16 +83,16 @@ export function encodeWalPayload(
   for (const name of collections.keys()) at = writeStr16(out, at, name);
   at = out.writeUInt32LE(events.length, at);
   for (const e of events) {
-    at = out.writeUInt32LE(collections.get(e.c)!, at);
+    at = out.writeUInt32LE(collections.get(e.collection)!, at);
     at = out.writeUInt32LE(e.from, at);
     at = out.writeUInt32LE(e.to, at);
-    at = out.writeDoubleLE(e.s, at);
-    at = out.writeDoubleLE(e.t, at);
-    at = out.writeDoubleLE(e.a, at);
-    if (e.k === null) {
+    at = out.writeDoubleLE(e.seq, at);
+    at = out.writeDoubleLE(e.timestamp, at);
+    at = out.writeDoubleLE(e.createdAt, at);
+    if (e.token === null) {
       at = out.writeInt32LE(-1, at);
     } else {
-      const length = out.write(e.k, at + 4, 'utf8');
+      const length = out.write(e.token, at + 4, 'utf8');
       out.writeInt32LE(length, at);
       at += 4 + length;
     }
@@ -153,7 +149,7 @@ export function decodeWalPayload(bytes: Uint8Array, leaves: Leaves): WalPayload 
       k = buffer.toString('utf8', at, at + tokenLength);
       at += tokenLength;
     }
-    events.push({ c, s, t, a, k, from, to });
+    events.push({ collection: c, seq: s, timestamp: t, createdAt: a, token: k, from, to });
   }
   const leavesLength = buffer.readUInt32LE(at);
   at += 4;
@@ -162,7 +158,7 @@ export function decodeWalPayload(bytes: Uint8Array, leaves: Leaves): WalPayload 
   for (const e of events) {
     if (e.from > e.to || e.to > leaves.count) throw new Error('wal record: leaves out of range');
   }
-  return { p: project, e: events, tag };
+  return { project: project, events: events, tag };
 }
 
 /**
@@ -187,9 +183,9 @@ function decodeTextPayload(bytes: Buffer, leaves: Leaves): WalPayload {
     }
     flattenEvent(JSON.parse(text.slice(at, lineEnd)), leaves);
     events.push({
-      c: fields[0], s: +fields[1], t: +fields[2], a: +fields[3],
-      k: JSON.parse(fields[4]) as string | null, from: leaves.start, to: leaves.count,
+      collection: fields[0], seq: +fields[1], timestamp: +fields[2], createdAt: +fields[3],
+      token: JSON.parse(fields[4]) as string | null, from: leaves.start, to: leaves.count,
     });
   }
-  return { p: project, e: events, tag: null };
+  return { project: project, events: events, tag: null };
 }

@@ -40,11 +40,11 @@ interface BatchState {
   readonly fits: Map<CollectionStore, boolean>;
 }
 
-/** An event that passed validation; its leaves are leaves[from, to); `s` is set on commit. */
+/** An event that passed validation; its leaves are leaves[from, to); `seq` is set on commit. */
 interface Validated extends WalEvent {
   readonly store: CollectionStore;
   readonly leaves: Leaves;
-  s: number;
+  seq: number;
 }
 
 /** A committed event waiting for its WAL append. */
@@ -179,7 +179,7 @@ export class WritePath {
       if (refusal !== -1) throw new ApiError(packed.errors[refusal].code, packed.errors[refusal].message);
       const at = RANGE_FIELDS * i;
       const row: PreparedRow = {
-        t: packed.t[i], k: packed.tokens[i], from: ranges[at], to: ranges[at + 1], tooLarge: packed.tooLarge[i] === 1,
+        timestamp: packed.timestamps[i], token: packed.tokens[i], from: ranges[at], to: ranges[at + 1], tooLarge: packed.tooLarge[i] === 1,
       };
       return this.checked(store, collectionOf[i], row, batch);
     }, batch);
@@ -278,12 +278,12 @@ export class WritePath {
     };
     const done = this.deps.wal.appendFrame(frame).then(() => {
       this.applyAll(project, staged, batch);
-      if (tag !== null) this.deps.tagged?.(project, tag, staged[0]!.s);
+      if (tag !== null) this.deps.tagged?.(project, tag, staged[0]!.seq);
       release();
       return results;
     }, (error: unknown) => {
       // Not stored: their uniqueness tokens must not turn a client's retry into a silent duplicate.
-      for (const event of staged) if (event.k !== null) event.store.tokens.forget(event.k, batch.now);
+      for (const event of staged) if (event.token !== null) event.store.tokens.forget(event.token, batch.now);
       this.accepted -= staged.length;
       this.failed += staged.length;
       release();
@@ -338,7 +338,7 @@ export class WritePath {
       store.schema.check(leaves);
     }
     if (row.tooLarge) throw new ApiError('InvalidEventError', TOO_LARGE_MESSAGE);
-    return { store, leaves, from: row.from, to: row.to, c: collection, s: -1, t: row.t, a: batch.now, k: row.k };
+    return { store, leaves, from: row.from, to: row.to, collection, seq: -1, timestamp: row.timestamp, createdAt: batch.now, token: row.token };
   }
 
   /**
@@ -348,9 +348,9 @@ export class WritePath {
   private commit(event: Validated, staged: Staged[], batch: BatchState): AppendResult {
     const store = event.store;
     const now = batch.now;
-    if (event.k !== null) {
-      if (store.tokens.has(event.k, now)) return DUPLICATE;
-      store.tokens.add(event.k, now, false);
+    if (event.token !== null) {
+      if (store.tokens.has(event.token, now)) return DUPLICATE;
+      store.tokens.add(event.token, now, false);
     }
     if (!this.fitsAtOnce(store, batch)) { // else observeView, after the batch
       const leaves = event.leaves;
@@ -360,9 +360,9 @@ export class WritePath {
       store.schema.observe(leaves);
       leaves.count = end;
     }
-    event.s = store.nextSeq++;
+    event.seq = store.nextSeq++;
     staged.push(event);
-    return { ok: true, offset: event.s };
+    return { ok: true, offset: event.seq };
   }
 
   /** Adds durable events to their buffers: their leaves become columns. */
@@ -377,9 +377,9 @@ export class WritePath {
         caches ??= new Map();
         let cache = caches.get(store);
         if (cache === undefined) caches.set(store, cache = newViewCache(view));
-        store.applyView(event.s, event.t, event.a, view, event.from, event.to, cache);
-      } else store.apply(event.s, event.t, event.a, leaves, event.from, event.to);
-      if (event.k !== null) store.tokens.add(event.k, event.a, true);
+        store.applyView(event.seq, event.timestamp, event.createdAt, view, event.from, event.to, cache);
+      } else store.apply(event.seq, event.timestamp, event.createdAt, leaves, event.from, event.to);
+      if (event.token !== null) store.tokens.add(event.token, event.createdAt, true);
       touched.add(store);
     }
     let full = false;
@@ -402,20 +402,20 @@ export class WritePath {
     const tags: ReplayedTag[] = [];
     for (const bytes of payloads) {
       const payload = decodeWalPayload(bytes, leaves);
-      if (payload.tag !== null && payload.e.length > 0) {
-        tags.push({ projectId: payload.p, tag: payload.tag, firstOffset: payload.e[0]!.s });
+      if (payload.tag !== null && payload.events.length > 0) {
+        tags.push({ projectId: payload.project, tag: payload.tag, firstOffset: payload.events[0]!.seq });
       }
       const end = leaves.count;
-      for (const event of payload.e) {
-        const store = this.deps.store(payload.p, event.c);
-        if (event.s >= store.nextSeq) store.nextSeq = event.s + 1;
-        if (event.s < store.flushedSeq) continue;
+      for (const event of payload.events) {
+        const store = this.deps.store(payload.project, event.collection);
+        if (event.seq >= store.nextSeq) store.nextSeq = event.seq + 1;
+        if (event.seq < store.flushedSeq) continue;
         leaves.start = event.from;
         leaves.count = event.to;
         store.schema.observe(leaves);
         leaves.count = end;
-        store.apply(event.s, event.t, event.a, leaves, event.from, event.to);
-        if (event.k !== null) store.tokens.add(event.k, event.a, true);
+        store.apply(event.seq, event.timestamp, event.createdAt, leaves, event.from, event.to);
+        if (event.token !== null) store.tokens.add(event.token, event.createdAt, true);
       }
     }
     return tags;

@@ -1,7 +1,7 @@
 /**
  * Events accepted and refused by the path they came in on, for /metrics. Plain counters the write
  * routes and the Kafka produce handler bump (one add per request, no labels built on the hot path);
- * server/metrics.ts reads them at scrape time. Process-wide, like the process it describes.
+ * server/common/metrics.ts reads them at scrape time. Process-wide, like the process it describes.
  */
 export type WritePathName = 'http_single' | 'http_beacon' | 'http_batch' | 'kafka';
 

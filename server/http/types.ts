@@ -43,7 +43,7 @@ export interface Deps {
   readonly log: (line: string) => void;
   /** The structured logger: request lines at debug, with their request id. */
   readonly logger?: Logger;
-  /** Prometheus metrics (server/metrics.ts); absent where no one scrapes (some tests). */
+  /** Prometheus metrics (server/common/metrics.ts); absent where no one scrapes (some tests). */
   readonly metrics?: Metrics;
 }
 

@@ -33,7 +33,7 @@ export class ColumnViews {
   private readonly allUsed = new WeakSet<Column>();
 
   /**
-   * Per dictionary code, the 64-bit distinct key of that string (aggregate/value-key.ts), filled
+   * Per dictionary code, the 64-bit distinct key of that string (value-key.ts), filled
    * lazily; kept with the chunk, so repeated count_unique queries hash each string once.
    */
   dictKeys(dict: readonly string[]): DictKeys {

@@ -140,7 +140,7 @@ function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-// The one module-level side effect in the engine (STYLE.md §2): apache-arrow looks codecs up in
+// The one module-level side effect in the engine (the house style: one side effect per module, said where it is): apache-arrow looks codecs up in
 // its own global `compressionRegistry` and offers no per-writer or per-reader codec option, so
 // registration must happen once, at import, before any segment is written or read.
 compressionRegistry.set(CompressionType.LZ4_FRAME, {

@@ -44,7 +44,7 @@ interface Members {
 /**
  * A dictionary as stored when it is sorted (arrow-data.ts dictionaryData): FixedSizeBinary, each
  * entry `width` bytes, its UTF-8 followed by zero bytes. Ids and other long dictionaries are kept
- * so; distinct counts hash them as they lie (aggregate/value-key.ts paddedKeys).
+ * so; distinct counts hash them as they lie (query/eval/value-key.ts paddedKeys).
  */
 export interface PaddedUtf8 {
   readonly bytes: Uint8Array;

@@ -116,7 +116,7 @@ function statsOf(column: Column, rows: number): ColumnStats {
   return stats;
 }
 
-/** Invariants of any footer; checked just before writing and just after reading (STYLE.md §6). */
+/** Invariants of any footer; checked just before writing and just after reading (the house style: assert invariants at both ends). */
 export function assertFooter(footer: SegmentFooter): void {
   assert(Number.isSafeInteger(footer.rows), 'footer rows is an integer');
   assert(footer.rows > 0, 'footer rows is positive');

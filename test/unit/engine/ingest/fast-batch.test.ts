@@ -55,7 +55,7 @@ function general(body: Uint8Array, pair: Pair = plainPair): Outcome | string {
   const refused = packed.errorOf.findIndex((index) => index !== -1);
   if (refused !== -1) return `event ${refused}: ${packed.errors[packed.errorOf[refused]].message}`;
   if (packed.tokens.some((token) => token !== null)) return 'a token';
-  return outcome(packed.collections, packed.t, packed.ranges, packed.tooLarge, leaves);
+  return outcome(packed.collections, packed.timestamps, packed.ranges, packed.tooLarge, leaves);
 }
 
 function outcome(collections: [string, number][], times: Float64Array, ranges: Int32Array, tooLarge: Uint8Array, leaves: Leaves): Outcome {
@@ -101,7 +101,7 @@ function fast(body: Uint8Array, pair: Pair = plainPair): Outcome | null {
       out.values[out.count++] = value.leafValues[j];
     }
   }
-  return outcome(read.collections, read.t, read.ranges, read.tooLarge, out);
+  return outcome(read.collections, read.timestamps, read.ranges, read.tooLarge, out);
 }
 
 const fastEncoder = new LeafEncoder();

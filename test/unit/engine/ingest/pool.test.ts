@@ -22,7 +22,7 @@ t.test('a worker prepares a body it was handed; refusals come back as the same A
     t.same(result.collections, [['a', 2], ['b', 1]]);
     t.same([...result.errorOf], [-1, 0, -1], 'the second event is refused');
     t.equal(result.errors[0]!.code, 'InvalidEventError');
-    t.equal(result.t[0], NOW, 'svc.timestamp defaults to the receipt time');
+    t.equal(result.timestamps[0], NOW, 'svc.timestamp defaults to the receipt time');
     const leaves = decodeLeaves(result.leaves, newLeaves());
     t.same(leaves.paths.slice(0, leaves.count), ['x', 'y'], 'the leaves of the two stored events');
     t.same(leaves.values.slice(0, leaves.count), [1, 'z']);
