@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type {
   AppendOptions, AppendResult, BatchAppendResult, EngineStats, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
-  ProjectInfo, ReplayedTag, TallyEngine, WriteContext,
+  ProjectInfo, ReplayedTag, StampResult, TallyEngine, WriteContext,
 } from './types.js';
 import { DeleteManager } from './deletes/manager.js';
 import { applyDeletes } from './deletes/rewrite.js';
@@ -94,6 +94,10 @@ class Engine implements TallyEngine {
     this.writes = new WritePath({
       clock, wal, enricher,
       store: (project, collection) => this.store(project, collection, true)!,
+      existing: (project, collection) => {
+        const store = this.store(project, collection, false);
+        return store === undefined || this.deletes.hidden(store) ? undefined : store;
+      },
       appended: (project, collection) => this.notify(project, collection),
       full: () => void this.flush().catch(this.reportFlushError),
       added: (rows) => this.checkBufferBudget(rows),
@@ -331,7 +335,15 @@ class Engine implements TallyEngine {
     }
     const room = this.roomForWrites();
     if (room !== null) return room.then(() => this.appendEvents(projectId, events, ctx, options));
-    return this.writes.append(projectId, events, ctx, options?.atomic ?? false, tag);
+    return this.writes.append(projectId, events, ctx, options?.atomic ?? false, tag, options?.stamped ?? false);
+  }
+
+  stampEvents(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): StampResult[] {
+    if (this.closed) throw new ApiError('ServiceUnavailableError', 'Tally is shutting down.');
+    if (!this.projects.get(projectId)) {
+      throw new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`);
+    }
+    return this.writes.stamp(projectId, events, ctx);
   }
 
   replayedTags(): readonly ReplayedTag[] {

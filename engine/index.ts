@@ -4,7 +4,7 @@
  */
 export type {
   AppendOptions, AppendResult, EngineStats, ExtractionJob, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
-  ProjectInfo, ReplayedTag, TallyEngine, WriteContext,
+  ProjectInfo, ReplayedTag, StampResult, TallyEngine, WriteContext,
 } from './types.js';
 export type { Column, ColumnChunk, SchemaType, ScanSource, SegmentFooter } from './storage/chunk.js';
 export { TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR } from './storage/chunk.js';
@@ -20,7 +20,7 @@ export type { DatasetDefinition, DatasetView } from './catalog/datasets.js';
 export { PERMISSIONS, applyAutofill, carriesForcedFilters, withForcedFilters, type AccessKey, type AccessKeyOptions, type NameList, type Permission } from './catalog/access-keys.js';
 export { LOG_LEVELS, jsonLogger, type LogFields, type LogLevel, type Logger } from './base/logger.js';
 export { MEMORY_BUDGET_MIN_BYTES, defaultMemoryBudget, parseBytes } from './base/memory.js';
-export { parseJson, parseJsonBody } from './ingest/batch.js';
+export { parseBatchBody, parseJson, parseJsonBody } from './ingest/batch.js';
 export { isAsyncExtraction } from './query/jobs.js';
 export { AGGREGATE_KINDS, ANALYSES, type AggregateKind, type Analysis } from './query/plan.js';
 export { validateCollectionName } from './schema/collection-name.js';

@@ -53,7 +53,23 @@ export interface AppendOptions {
    * is written when none of the events is stored.
    */
   readonly tag?: string;
+  /**
+   * The events were stamped by stampEvents (on this node or another): each keeps the receipt time
+   * in its svc.created_at (and its svc.timestamp) rather than getting this call's, its
+   * placeholders were replaced already, and its uniqueness token is checked at that time. So
+   * every node that appends the same stamped events stores the same rows. An event without a
+   * valid svc.created_at is refused (InvalidEventError).
+   */
+  readonly stamped?: boolean;
 }
+
+/**
+ * One event of stampEvents, in submission order: its JSON as stamped, to be appended later (on
+ * any node) with `stamped: true`; or why appendEvents would refuse it.
+ */
+export type StampResult =
+  | { readonly ok: true; readonly json: string }
+  | { readonly ok: false; readonly error: ApiError };
 
 /** A tag (AppendOptions.tag) found in a WAL record replayed when the engine opened. */
 export interface ReplayedTag {
@@ -174,6 +190,15 @@ export interface TallyEngine {
   appendEvents(
     projectId: string, events: readonly EventToWrite[], ctx: WriteContext, options?: AppendOptions,
   ): Promise<AppendResult[]>;
+
+  /**
+   * Cluster mode, on the node that takes a write: checks events as appendEvents would, except
+   * what only the node storing them can (uniqueness tokens; the collection's property bound is
+   * checked against its schema here and now), and stamps the valid ones with this call's receipt
+   * time (svc.timestamp when absent, svc.created_at) and `ctx`'s placeholders. Stores nothing.
+   * Throws ApiError, as appendEvents rejects, for an unknown project or a closed engine.
+   */
+  stampEvents(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): StampResult[];
 
   /**
    * Parses a batch body (a JSON object of collection name → array of events) and appends its

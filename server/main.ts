@@ -13,6 +13,7 @@ import { startHttp, type HttpListener } from './http/listen.js';
 import { Metrics } from './metrics.js';
 import { bannerText, keysNotShown, keysText, markKeysNotShown, markKeysShown, readKeys } from './keys.js';
 import { StartupError, checkDataDir, listenError } from './startup.js';
+import { ClusterStartError, startCluster, type ClusterNode } from './cluster/index.js';
 
 /** The package's version (package.json two folders up from dist/server/main.js). */
 function packageVersion(): string {
@@ -148,20 +149,38 @@ async function main(): Promise<void> {
   const engine = await openEngine(openOptions(config));
   // Until the banner is shown, the next start shows it (this one may fail before it serves).
   if (engine.created) markKeysNotShown(config.dataDir);
+  // Cluster mode: Kafka is the write-ahead log (server/cluster/, docs/cluster.md). Started at once
+  // after the engine opened: it takes the offsets the engine's WAL replay recovered.
+  let cluster: ClusterNode | null = null;
+  if (config.cluster !== undefined) {
+    cluster = await startCluster({
+      engine, logger, dataDir: config.dataDir, fsync: config.fsync, ...config.cluster,
+    }).catch(async (error: unknown) => {
+      await engine.close().catch(() => {});
+      throw error instanceof ClusterStartError ? new StartupError(error.message) : error;
+    });
+  }
   const http = await startHttp({
     engine, host: config.host, port: config.httpPort, trustProxy: config.trustProxy, logger, metrics: new Metrics(engine),
+    ...(cluster !== null && { cluster }),
     ...(config.tlsCert && config.tlsKey
       && { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }),
   }).catch((error: unknown) => {
     throw listenError(error, 'http-port', config.host, config.httpPort) ?? error;
   });
-  const kafkaIn = await startKafka(config, engine, 'in', config.kafkaInPort);
+  // Kafka-protocol produce would store past the events topic: not in cluster mode (yet).
+  if (cluster !== null && config.kafkaInPort !== 0) log('kafka_in is off in cluster mode (writes go through the events topic)');
+  const kafkaIn = await startKafka(config, engine, 'in', cluster !== null ? 0 : config.kafkaInPort);
   const kafkaOut = await startKafka(config, engine, 'out', config.kafkaOutPort);
   const bridge = await startBridge(config, engine);
   if (keysNotShown(config.dataDir)) {
     const view = { orgId: engine.orgId, orgKey: engine.orgKey, projects: engine.listProjects() };
     process.stdout.write(`${bannerText(view, http.url, config.dataDir)}\n`);
     markKeysShown(config.dataDir);
+  }
+  if (cluster !== null) {
+    process.stdout.write(`tally cluster node=${config.cluster!.nodeId} topic=${cluster.topic} `
+      + `partitions=${cluster.partitions} replication=${cluster.replicationFactor} brokers=${config.cluster!.brokers.join(',')}\n`);
   }
   const ready = `http=${http.url} kafka_in=${kafkaIn.address} kafka_out=${kafkaOut.address}`;
   process.stdout.write(`tally ready ${ready}\n`);
@@ -176,6 +195,8 @@ async function main(): Promise<void> {
     await Promise.all([
       kafkaIn.listener?.close(), kafkaOut.listener?.close(), http.close(SHUTDOWN_DRAIN_MS),
     ]);
+    // After the HTTP writes waiting for Kafka were answered; before the engine's last flush.
+    await cluster?.close();
     await engine.close();
     log('stopped');
     process.exit(0);
