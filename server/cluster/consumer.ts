@@ -91,6 +91,7 @@ export class LogConsumer {
   refused = 0;
   skipped = 0;
   private refusalLoggedAt = 0;
+  private closed = false;
   /** Per partition, the offset before which it counts as caught up (its end when we started). */
   private readonly catchUp = new Map<number, number>();
 
@@ -129,6 +130,7 @@ export class LogConsumer {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.consumer.disconnect();
   }
 
@@ -141,7 +143,19 @@ export class LogConsumer {
     const admin = this.options.kafka.admin();
     await admin.connect();
     try {
-      for (const { partition, high } of await admin.fetchTopicOffsets(this.options.topic)) {
+      // A topic just created may not be served by every leader yet ("does not host this
+      // topic-partition"): asked again until start-up's own bound gives up.
+      let ends: { partition: number; high: string }[];
+      for (;;) {
+        try {
+          ends = await admin.fetchTopicOffsets(this.options.topic);
+          break;
+        } catch (error) {
+          if (this.closed) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      }
+      for (const { partition, high } of ends) {
         if (!this.owned.has(partition)) continue;
         const end = Number(high);
         if (this.options.offsets.last(this.options.topic, partition) + 1 < end) this.catchUp.set(partition, end);

@@ -41,6 +41,8 @@ export interface ClusterOptions {
 
 export interface ClusterNode {
   readonly topic: string;
+  /** False until the node read its partitions up to where they ended when it started. */
+  readonly caughtUp: boolean;
   readonly partitions: number;
   readonly replicationFactor: number;
   /** Checks, stamps and produces events; resolves with a result per event once Kafka acknowledged. */
@@ -159,6 +161,9 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
 
   return {
     topic: options.topic,
+    get caughtUp() {
+      return c.caughtUp;
+    },
     partitions: topic.partitions,
     replicationFactor: topic.replicationFactor,
     write,

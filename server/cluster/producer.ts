@@ -99,9 +99,9 @@ export class EventLogProducer {
     return connecting;
   }
 
-  /** Drops the current producer (after its send settles) and starts a new one. */
-  private replace(inFlight: Promise<unknown>): void {
-    const old = this.producer;
+  /** Drops `old` (after its send settles) and starts a new producer, unless that happened already. */
+  private replace(old: Producer, inFlight: Promise<unknown>): void {
+    if (this.producer !== old) return;
     void inFlight.catch(() => {}).finally(() => old.disconnect().catch(() => {}));
     this.producer = this.newProducer();
     this.connected = this.connectCurrent();
@@ -134,6 +134,11 @@ export class EventLogProducer {
     const deadline = batch[0]!.deadline;
     const messages: LogMessage[] = [];
     for (const p of batch) for (const m of p.messages) messages.push(m);
+    // This producer and its connect, whatever replaces them meanwhile: a send must never go to a
+    // producer whose connect (its producer id) is still under way, as kafkajs would then number
+    // the batch from 0 without a producer id and roll its sequence back below 0 on a failure.
+    const producer = this.producer;
+    const connected = this.connected;
     let attempt: Promise<unknown> = Promise.resolve();
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -141,7 +146,7 @@ export class EventLogProducer {
         timer = setTimeout(() => reject(new Error(`no acknowledgement within ${this.options.timeoutMs} ms`)),
           Math.max(0, deadline - Date.now()));
       });
-      attempt = this.connected.then(() => this.producer.send({
+      attempt = connected.then(() => producer.send({
         topic: this.options.topic,
         acks: -1,
         // How long the leader waits for the in-sync replicas; the rest of the bound is ours.
@@ -158,7 +163,7 @@ export class EventLogProducer {
       });
       for (const p of batch) p.reject(unavailable(reason));
       this.failed += batch.length;
-      if (!this.closed) this.replace(attempt);
+      if (!this.closed) this.replace(producer, attempt);
     } finally {
       clearTimeout(timer);
     }

@@ -53,6 +53,8 @@ export interface Deps {
 
 /** How the write routes write in cluster mode: as appendEvents / appendBatchBody, through Kafka. */
 export interface ClusterWrites {
+  /** False until the node has read its partitions up to where they ended when it started (/ready). */
+  readonly caughtUp: boolean;
   write(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]>;
   writeBatch(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult>;
 }

@@ -6,7 +6,7 @@
  * exactly once. Needs Java 17+ and Maven: without them this fails.
  */
 import t from 'tap';
-import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
+import kafkajs, { Kafka, logLevel } from 'kafkajs';
 import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { client, eventually } from '../helpers/http.js';
 import type { TestServer } from '../helpers/server.js';
@@ -43,7 +43,7 @@ t.test('one broker down: acknowledged; two down: 503 within the bound; back: ack
   const admin = new Kafka({ clientId: 'tally-test', brokers: kafka.bootstrap, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   const { resources } = await admin.describeConfigs({
-    includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'tally.events', configNames: ['min.insync.replicas'] }],
+    includeSynonyms: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: 'tally.events', configNames: ['min.insync.replicas'] }],
   });
   t.equal(resources[0]?.configEntries[0]?.configValue, '2', 'min.insync.replicas=2');
   const [meta] = (await admin.fetchTopicMetadata({ topics: ['tally.events'] })).topics;

@@ -62,6 +62,7 @@ t.test('writes go through tally.events and are counted once', async (t) => {
 
   t.ok(await eventually(async () => (await countOf(server!, 'clicks')) === 70, 20_000), 'count = 70 clicks');
   t.equal(await countOf(server, 'views'), 1);
+  t.equal((await api.get('/ready')).status, 200, 'ready: caught up with the events topic');
   const views = await api.post(`${P}/queries/extraction`, { key: server.keys.read, body: { event_collection: 'views', timeframe: ALL_TIME } });
   t.equal(views.body.result[0].svc.timestamp, '2024-03-01T10:00:00.000Z', 'the given svc.timestamp is kept');
   const clicks = await api.post(`${P}/queries/extraction`, { key: server.keys.read, body: { event_collection: 'clicks', timeframe: ALL_TIME } });
