@@ -103,7 +103,12 @@ export class LogConsumer {
       allowAutoTopicCreation: false,
       maxWaitTimeInMs: 250,
       sessionTimeout: 30_000,
-      retry: { initialRetryTime: 300, maxRetryTime: 5_000, retries: 10 },
+      retry: {
+        initialRetryTime: 300, maxRetryTime: 5_000, retries: 10,
+        // Whatever failed (the disk, Kafka), this node must go on reading its partitions: the
+        // consumer starts again, rejoins and is sought back to where the store is.
+        restartOnFailure: async () => true,
+      },
     });
   }
 
@@ -124,6 +129,9 @@ export class LogConsumer {
     await consumer.subscribe({ topic: options.topic, fromBeginning: true });
     await consumer.run({
       autoCommit: false,
+      // kafkajs fetches on from the last offset resolved: only after a run is durable, so a batch
+      // left early (a rebalance, a stop) or failed is fetched again from there.
+      eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: Math.max(1, Math.min(8, options.partitions.length)),
       eachBatch: (payload) => this.eachBatch(payload),
     });
@@ -183,7 +191,10 @@ export class LogConsumer {
     const { topic, offsets } = this.options;
     const partition = batch.partition;
     if (batch.topic !== topic || !this.owned.has(partition)) return;
-    let last = offsets.last(topic, partition);
+    const last = offsets.last(topic, partition);
+    // Records the store has (a fetch that began before a seek): resolved, so the next fetch is past them.
+    const had = Math.min(last, Number(batch.lastOffset()));
+    if (batch.messages.length > 0 && had >= Number(batch.messages[0]!.offset)) resolveOffset(String(had));
     const first = batch.messages.find((m) => Number(m.offset) > last);
     if (first === undefined) return;
     if (last >= 0 && Number(first.offset) > last + 1) {

@@ -10,8 +10,10 @@ import { Kafka, logLevel } from 'kafkajs';
 import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { client, eventually } from '../helpers/http.js';
 import type { TestServer } from '../helpers/server.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
-  ALL_TIME, caughtUp, countOf, emptyOutcome, startClusterNode, storedIds, writeUntil,
+  ALL_TIME, caughtUp, clusterArgs, countOf, emptyOutcome, startClusterNode, storedIds, writeUntil,
 } from '../helpers/cluster.js';
 
 let kafka: RealKafka;
@@ -111,5 +113,30 @@ t.test('kill -9 mid-stream: every acknowledged event exactly once', async (t) =>
   t.same([...out.acked, ...more.acked].filter((id) => !seen.has(id)), [], 'still none lost');
   t.same([...seen].filter(([, n]) => n > 1).map(([id]) => id), [], 'still none twice');
   t.equal(await countOf(server, 'clicks'), 70, 'the first test\'s events are untouched');
+  t.equal(await server.stop(), 0);
+});
+
+t.test('no flush before a kill -9: the offsets come back from the WAL records\' tags', async (t) => {
+  // Flushes (which write cluster-offsets.json) an hour apart: what the node read is only in its WAL.
+  const slow = clusterArgs(kafka.bootstrap, 1, 3_600_000);
+  server = await server!.restart(slow);
+  await caughtUp(server);
+  const offsetsFile = () => JSON.parse(readFileSync(join(server!.dataDir, 'cluster-offsets.json'), 'utf8'))
+    .topics['tally.events'] as Record<string, number>;
+  const before = offsetsFile();
+  const out = emptyOutcome();
+  let rounds = 0;
+  await writeUntil(server, 'wal', 'w', 25, () => rounds++ >= 8, out);
+  t.equal(out.acked.length, 200);
+  t.ok(await eventually(async () => (await countOf(server!, 'wal')) === 200, 20_000), 'stored');
+  t.same(offsetsFile(), before, 'no flush wrote the offsets file meanwhile');
+  await server.kill9();
+  server = await server.restart(slow);
+  await caughtUp(server);
+  t.match(server.stderr(), /"records_behind":0/, 'the WAL\'s tags said how far every partition was stored');
+  t.notSame(offsetsFile(), before, 'and were written to the offsets file at start');
+  const seen = await storedIds(server, 'wal');
+  t.equal(seen.size, 200);
+  t.ok([...seen.values()].every((n) => n === 1), 'each once');
   t.equal(await server.stop(), 0);
 });

@@ -8,8 +8,8 @@ import { startServer, type TestServer } from './server.js';
 export const ALL_TIME = { start: '2000-01-01T00:00:00Z', end: '2100-01-01T00:00:00Z' };
 
 /** The flags of a cluster node; a short flush interval so flushes (and their offset saves) happen mid-test. */
-export function clusterArgs(bootstrap: readonly string[], nodeId = 1): string[] {
-  return ['--cluster-brokers', bootstrap.join(','), '--node-id', String(nodeId), '--flush-interval', '500'];
+export function clusterArgs(bootstrap: readonly string[], nodeId = 1, flushIntervalMs = 500): string[] {
+  return ['--cluster-brokers', bootstrap.join(','), '--node-id', String(nodeId), '--flush-interval', String(flushIntervalMs)];
 }
 
 export function startClusterNode(bootstrap: readonly string[], options: { dataDir?: string; orgKey?: string } = {}): Promise<TestServer> {
