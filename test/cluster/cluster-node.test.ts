@@ -9,8 +9,9 @@ import t from 'tap';
 import { Kafka, logLevel } from 'kafkajs';
 import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { client, eventually } from '../helpers/http.js';
-import type { TestServer } from '../helpers/server.js';
-import { readFileSync } from 'node:fs';
+import { startServer, type TestServer } from '../helpers/server.js';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   ALL_TIME, caughtUp, clusterArgs, countOf, emptyOutcome, startClusterNode, storedIds, writeUntil,
@@ -139,4 +140,13 @@ t.test('no flush before a kill -9: the offsets come back from the WAL records\' 
   t.equal(seen.size, 200);
   t.ok([...seen.values()].every((n) => n === 1), 'each once');
   t.equal(await server.stop(), 0);
+});
+
+t.test('a cluster that does not answer stops the start with one sentence', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tally-test-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const failed = await startServer({ dataDir, args: ['--cluster-brokers', '127.0.0.1:1', '--node-id', '1'] }).then(
+    (s) => { void s.kill9(); return ''; }, (error: Error) => error.message);
+  t.match(failed, /server exited with 1 before ready/);
+  t.match(failed, /tally: cannot use the Kafka cluster at 127\.0\.0\.1:1 \(topic tally\.events\): Connection error/);
 });
