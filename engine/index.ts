@@ -4,7 +4,7 @@
  */
 export type {
   AppendOptions, AppendResult, EngineStats, ExtractionJob, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
-  ProjectInfo, ReplayedTag, TallyEngine, WriteContext,
+  ProjectInfo, ReplayedTag, StampResult, TallyEngine, WriteContext,
   AccessKeyService, CollectionService, DatasetService, EventService, GroupOffsetService, LogService, OrganizationService,
   ProjectService, QueryService, SavedQueryService,
 } from './services/types.js';
@@ -23,7 +23,7 @@ export { PERMISSIONS, applyAutofill, carriesForcedFilters, withForcedFilters, ty
 export { LOG_LEVELS, jsonLogger, type LogFields, type LogLevel, type Logger } from './base/logger.js';
 export { MEMORY_BUDGET_MIN_BYTES } from './base/limits.js';
 export { defaultMemoryBudget, parseBytes } from './base/memory.js';
-export { parseJson, parseJsonBody } from './ingest/batch.js';
+export { parseBatchBody, parseJson, parseJsonBody } from './ingest/batch.js';
 export { isAsyncExtraction } from './query/exec/jobs.js';
 export { AGGREGATE_KINDS, ANALYSES, type AggregateKind, type Analysis } from './query/plan/plan.js';
 export { validateCollectionName } from './schema/collection-name.js';

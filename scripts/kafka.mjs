@@ -6,6 +6,8 @@
  *   node scripts/kafka.mjs fetch                      jars into the cache (once; then does nothing)
  *   node scripts/kafka.mjs start --nodes 1|3 --dir DIR   format + start; prints the bootstrap servers
  *   node scripts/kafka.mjs stop --dir DIR              SIGTERM (then SIGKILL) the nodes it started
+ *   node scripts/kafka.mjs stop-node --dir DIR --node N   stop one node (its data stays)
+ *   node scripts/kafka.mjs start-node --dir DIR --node N  start it again on its data
  *
  * The cache is .cache/kafka/<version>/ in the repository (gitignored), or $TALLY_KAFKA_CACHE. Each
  * node of DIR gets DIR/nN/server.properties, its log dir DIR/nN/data and its output DIR/nN/kafka.log;
@@ -267,23 +269,8 @@ export async function startKafka({ nodes = 1, dir, exitWithParent = false, timeo
 
   const pids = [];
   const children = list.map((n) => {
-    const out = openSync(n.log, 'a');
-    const child = spawn('java', javaArgs(libs, 'kafka.Kafka', [n.config]), {
-      detached: true, stdio: ['ignore', out, out], cwd: n.home,
-    });
-    closeSync(out);
-    child.unref();
-    pids.push({ node: n.id, pid: child.pid, marker: n.config });
-    if (exitWithParent) {
-      // Polls the parent; once it is gone, TERM then KILL the node (only if it still runs that config).
-      const script = `while kill -0 ${process.pid} 2>/dev/null && kill -0 ${child.pid} 2>/dev/null; do sleep 1; done
-kill -0 ${child.pid} 2>/dev/null || exit 0
-kill -TERM ${child.pid}; i=0; while kill -0 ${child.pid} 2>/dev/null && [ $i -lt 10 ]; do sleep 1; i=$((i+1)); done
-kill -KILL ${child.pid} 2>/dev/null; exit 0`;
-      const dog = spawn('sh', ['-c', script, `tally-kafka-watchdog ${n.config}`], { detached: true, stdio: 'ignore' });
-      dog.unref();
-      pids.push({ node: n.id, pid: dog.pid, marker: `tally-kafka-watchdog ${n.config}`, watchdog: true });
-    }
+    const { child, entries } = spawnNode(libs, n, exitWithParent);
+    pids.push(...entries);
     return { ...n, child };
   });
   writeFileSync(pidFile, JSON.stringify(pids, null, 2) + '\n');
@@ -300,7 +287,73 @@ kill -KILL ${child.pid} 2>/dev/null; exit 0`;
   return { bootstrap, dir, stop: () => stopKafka({ dir }) };
 }
 
-async function waitUntilUp(children, bootstrap, deadline) {
+/** Starts one formatted node (n: id, home, config, log); its pids.json entries (and its watchdog's). */
+function spawnNode(libs, n, exitWithParent) {
+  const out = openSync(n.log, 'a');
+  const child = spawn('java', javaArgs(libs, 'kafka.Kafka', [n.config]), {
+    detached: true, stdio: ['ignore', out, out], cwd: n.home,
+  });
+  closeSync(out);
+  child.unref();
+  const entries = [{ node: n.id, pid: child.pid, marker: n.config }];
+  if (exitWithParent) {
+    // Polls the parent; once it is gone, TERM then KILL the node (only if it still runs that config).
+    const script = `while kill -0 ${process.pid} 2>/dev/null && kill -0 ${child.pid} 2>/dev/null; do sleep 1; done
+kill -0 ${child.pid} 2>/dev/null || exit 0
+kill -TERM ${child.pid}; i=0; while kill -0 ${child.pid} 2>/dev/null && [ $i -lt 10 ]; do sleep 1; i=$((i+1)); done
+kill -KILL ${child.pid} 2>/dev/null; exit 0`;
+    const dog = spawn('sh', ['-c', script, `tally-kafka-watchdog ${n.config}`], { detached: true, stdio: 'ignore' });
+    dog.unref();
+    entries.push({ node: n.id, pid: dog.pid, marker: `tally-kafka-watchdog ${n.config}`, watchdog: true });
+  }
+  return { child, entries };
+}
+
+function readPids(dir) {
+  const pidFile = join(resolve(dir), 'pids.json');
+  return existsSync(pidFile) ? JSON.parse(readFileSync(pidFile, 'utf8')) : [];
+}
+
+function nodeOf(dir, node) {
+  const home = join(resolve(dir), `n${node}`);
+  const config = join(home, 'server.properties');
+  if (!existsSync(config)) throw new Error(`${dir} has no node ${node}`);
+  const port = Number(/^listeners=PLAINTEXT:\/\/[^:]+:(\d+)/m.exec(readFileSync(config, 'utf8'))?.[1]);
+  return { id: node, home, config, port, log: join(home, 'kafka.log') };
+}
+
+/**
+ * Stops one node of a cluster startKafka made in `dir` (SIGTERM: a controlled shutdown, so its
+ * partitions' leadership moves and it leaves the in-sync replicas at once; SIGKILL after
+ * `graceMs`). Its data stays for startKafkaNode.
+ */
+export async function stopKafkaNode({ dir, node, graceMs = 15_000 } = {}) {
+  if (!dir || !node) throw new Error('stopKafkaNode needs a dir and a node');
+  const entries = readPids(dir);
+  const mine = entries.filter((p) => p.node === node);
+  for (const e of mine.filter((p) => p.watchdog && ours(p.pid, p.marker))) signal(e.pid, 'SIGKILL');
+  const procs = mine.filter((p) => !p.watchdog && ours(p.pid, p.marker));
+  for (const e of procs) signal(e.pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (procs.some((e) => alive(e.pid)) && Date.now() < deadline) await sleep(100);
+  for (const e of procs) if (ours(e.pid, e.marker)) signal(e.pid, 'SIGKILL');
+  while (procs.some((e) => alive(e.pid))) await sleep(50);
+  writeFileSync(join(resolve(dir), 'pids.json'), JSON.stringify(entries.filter((p) => p.node !== node), null, 2) + '\n');
+}
+
+/** Starts a node stopKafkaNode stopped, on its data; resolves once the cluster lists it again. */
+export async function startKafkaNode({ dir, node, exitWithParent = false, timeoutMs = 90_000 } = {}) {
+  if (!dir || !node) throw new Error('startKafkaNode needs a dir and a node');
+  const entries = readPids(dir);
+  if (entries.some((p) => p.node === node && !p.watchdog && ours(p.pid, p.marker))) throw new Error(`node ${node} runs already`);
+  const n = nodeOf(dir, node);
+  const { child, entries: added } = spawnNode(fetchKafka(), n, exitWithParent);
+  writeFileSync(join(resolve(dir), 'pids.json'), JSON.stringify([...entries, ...added], null, 2) + '\n');
+  const bootstrap = readFileSync(join(resolve(dir), 'bootstrap'), 'utf8').trim().split(',');
+  await waitUntilUp([{ ...n, child }], bootstrap, Date.now() + timeoutMs, node);
+}
+
+async function waitUntilUp(children, bootstrap, deadline, listed) {
   const failIfDead = () => {
     for (const n of children) {
       if (n.child.exitCode !== null || n.child.signalCode !== null) {
@@ -325,7 +378,7 @@ async function waitUntilUp(children, bootstrap, deadline) {
       try {
         await admin.connect();
         const { brokers } = await admin.describeCluster();
-        if (brokers.length === children.length) return;
+        if (listed !== undefined ? brokers.some((b) => b.nodeId === listed) : brokers.length === children.length) return;
       } catch {
         // not up yet
       }
@@ -378,6 +431,7 @@ function parseArgs(argv) {
     const arg = argv[i];
     if (arg === '--nodes') opts.nodes = Number(argv[++i]);
     else if (arg === '--dir') opts.dir = argv[++i];
+    else if (arg === '--node') opts.node = Number(argv[++i]);
     else throw new Error(`unknown argument ${arg}`);
   }
   return opts;
@@ -399,8 +453,12 @@ async function main() {
     if (!opts.dir) throw new Error('stop needs --dir DIR');
     const killed = await stopKafka({ dir: opts.dir });
     if (killed.length > 0) console.error(`kafka: SIGKILLed ${killed.join(', ')} after the grace period`);
+  } else if (command === 'stop-node' || command === 'start-node') {
+    if (!opts.dir || !opts.node) throw new Error(`${command} needs --dir DIR --node N`);
+    await (command === 'stop-node' ? stopKafkaNode : startKafkaNode)({ dir: opts.dir, node: opts.node });
   } else {
-    console.error('usage: node scripts/kafka.mjs fetch | start --nodes 1|3 --dir DIR | stop --dir DIR');
+    console.error('usage: node scripts/kafka.mjs fetch | start --nodes 1|3 --dir DIR | stop --dir DIR'
+      + ' | stop-node --dir DIR --node N | start-node --dir DIR --node N');
     process.exit(2);
   }
 }

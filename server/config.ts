@@ -4,6 +4,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LOG_LEVELS, MEMORY_BUDGET_MIN_BYTES, parseBytes, type LogLevel } from '../engine/index.js';
+import { CLUSTER_NODE_ID_MAX, CLUSTER_PARTITIONS_DEFAULT } from './common/limits.js';
 
 export interface Config {
   readonly dataDir: string;
@@ -21,6 +22,8 @@ export interface Config {
   readonly kafkaTlsCert: string | undefined;
   readonly kafkaTlsKey: string | undefined;
   readonly kafkaBridge: string | undefined;
+  /** Cluster mode (--cluster-brokers): Kafka is the write-ahead log; undefined = single node. */
+  readonly cluster: ClusterConfig | undefined;
   /** Take the client IP from the first X-Forwarded-For entry. */
   readonly trustProxy: boolean;
   readonly geoipDb: string | undefined;
@@ -40,6 +43,19 @@ export interface Config {
   /** `tally keys`: print the data directory's organization and project keys, then exit. */
   readonly command: 'serve' | 'keys';
 }
+
+export interface ClusterConfig {
+  /** host:port of each bootstrap broker. */
+  readonly brokers: readonly string[];
+  /** This node's id (--node-id), unique in the cluster. */
+  readonly nodeId: number;
+  /** The events topic (--cluster-topic, default tally.events). */
+  readonly topic: string;
+  /** Partitions of the events topic when this node creates it (--cluster-partitions, default 12). */
+  readonly partitions: number;
+}
+
+const CLUSTER_TOPIC_DEFAULT = 'tally.events';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -65,6 +81,10 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'kafka-tls-cert', arg: 'FILE', help: 'Kafka SASL_SSL certificate (PEM)' },
   { name: 'kafka-tls-key', arg: 'FILE', help: 'Kafka SASL_SSL private key (PEM)' },
   { name: 'kafka-bridge', arg: 'BROKERS', help: 'consume from an external Kafka (host:port,...)' },
+  { name: 'cluster-brokers', arg: 'BROKERS', help: 'cluster mode: Kafka is the write-ahead log (host:port,...)' },
+  { name: 'node-id', arg: 'N', help: `this node's id in the cluster, 0-${CLUSTER_NODE_ID_MAX} (needed with --cluster-brokers)` },
+  { name: 'cluster-topic', arg: 'NAME', help: `the events topic (default ${CLUSTER_TOPIC_DEFAULT})` },
+  { name: 'cluster-partitions', arg: 'N', help: `its partitions when created (default ${CLUSTER_PARTITIONS_DEFAULT})` },
   { name: 'trust-proxy', help: 'client IP from the first X-Forwarded-For entry' },
   { name: 'geoip-db', arg: 'FILE', help: 'MaxMind-format City database for svc:ip_to_geo' },
   { name: 'query-workers', arg: 'N', help: 'query worker threads (default one per core; 0 = inline)' },
@@ -177,6 +197,46 @@ function parseInterval(raw: string | undefined): number | undefined {
   return ms;
 }
 
+/** `host:port` or `[v6]:port`, comma-separated; at least one. */
+function parseBrokers(raw: string): string[] {
+  const brokers = raw.split(',').map((b) => b.trim()).filter((b) => b !== '');
+  const bad = brokers.find((b) => {
+    const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(b);
+    return match === null || Number(match[2]) < 1 || Number(match[2]) > 65535;
+  });
+  if (brokers.length === 0 || bad !== undefined) {
+    throw new ConfigError(`--cluster-brokers must be HOST:PORT[,HOST:PORT...], got "${bad ?? raw}"`);
+  }
+  return brokers;
+}
+
+function parseCluster(flags: Map<string, string>): ClusterConfig | undefined {
+  const raw = flags.get('cluster-brokers');
+  if (raw === undefined) {
+    const stray = ['node-id', 'cluster-topic', 'cluster-partitions'].find((name) => flags.has(name));
+    if (stray !== undefined) throw new ConfigError(`--${stray} is for cluster mode: it needs --cluster-brokers`);
+    return undefined;
+  }
+  const brokers = parseBrokers(raw);
+  const id = flags.get('node-id');
+  if (id === undefined) throw new ConfigError('--cluster-brokers needs --node-id N (this node\'s id in the cluster)');
+  const nodeId = Number(id);
+  if (!/^\d+$/.test(id) || nodeId > CLUSTER_NODE_ID_MAX) {
+    throw new ConfigError(`--node-id must be an integer 0-${CLUSTER_NODE_ID_MAX}, got "${id}"`);
+  }
+  const topic = flags.get('cluster-topic') ?? CLUSTER_TOPIC_DEFAULT;
+  if (!/^[A-Za-z0-9._-]{1,249}$/.test(topic) || topic === '.' || topic === '..' || topic.startsWith('__')) {
+    throw new ConfigError(`--cluster-topic must be a Kafka topic name (letters, digits, ".", "_", "-"; not "__..."), got "${topic}"`);
+  }
+  const partitionsRaw = flags.get('cluster-partitions');
+  const partitions = partitionsRaw === undefined ? CLUSTER_PARTITIONS_DEFAULT : Number(partitionsRaw);
+  if (!Number.isInteger(partitions) || partitions < 1 || partitions > 1024) {
+    throw new ConfigError(`--cluster-partitions must be an integer 1-1024, got "${partitionsRaw}"`);
+  }
+  if (flags.has('kafka-bridge')) throw new ConfigError('--kafka-bridge does not work in cluster mode (--cluster-brokers) yet');
+  return Object.freeze({ brokers: Object.freeze(brokers), nodeId, topic, partitions });
+}
+
 function parseLogLevel(raw: string | undefined): LogLevel {
   if (raw === undefined) return 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
@@ -216,6 +276,7 @@ export function readConfig(
     kafkaTlsCert,
     kafkaTlsKey,
     kafkaBridge: flags.get('kafka-bridge'),
+    cluster: parseCluster(flags),
     trustProxy: flags.has('trust-proxy'),
     geoipDb: flags.get('geoip-db'),
     queryWorkers: parseCount('query-workers', flags.get('query-workers')),

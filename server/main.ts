@@ -14,6 +14,7 @@ import { PARENT_POLL_MS, SHUTDOWN_DRAIN_MS } from './common/limits.js';
 import { Metrics } from './common/metrics.js';
 import { bannerText, keysNotShown, keysText, markKeysNotShown, markKeysShown, readKeys } from './keys.js';
 import { StartupError, checkDataDir, listenError } from './startup.js';
+import { ClusterStartError, startCluster, type ClusterNode } from './cluster/index.js';
 
 /** The package's version (package.json two folders up from dist/server/main.js). */
 function packageVersion(): string {
@@ -123,6 +124,17 @@ function watchParent(stop: (reason: string) => void): void {
   timer.unref();
 }
 
+/** The cluster node when --cluster-brokers is given (null otherwise); a failed start closes the engine. */
+async function startClusterMode(config: Config, engine: TallyEngine): Promise<ClusterNode | null> {
+  if (config.cluster === undefined) return null;
+  return startCluster({
+    engine, logger, dataDir: config.dataDir, fsync: config.fsync, ...config.cluster,
+  }).catch(async (error: unknown) => {
+    await engine.close().catch(() => {});
+    throw error instanceof ClusterStartError ? new StartupError(error.message) : error;
+  });
+}
+
 async function main(): Promise<void> {
   // Files and directories the server creates are the owner's only (the keys are in projects.json).
   process.umask(0o077);
@@ -144,20 +156,30 @@ async function main(): Promise<void> {
   const engine = await openEngine(openOptions(config));
   // Until the banner is shown, the next start shows it (this one may fail before it serves).
   if (engine.created) markKeysNotShown(config.dataDir);
+  // Cluster mode: Kafka is the write-ahead log (server/cluster/, docs/cluster.md). Started at once
+  // after the engine opened: it takes the offsets the engine's WAL replay recovered.
+  const cluster = await startClusterMode(config, engine);
   const http = await startHttp({
     engine, host: config.host, port: config.httpPort, trustProxy: config.trustProxy, logger, metrics: new Metrics(engine),
+    ...(cluster !== null && { cluster }),
     ...(config.tlsCert && config.tlsKey
       && { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }),
   }).catch((error: unknown) => {
     throw listenError(error, 'http-port', config.host, config.httpPort) ?? error;
   });
-  const kafkaIn = await startKafka(config, engine, 'in', config.kafkaInPort);
+  // Kafka-protocol produce would store past the events topic: not in cluster mode (yet).
+  if (cluster !== null && config.kafkaInPort !== 0) log('kafka_in is off in cluster mode (writes go through the events topic)');
+  const kafkaIn = await startKafka(config, engine, 'in', cluster !== null ? 0 : config.kafkaInPort);
   const kafkaOut = await startKafka(config, engine, 'out', config.kafkaOutPort);
   const bridge = await startBridge(config, engine);
   if (keysNotShown(config.dataDir)) {
     const view = { orgId: engine.organization.id, orgKey: engine.organization.key, projects: engine.projects.list() };
     process.stdout.write(`${bannerText(view, http.url, config.dataDir)}\n`);
     markKeysShown(config.dataDir);
+  }
+  if (cluster !== null) {
+    process.stdout.write(`tally cluster node=${config.cluster!.nodeId} topic=${cluster.topic} `
+      + `partitions=${cluster.partitions} replication=${cluster.replicationFactor} brokers=${config.cluster!.brokers.join(',')}\n`);
   }
   const ready = `http=${http.url} kafka_in=${kafkaIn.address} kafka_out=${kafkaOut.address}`;
   process.stdout.write(`tally ready ${ready}\n`);
@@ -172,6 +194,8 @@ async function main(): Promise<void> {
     await Promise.all([
       kafkaIn.listener?.close(), kafkaOut.listener?.close(), http.close(SHUTDOWN_DRAIN_MS),
     ]);
+    // After the HTTP writes waiting for Kafka were answered; before the engine's last flush.
+    await cluster?.close();
     await engine.close();
     log('stopped');
     process.exit(0);

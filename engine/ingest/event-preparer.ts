@@ -52,10 +52,18 @@ export class EventPreparer {
 
   /**
    * Prepares one event; its leaves are appended to `leaves` (start marks them). Throws ApiError
-   * for an event that is refused; the caller drops its leaves.
+   * for an event that is refused; the caller drops its leaves. With `stamped`, its `json` is set to
+   * the event as stamped (svc fields and placeholders, without svc.id), before any add-on runs:
+   * what a cluster node produces to the event log (WritePath.stamp).
    */
-  prepare(event: unknown, ctx: WriteContext, now: number, nowIso: string, leaves: Leaves): PreparedRow {
+  prepare(event: unknown, ctx: WriteContext, now: number, nowIso: string, leaves: Leaves, stamped?: { json: string }): PreparedRow {
     const prepared = prepareEvent(event, now, ID_STAND_IN, ctx, nowIso);
+    if (stamped !== undefined) {
+      const svc = prepared.event.svc as Record<string, unknown>;
+      delete svc.id;
+      stamped.json = JSON.stringify(prepared.event);
+      svc.id = ID_STAND_IN;
+    }
     const appended = this.appended;
     appended.count = 0;
     if (prepared.hasAddons) this.enricher.apply(prepared.event, now, appended);

@@ -9,9 +9,10 @@ import { Listeners } from '../base/listeners.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import { parseBatchBody } from '../ingest/batch.js';
 import type { IngestPool } from '../ingest/pool.js';
+import type { CollectionStore } from '../storage/collection.js';
 import type { StoreSet } from '../storage/store-set.js';
 import type {
-  AppendOptions, AppendResult, BatchAppendResult, EventService, EventToWrite, ReplayedTag, WriteContext,
+  AppendOptions, AppendResult, BatchAppendResult, EventService, EventToWrite, ReplayedTag, StampResult, WriteContext,
 } from './types.js';
 import type { Wal } from '../wal/wal.js';
 import { WritePath } from '../write/write-path.js';
@@ -21,6 +22,8 @@ export interface EventsDeps {
   readonly wal: Wal;
   readonly enricher: Enricher;
   readonly stores: StoreSet;
+  /** A collection deleted and not yet gone from its store: treated as absent. */
+  readonly hidden: (store: CollectionStore) => boolean;
   readonly guards: Guards;
   /** Parses and prepares large batch bodies off this thread; null prepares every batch here. */
   readonly ingest: IngestPool | null;
@@ -43,6 +46,10 @@ export class Events implements EventService {
     this.writes = new WritePath({
       clock: deps.clock, wal: deps.wal, enricher: deps.enricher,
       store: (project, collection) => deps.stores.open(project, collection),
+      existing: (project, collection) => {
+        const store = deps.stores.get(project, collection);
+        return store === undefined || deps.hidden(store) ? undefined : store;
+      },
       appended: (project, collection) => this.appended.emit(project, collection),
       full: deps.full,
       added: deps.added,
@@ -60,8 +67,13 @@ export class Events implements EventService {
     return guarded(() => this.check(projectId, tag), () => {
       const room = this.deps.room();
       if (room !== null) return room.then(() => this.append(projectId, events, ctx, options));
-      return this.writes.append(projectId, events, ctx, options?.atomic ?? false, tag);
+      return this.writes.append(projectId, events, ctx, options?.atomic ?? false, tag, options?.stamped ?? false);
     });
+  }
+
+  stamp(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): StampResult[] {
+    this.check(projectId, null);
+    return this.writes.stamp(projectId, events, ctx);
   }
 
   appendBatch(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult> {

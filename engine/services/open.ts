@@ -141,15 +141,17 @@ function wireCore(options: EngineOptions, base: Base): Core {
   // The flusher and the write path call each other (a full buffer asks for a flush, a flush waits
   // for the appends in flight): the events service reaches the flusher once it exists.
   let flusher: Flusher | null = null;
+  let deletes: DeleteManager | null = null;
   const events = new Events({
     clock, wal: base.wal, enricher: base.enricher, stores, guards: base.guards, ingest: base.ingest,
+    hidden: (store) => deletes!.hidden(store),
     room: () => flusher!.roomForWrites(),
     full: () => flusher!.flushInBackground(),
     added: (rows) => flusher!.rowsAdded(rows),
   });
   const deleted = new Listeners<[projectId: string, collection: string]>();
   let log: LogReader | null = null;
-  const deletes = new DeleteManager({
+  deletes = new DeleteManager({
     dataDir, clock,
     store: (project, collection) => stores.get(project, collection),
     stores: () => stores.values(),

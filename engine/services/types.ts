@@ -16,9 +16,9 @@ import type { KeyKind, ProjectInfo } from '../catalog/project-info.js';
 
 export type { KeyKind, ProjectInfo };
 export type { EventToWrite, WriteContext } from '../ingest/event-preparer.js';
-export type { AppendOptions, AppendResult, BatchAppendResult, ReplayedTag } from '../write/results.js';
+export type { AppendOptions, AppendResult, BatchAppendResult, ReplayedTag, StampResult } from '../write/results.js';
 import type { EventToWrite, WriteContext } from '../ingest/event-preparer.js';
-import type { AppendOptions, AppendResult, BatchAppendResult, ReplayedTag } from '../write/results.js';
+import type { AppendOptions, AppendResult, BatchAppendResult, ReplayedTag, StampResult } from '../write/results.js';
 
 export interface CollectionSchema {
   readonly name: string;
@@ -162,6 +162,14 @@ export interface EventService {
    * Never rejects for bad events: each gets its own result. Rejects only on I/O failure.
    */
   append(projectId: string, events: readonly EventToWrite[], ctx: WriteContext, options?: AppendOptions): Promise<AppendResult[]>;
+  /**
+   * Cluster mode, on the node that takes a write: checks events as append would, except
+   * what only the node storing them can (uniqueness tokens; the collection's property bound is
+   * checked against its schema here and now), and stamps the valid ones with this call's receipt
+   * time (svc.timestamp when absent, svc.created_at) and `ctx`'s placeholders. Stores nothing.
+   * Throws ApiError, as append rejects, for an unknown project or a closed engine.
+   */
+  stamp(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): StampResult[];
   /**
    * Parses a batch body (a JSON object of collection name → array of events) and appends its
    * events as append does; large bodies are parsed and prepared on ingest workers. Rejects

@@ -475,22 +475,18 @@ export class WriteBuffer {
     this.columns.clear();
   }
 
-  /** A copy of the buffered rows that no one else holds (a flush moves it to another thread). */
-  detachedSnapshot(): ColumnChunk {
-    const chunk = this.snapshot();
-    this.cached = null;
-    return chunk;
-  }
-
   /**
-   * detachedSnapshot() a few columns at a time, with a turn of the event loop after every
+   * A copy of the buffered rows that no one else holds (a flush moves it to another thread), made
+   * a few columns at a time, with a turn of the event loop after every
    * SNAPSHOT_STEP_CELLS cells copied, so queries and writes are served while a flush copies a large
    * buffer (250,000 rows of bench/scale's events took the write thread 45 ms at once). It holds the
    * rows there were when it began: rows appended meanwhile come after them, and nothing else
-   * changes the buffer until the flush has ended (dropPrefix, trim).
+   * changes the buffer until the flush has ended (dropPrefix, trim). Never the cached snapshot,
+   * even when there is one: a scan may hold that one (scanSource) and post it to a query worker
+   * later, which fails on buffers transferred meanwhile ("An ArrayBuffer is detached"), and an
+   * in-process scan would read emptied arrays.
    */
   async detachedSnapshotInSteps(): Promise<ColumnChunk> {
-    if (this.cached !== null) return this.detachedSnapshot();
     const to = this.count;
     const ts = this.ts.slice(0, to);
     const createdAt = this.createdAt.slice(0, to);

@@ -26,7 +26,23 @@ export interface AppendOptions {
    * is written when none of the events is stored.
    */
   readonly tag?: string;
+  /**
+   * The events were stamped by EventService.stamp (on this node or another): each keeps the
+   * receipt time in its svc.created_at (and its svc.timestamp) rather than getting this call's, its
+   * placeholders were replaced already, and its uniqueness token is checked at that time. So
+   * every node that appends the same stamped events stores the same rows. An event without a
+   * valid svc.created_at is refused (InvalidEventError).
+   */
+  readonly stamped?: boolean;
 }
+
+/**
+ * One event of EventService.stamp, in submission order: its JSON as stamped, to be appended later
+ * (on any node) with `stamped: true`; or why append would refuse it.
+ */
+export type StampResult =
+  | { readonly ok: true; readonly json: string }
+  | { readonly ok: false; readonly error: ApiError };
 
 /** A tag (AppendOptions.tag) found in a WAL record replayed when the engine opened. */
 export interface ReplayedTag {

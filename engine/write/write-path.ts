@@ -5,7 +5,7 @@
  * crash re-applies exactly the rows that no flush had put in a segment.
  */
 import type { EventToWrite, WriteContext } from '../ingest/event-preparer.js';
-import type { AppendResult, ReplayedTag } from './results.js';
+import type { AppendResult, ReplayedTag, StampResult } from './results.js';
 import { BytePool } from './byte-pool.js';
 import type { Enricher } from '../enrich/pipeline.js';
 import { ApiError, isApiError } from '../base/errors.js';
@@ -16,7 +16,8 @@ import { BUFFER_ROWS_MAX, WAL_POOL_BYTES_MAX } from '../base/limits.js';
 import { validateCollectionName } from '../schema/collection-name.js';
 import { newLeaves, type Leaves } from '../schema/flatten.js';
 import { LeafEncoder, leavesOfView, viewLeaves, type LeafView } from '../schema/leaf-codec.js';
-import { formatTimestamp } from '../schema/timestamp.js';
+import { formatTimestamp, parseTimestamp } from '../schema/timestamp.js';
+import { SchemaDictionary } from '../schema/dictionary.js';
 import { newViewCache, type ViewCache } from '../storage/buffer.js';
 import type { CollectionStore } from '../storage/collection.js';
 import type { Wal } from '../wal/wal.js';
@@ -62,6 +63,8 @@ export interface WritePathDeps {
   readonly wal: Wal;
   readonly enricher: Enricher;
   readonly store: (project: string, collection: string) => CollectionStore;
+  /** The collection's store if it has one; never creates it (stamp). */
+  readonly existing: (project: string, collection: string) => CollectionStore | undefined;
   readonly appended: (project: string, collection: string) => void;
   /** Called when a buffer passes BUFFER_ROWS_MAX: time to flush. */
   readonly full: () => void;
@@ -70,6 +73,12 @@ export interface WritePathDeps {
   /** Called when a tagged call's events are durable and applied, before the call resolves. */
   readonly tagged?: (project: string, tag: string, firstOffset: number) => void;
 }
+
+/**
+ * The write context of stamped events (AppendOptions.stamped): their placeholders were replaced
+ * where they were stamped, so each placeholder stands for itself and a value that is now one stays.
+ */
+const STAMPED_CONTEXT: WriteContext = Object.freeze({ ip: '${svc.ip}', userAgent: '${svc.user_agent}' });
 
 /** The receipt time of a call, and its ISO text. */
 export interface ReceiptTime {
@@ -116,7 +125,10 @@ export class WritePath {
    * Appends events; each gets its own result. With `atomic`, one refused event means none is
    * stored: the refused ones carry their errors, the others `{ ok: true, offset: -1 }`.
    */
-  append(project: string, events: readonly EventToWrite[], ctx: WriteContext, atomic = false, tag: string | null = null): Promise<AppendResult[]> {
+  append(
+    project: string, events: readonly EventToWrite[], ctx: WriteContext, atomic = false, tag: string | null = null,
+    stamped = false,
+  ): Promise<AppendResult[]> {
     const failure = this.deps.wal.failure;
     if (failure !== null) return Promise.reject(failure); // a full disk: refuse before any work
     const batch = this.batchState(this.receiptTime());
@@ -125,11 +137,59 @@ export class WritePath {
     const results = this.validateAll(events.length, atomic, staged, (i) => {
       batch.leaves.start = batch.leaves.count; // a refusal rolls back to here
       const store = this.storeFor(project, events[i].collection, batch);
-      const row = preparer.prepare(events[i].event, ctx, batch.now, batch.nowIso, batch.leaves);
-      return this.checked(store, events[i].collection, row, batch);
+      if (!stamped) {
+        const row = preparer.prepare(events[i].event, ctx, batch.now, batch.nowIso, batch.leaves);
+        return this.checked(store, events[i].collection, row, batch);
+      }
+      // Received where it was stamped: its svc.created_at is its receipt time, here too.
+      const createdIso = stampedTime(events[i].event);
+      const created = parseTimestamp(createdIso);
+      const row = preparer.prepare(events[i].event, STAMPED_CONTEXT, created, createdIso, batch.leaves);
+      return this.checked(store, events[i].collection, row, batch, created);
     }, batch);
     const encoded = staged.length === 0 ? EMPTY : this.encoder.encode(batch.leaves, batch.leaves.count);
     return this.write(project, staged, results, batch, encoded, tag);
+  }
+
+  /**
+   * Checks events as append() does, short of what only the storing node can check (uniqueness
+   * tokens, and the schema as it will be when they arrive), and stamps the valid ones: svc fields
+   * with this call's receipt time, placeholders replaced from `ctx`. Each valid event's result
+   * holds its JSON as stamped, which append(..., stamped) stores as it is on every node.
+   * Stores nothing and creates no collection.
+   */
+  stamp(project: string, events: readonly EventToWrite[], ctx: WriteContext): StampResult[] {
+    const batch = this.batchState(this.receiptTime());
+    const leaves = batch.leaves;
+    const schemas = new Map<string, SchemaDictionary>();
+    const out = { json: '' };
+    const results: StampResult[] = new Array(events.length);
+    try {
+      for (let i = 0; i < events.length; i++) {
+        leaves.start = 0;
+        leaves.count = 0;
+        const { collection, event } = events[i];
+        try {
+          let schema = schemas.get(collection);
+          if (schema === undefined) {
+            validateCollectionName(collection);
+            schema = this.deps.existing(project, collection)?.schema ?? new SchemaDictionary();
+            schemas.set(collection, schema);
+          }
+          const row = this.preparer.prepare(event, ctx, batch.now, batch.nowIso, leaves, out);
+          leaves.start = row.from;
+          schema.check(leaves);
+          if (row.tooLarge) throw new ApiError('InvalidEventError', TOO_LARGE_MESSAGE);
+          results[i] = { ok: true, json: out.json };
+        } catch (error) {
+          if (!isApiError(error)) throw error;
+          results[i] = { ok: false, error };
+        }
+      }
+    } finally {
+      this.releaseLeaves(leaves);
+    }
+    return results;
   }
 
   /**
@@ -283,7 +343,7 @@ export class WritePath {
       return results;
     }, (error: unknown) => {
       // Not stored: their uniqueness tokens must not turn a client's retry into a silent duplicate.
-      for (const event of staged) if (event.token !== null) event.store.tokens.forget(event.token, batch.now);
+      for (const event of staged) if (event.token !== null) event.store.tokens.forget(event.token, event.createdAt);
       this.accepted -= staged.length;
       this.failed += staged.length;
       release();
@@ -330,7 +390,7 @@ export class WritePath {
   }
 
   /** The store-side checks of a prepared event: its leaves against the schema, then its size. */
-  private checked(store: CollectionStore, collection: string, row: PreparedRow, batch: BatchState): Validated {
+  private checked(store: CollectionStore, collection: string, row: PreparedRow, batch: BatchState, created = batch.now): Validated {
     const leaves = batch.leaves;
     if (!this.fitsAtOnce(store, batch)) {
       leaves.start = row.from;
@@ -338,7 +398,7 @@ export class WritePath {
       store.schema.check(leaves);
     }
     if (row.tooLarge) throw new ApiError('InvalidEventError', TOO_LARGE_MESSAGE);
-    return { store, leaves, from: row.from, to: row.to, collection, seq: -1, timestamp: row.timestamp, createdAt: batch.now, token: row.token };
+    return { store, leaves, from: row.from, to: row.to, collection, seq: -1, timestamp: row.timestamp, createdAt: created, token: row.token };
   }
 
   /**
@@ -347,7 +407,7 @@ export class WritePath {
    */
   private commit(event: Validated, staged: Staged[], batch: BatchState): AppendResult {
     const store = event.store;
-    const now = batch.now;
+    const now = event.createdAt; // the receipt time: batch.now, or a stamped event's own
     if (event.token !== null) {
       if (store.tokens.has(event.token, now)) return DUPLICATE;
       store.tokens.add(event.token, now, false);
@@ -420,4 +480,14 @@ export class WritePath {
     }
     return tags;
   }
+}
+
+/** svc.created_at of a stamped event (WritePath.stamp): the time it was received where it was stamped. */
+function stampedTime(event: unknown): string {
+  const svc = (event as { svc?: { created_at?: unknown } } | null)?.svc;
+  const created = typeof svc === 'object' && svc !== null ? svc.created_at : undefined;
+  if (typeof created !== 'string' || Number.isNaN(parseTimestamp(created))) {
+    throw new ApiError('InvalidEventError', 'A stamped event carries its receipt time in svc.created_at.');
+  }
+  return created;
 }

@@ -71,3 +71,21 @@ export const PROJECT_NAME_CHARS_MAX = 256;
 export const SHUTDOWN_DRAIN_MS = 30_000;
 /** How often a server started by `npm start` checks that npm, its parent, still lives. */
 export const PARENT_POLL_MS = 500;
+
+// Cluster mode (server/cluster/, docs/cluster.md).
+/** How long a write waits for Kafka's acknowledgement before it is answered 503. */
+export const CLUSTER_WRITE_TIMEOUT_MS = 5_000;
+/** How long start-up waits for the Kafka cluster to answer. */
+export const CLUSTER_START_TIMEOUT_MS = 30_000;
+/** The events topic's max.message.bytes: a batch request (10 MB) goes to one partition whole. */
+export const CLUSTER_TOPIC_MESSAGE_BYTES_MAX = 16 * 1024 * 1024;
+/** Bytes of messages per send: a batch request body is at most 10 MB, so one always fits. */
+export const CLUSTER_SEND_BYTES_MAX = 8 * 1024 * 1024;
+/** Events in the records of one append at most (a fetch of 10 MB of small events is ~50,000). */
+export const CLUSTER_RUN_EVENTS_MAX = 5_000;
+/** Refusals are logged at most this often (they are counted always). */
+export const CLUSTER_REFUSAL_LOG_MS = 10_000;
+/** Partitions of the events topic when a node creates it (--cluster-partitions). */
+export const CLUSTER_PARTITIONS_DEFAULT = 12;
+/** Node ids are small integers (they name consumer groups and, later, partition owners). */
+export const CLUSTER_NODE_ID_MAX = 1023;

@@ -6,6 +6,7 @@ import type { Metrics } from '../common/metrics.js';
 import net from 'node:net';
 import uWS from '@trufflesuite/uws-js-unofficial';
 import type { Logger, TallyEngine } from '../../engine/index.js';
+import type { ClusterWrites } from './types.js';
 import { createRouter } from './app.js';
 import { createDispatcher, type ServeState } from './dispatch.js';
 import { registerLive } from './live.js';
@@ -19,6 +20,8 @@ export interface HttpOptions {
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   readonly logger: Logger;
   readonly metrics?: Metrics;
+  /** Cluster mode: the write routes produce to Kafka through this. */
+  readonly cluster?: ClusterWrites;
 }
 
 export interface HttpListener {
@@ -39,7 +42,10 @@ export function startHttp(options: HttpOptions): Promise<HttpListener> {
     : uWS.App();
   const state: ServeState = { inFlight: 0, closing: false, onIdle: () => {} };
   const logger = options.logger;
-  const deps = { engine: options.engine, logger, log: (line: string) => logger.write('error', line), metrics: options.metrics };
+  const deps = {
+    engine: options.engine, logger, log: (line: string) => logger.write('error', line), metrics: options.metrics,
+    ...(options.cluster !== undefined && { cluster: options.cluster }),
+  };
   registerLive(app, options.engine, deps.log);
   app.any('/*', createDispatcher(createRouter(), deps, options.trustProxy, state));
   return new Promise((resolve, reject) => {

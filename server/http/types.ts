@@ -2,7 +2,7 @@
  * The shapes shared by the HTTP layer: what a route handler receives (Ctx, copied out of uWS's
  * stack-allocated request) and what it returns (Reply). Handlers never touch uWS objects.
  */
-import type { Logger, TallyEngine } from '../../engine/index.js';
+import type { AppendResult, BatchAppendResult, EventToWrite, Logger, TallyEngine, WriteContext } from '../../engine/index.js';
 import type { Metrics } from '../common/metrics.js';
 
 export interface Ctx {
@@ -45,6 +45,16 @@ export interface Deps {
   readonly logger?: Logger;
   /** Prometheus metrics (server/common/metrics.ts); absent where no one scrapes (some tests). */
   readonly metrics?: Metrics;
+  /** Cluster mode (server/cluster/): writes go to Kafka, not to the engine; absent on a single node. */
+  readonly cluster?: ClusterWrites;
+}
+
+/** How the write routes write in cluster mode: as events.append / events.appendBatch, through Kafka. */
+export interface ClusterWrites {
+  /** False until the node has read its partitions up to where they ended when it started (/ready). */
+  readonly caughtUp: boolean;
+  write(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]>;
+  writeBatch(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult>;
 }
 
 export type Handler = (ctx: Ctx, deps: Deps) => Reply | Promise<Reply>;

@@ -17,6 +17,8 @@ interface KafkaScript {
     nodes: number; dir: string; exitWithParent?: boolean; log?: (msg: string) => void;
   }): Promise<{ bootstrap: string[]; stop(): Promise<number[]> }>;
   stopKafka(options: { dir: string; graceMs?: number }): Promise<number[]>;
+  stopKafkaNode(options: { dir: string; node: number; graceMs?: number }): Promise<void>;
+  startKafkaNode(options: { dir: string; node: number; exitWithParent?: boolean }): Promise<void>;
 }
 
 export interface RealKafka {
@@ -25,6 +27,10 @@ export interface RealKafka {
   readonly version: string;
   /** Stops the nodes (SIGTERM, then SIGKILL) and removes their dir. */
   stop(): Promise<void>;
+  /** Stops node `node` (1-based; a controlled shutdown); its data stays. */
+  stopNode(node: number): Promise<void>;
+  /** Starts a stopped node again; resolves once the cluster lists it. */
+  startNode(node: number): Promise<void>;
 }
 
 export async function startKafka(options: { nodes?: 1 | 3; log?: (msg: string) => void } = {}): Promise<RealKafka> {
@@ -38,6 +44,8 @@ export async function startKafka(options: { nodes?: 1 | 3; log?: (msg: string) =
     return {
       bootstrap: cluster.bootstrap,
       version: script.KAFKA_VERSION,
+      stopNode: (node) => script.stopKafkaNode({ dir, node, graceMs: 20_000 }),
+      startNode: (node) => script.startKafkaNode({ dir, node, exitWithParent: true }),
       stop: () => stopped ??= (async () => {
         await script.stopKafka({ dir, graceMs: 10_000 });
         rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,8 @@
 /**
  * Recording events (docs/api.md §4): a single POST, the GET beacon, and the batch POST. Each
- * handler parses the request, makes one engine.events.append call and shapes its results;
- * validation and enrichment are the engine's. GET without `data` is inspection (routes/inspect.ts).
+ * handler parses the request, makes one engine.events.append call (in cluster mode one
+ * deps.cluster write, which produces to Kafka) and shapes its results; validation and enrichment
+ * are the engine's. GET without `data` is inspection (routes/inspect.ts).
  */
 import { ApiError, applyAutofill, type AppendResult } from '../../../engine/index.js';
 import { requireScope, type Scope } from '../auth.js';
@@ -21,8 +22,10 @@ function writeContext(ctx: Ctx): { ip: string; userAgent: string } {
 async function appendOne(ctx: Ctx, deps: Parameters<Handler>[1], event: unknown, path: WritePathName, scope: Scope): Promise<void> {
   const { project, collection } = ctx.params as { project: string; collection: string };
   const events = [{ collection, event: applyAutofill(event, scope.access?.options.writes?.autofill) }];
-  const [result] = await deps.engine.events.append(project, events, writeContext(ctx));
-  if (result === undefined) throw new Error('appendEvents returned no result for one event');
+  const [result] = deps.cluster !== undefined
+    ? await deps.cluster.write(project, events, writeContext(ctx))
+    : await deps.engine.events.append(project, events, writeContext(ctx));
+  if (result === undefined) throw new Error('events.append returned no result for one event');
   countWrites(path, result.ok ? 1 : 0, result.ok ? 0 : 1);
   if (!result.ok) throw result.error;
 }
@@ -93,14 +96,16 @@ export const recordBatch: Handler = async (ctx, deps) => {
   // An access key's autofill goes into every event: the body is parsed here, filled and passed on
   // (the ingest workers take bytes); without autofill the bytes go as they came.
   const bytes = autofill === undefined ? ctx.body : Buffer.from(JSON.stringify(filledBatch(parseJsonBody(ctx.body), autofill)));
-  const { collections, results } = await deps.engine.events.appendBatch(project, bytes, writeContext(ctx));
+  const { collections, results } = deps.cluster !== undefined
+    ? await deps.cluster.writeBatch(project, bytes, writeContext(ctx))
+    : await deps.engine.events.appendBatch(project, bytes, writeContext(ctx));
   const body: Record<string, BatchEntry[]> = {};
   let index = 0;
   for (const [collection, count] of collections) {
     body[collection] = results.slice(index, index + count).map(toEntry);
     index += count;
   }
-  if (index !== results.length) throw new Error('appendBatchBody returned a result per event');
+  if (index !== results.length) throw new Error('events.appendBatch returned a result per event');
   let stored = 0;
   for (const result of results) if (result.ok) stored++;
   countWrites('http_batch', stored, results.length - stored);

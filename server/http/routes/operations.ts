@@ -1,6 +1,7 @@
 /**
  * Operator routes: liveness (`/health`), readiness (`/ready`; while the server shuts down every
- * route answers 503 ServiceUnavailableError, this one included) and Prometheus metrics
+ * route answers 503 ServiceUnavailableError, this one included, and so does this one in cluster
+ * mode until the node has caught up with the events topic) and Prometheus metrics
  * (`/metrics`, organization key). Health and readiness need no key and reveal nothing else.
  */
 import { requireOrgKey } from '../auth.js';
@@ -9,7 +10,10 @@ import type { Handler } from '../types.js';
 
 export const getHealth: Handler = () => json(200, { status: 'ok' });
 
-export const getReady: Handler = () => json(200, { status: 'ready' });
+/** In cluster mode not ready until the node caught up with the events topic: its queries would miss events. */
+export const getReady: Handler = (_ctx, { cluster }) => (cluster === undefined || cluster.caughtUp
+  ? json(200, { status: 'ready' })
+  : json(503, { message: 'Catching up with the events topic; queries would miss events.', error_code: 'ServiceUnavailableError' }));
 
 export const getMetrics: Handler = async (ctx, { engine, metrics }) => {
   requireOrgKey(engine, ctx.key);

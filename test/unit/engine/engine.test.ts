@@ -514,3 +514,65 @@ t.test('a buffered id column that skips interning answers every analysis exactly
   t.equal(new Set(user.dict).size, 5_000);
   await engine.close();
 });
+
+t.test('stampEvents checks and stamps without storing; an append of the stamped events keeps their times, on any engine', async (t) => {
+  let now = Date.parse('2026-05-01T10:00:00.000Z');
+  const dirA = tempDir();
+  const a = await openEngine({ dataDir: dirA, queryWorkers: 0, flushIntervalMs: 3_600_000, clock: () => now });
+  const project = a.projects.list()[0].id;
+  const events = [
+    { collection: 'clicks', event: { n: 1, ip: '${svc.ip}', ua: '${svc.user_agent}', svc: { uniqueness_token: 'u1' } } },
+    { collection: 'clicks', event: { n: 2, svc: { timestamp: '2026-04-30T08:00:00-02:00' } } },
+    { collection: 'clicks', event: { 'bad.name': 1 } },
+    { collection: 'clicks', event: { n: 3, svc: { addons: [{ name: 'svc:url_parser', input: { url: 'page' }, output: 'parsed' }] }, page: 'https://example.com/a?b=1' } },
+    { collection: 'bad$name', event: { n: 4 } },
+    { collection: 'clicks', event: { n: 5, svc: { uniqueness_token: 'u1' } } },
+  ];
+  const stamped = a.events.stamp(project, events, ctx);
+  t.same(stamped.map((r) => r.ok), [true, true, false, true, false, true]);
+  t.equal(stamped[2].ok === false && stamped[2].error.error_code, 'InvalidPropertyNameError');
+  t.equal(stamped[4].ok === false && stamped[4].error.error_code, 'InvalidCollectionNameError');
+  const first = JSON.parse((stamped[0] as { json: string }).json);
+  t.same(first, {
+    n: 1, ip: ctx.ip, ua: ctx.userAgent,
+    svc: { uniqueness_token: 'u1', created_at: '2026-05-01T10:00:00.000Z', timestamp: '2026-05-01T10:00:00.000Z' },
+  }, 'placeholders filled, receipt time stamped, no svc.id, no add-on output');
+  t.notOk('parsed' in JSON.parse((stamped[3] as { json: string }).json), 'add-ons run where the event is stored, not here');
+  t.same(a.collections.list(project), [], 'nothing stored, no collection made');
+  t.throws(() => a.events.stamp('0'.repeat(24), events, ctx), { name: 'ApiError', message: /does not exist/ });
+  // 1,000 properties is the bound: checked against the collection's schema as it is now.
+  await a.events.append(project, [{ collection: 'wide', event: Object.fromEntries(Array.from({ length: 1_000 }, (_, i) => [`p${i}`, i])) }], ctx);
+  t.same(a.events.stamp(project, [{ collection: 'wide', event: { p1: 1 } }, { collection: 'wide', event: { q: 1 } }], ctx)
+    .map((r) => (r.ok ? 'ok' : r.error.error_code)), ['ok', 'TooManyPropertiesError']);
+
+  // Two engines (two nodes) store the stamped events later, at other times: the same rows.
+  const toStore = stamped.flatMap((r, i) => (r.ok ? [{ collection: events[i].collection, event: JSON.parse(r.json) }] : []));
+  const dirB = tempDir();
+  const rowsAfterStoring = async (dir: string, at: number) => {
+    now = at;
+    const engine = dir === dirA ? a : await openEngine({ dataDir: dir, queryWorkers: 0, flushIntervalMs: 3_600_000, clock: () => now });
+    const id = dir === dirA ? project : (await engine.projects.create('p')).id;
+    const copy = toStore.map((e) => ({ collection: e.collection, event: structuredClone(e.event) }));
+    const results = await engine.events.append(id, copy, { ip: 'other', userAgent: 'other' }, { stamped: true });
+    t.same(results.map((r) => r.ok && r.offset), [0, 1, 2, -1], 'the repeated uniqueness token is dropped where stored');
+    const rows = rowsOf(engine, id, 'clicks').map((row) => {
+      const { svc: { id: _id, ...svc }, ...rest } = JSON.parse(row);
+      return { ...rest, svc };
+    });
+    if (engine !== a) await engine.close();
+    return rows;
+  };
+  const rowsA = await rowsAfterStoring(dirA, Date.parse('2026-05-01T10:00:05.000Z'));
+  const rowsB = await rowsAfterStoring(dirB, Date.parse('2026-05-03T00:00:00.000Z'));
+  t.same(rowsA, rowsB, 'both stores hold the same events');
+  t.same(rowsA.map((r) => [r.n, r.svc.timestamp, r.svc.created_at]), [
+    [1, '2026-05-01T10:00:00.000Z', '2026-05-01T10:00:00.000Z'],
+    [2, '2026-04-30T10:00:00.000Z', '2026-05-01T10:00:00.000Z'],
+    [3, '2026-05-01T10:00:00.000Z', '2026-05-01T10:00:00.000Z'],
+  ], 'svc.timestamp and svc.created_at as stamped, not the time they were stored');
+  t.equal(rowsA[0].ip, ctx.ip, 'the placeholders as the stamping node filled them');
+  t.equal(rowsA[2].parsed.path, '/a', 'the add-on ran where the event was stored');
+  const unstamped = await a.events.append(project, [{ collection: 'clicks', event: { n: 9 } }], ctx, { stamped: true });
+  t.equal(unstamped[0].ok === false && unstamped[0].error.error_code, 'InvalidEventError', 'a stamped append needs svc.created_at');
+  await a.close();
+});

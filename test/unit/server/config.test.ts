@@ -30,3 +30,31 @@ t.test('bad input is one ConfigError naming the flag', async (t) => {
   }
   t.ok(new ConfigError('x') instanceof Error);
 });
+
+t.test('cluster mode: --cluster-brokers with --node-id; defaults; every bad value named', async (t) => {
+  t.equal(readConfig([], {}).cluster, undefined, 'single node by default');
+  t.same(readConfig(['--cluster-brokers', 'k1:9092, k2:9092,[::1]:9094', '--node-id', '3'], {}).cluster,
+    { brokers: ['k1:9092', 'k2:9092', '[::1]:9094'], nodeId: 3, topic: 'tally.events', partitions: 12 });
+  t.match(readConfig(['--cluster-brokers=127.0.0.1:1', '--node-id=0', '--cluster-topic', 'my_events.v2', '--cluster-partitions', '3'], {}).cluster,
+    { brokers: ['127.0.0.1:1'], nodeId: 0, topic: 'my_events.v2', partitions: 3 });
+  const cases: [string[], RegExp][] = [
+    [['--cluster-brokers', 'k1:9092'], /^--cluster-brokers needs --node-id N/],
+    [['--node-id', '1'], /^--node-id is for cluster mode: it needs --cluster-brokers$/],
+    [['--cluster-topic', 't'], /^--cluster-topic is for cluster mode: it needs --cluster-brokers$/],
+    [['--cluster-brokers', 'k1', '--node-id', '1'], /^--cluster-brokers must be HOST:PORT\[,HOST:PORT\.\.\.\], got "k1"$/],
+    [['--cluster-brokers', 'k1:9092,k2:0', '--node-id', '1'], /got "k2:0"$/],
+    [['--cluster-brokers', 'k1:99999', '--node-id', '1'], /got "k1:99999"$/],
+    [['--cluster-brokers', ',', '--node-id', '1'], /^--cluster-brokers must be HOST:PORT/],
+    [['--cluster-brokers', 'k1:9092', '--node-id', 'one'], /^--node-id must be an integer 0-1023, got "one"$/],
+    [['--cluster-brokers', 'k1:9092', '--node-id=-1'], /^--node-id must be an integer 0-1023, got "-1"$/],
+    [['--cluster-brokers', 'k1:9092', '--node-id', '1.5'], /got "1.5"$/],
+    [['--cluster-brokers', 'k1:9092', '--node-id', '1024'], /got "1024"$/],
+    [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--cluster-topic', 'a b'], /^--cluster-topic must be a Kafka topic name/],
+    [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--cluster-topic', '__x'], /^--cluster-topic must be a Kafka topic name/],
+    [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--cluster-partitions', '0'], /^--cluster-partitions must be an integer 1-1024, got "0"$/],
+    [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--kafka-bridge', 'k1:9092'], /^--kafka-bridge does not work in cluster mode/],
+  ];
+  for (const [argv, message] of cases) {
+    t.throws(() => readConfig(argv, {}), { name: 'ConfigError', message }, argv.join(' '));
+  }
+});

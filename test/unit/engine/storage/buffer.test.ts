@@ -429,11 +429,18 @@ t.test('detachedSnapshotInSteps holds the rows there were when it began, while r
   sameCells(t, chunk, expected, 'the chunk holds the first 50,000 rows as they were');
   t.notOk(chunk.columns.has('appended_meanwhile'), 'no column only later rows have');
   t.ok([...chunk.columns.values()].every((column) => column.tags.length === 50_000), 'every column has those rows alone');
-  // A cached snapshot is taken as it is.
+  // A cached snapshot may be held by a scan (scanSource) not yet posted to a query worker: the
+  // flush gets a copy of its own, whose buffers it transfers, and the scan's stay whole.
   while (next < rows.length) await new Promise((resolve) => setImmediate(resolve));
   const cached = buffer.snapshot();
-  t.equal(await buffer.detachedSnapshotInSteps(), cached, 'the cached snapshot, not a copy');
-  t.not(buffer.snapshot(), cached, 'which the buffer then no longer hands out');
+  const detached = await buffer.detachedSnapshotInSteps();
+  t.not(detached, cached, 'a copy, not the cached snapshot');
+  const transfer = [detached.ts, detached.createdAt, detached.seq, ...[...detached.columns.values()].map((c) => c.tags)]
+    .map((array) => array.buffer as ArrayBuffer);
+  structuredClone(detached, { transfer: [...new Set(transfer)] });
+  t.equal(cached.ts.length, buffer.rows, 'the cached snapshot is intact after the copy went to another thread');
+  t.doesNotThrow(() => structuredClone(cached), 'and can still be posted to a query worker');
+  t.equal(buffer.snapshot(), cached, 'the buffer goes on handing it out until the next append');
 });
 
 t.test('after dropPrefix every kind of value and a missing one come back', async (t) => {

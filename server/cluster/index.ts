@@ -1,0 +1,192 @@
+/**
+ * Cluster mode (`--cluster-brokers`): a real Apache Kafka is the write-ahead log.
+ *
+ * A write is checked and stamped on the node that takes it (EventService.stamp: svc fields,
+ * placeholders), produced to the events topic (default `tally.events`) by an idempotent producer
+ * with acks = all, and acknowledged once Kafka acknowledged it (producer.ts; 503 when Kafka cannot
+ * take it within CLUSTER_WRITE_TIMEOUT_MS). Each node reads its partitions of the topic into its own store
+ * (consumer.ts), keeping how far it read with the store (offsets.ts), so each acknowledged event is
+ * stored exactly once across crashes, restarts and redeliveries. Today a node owns every
+ * partition; the query fan-out, shared metadata and replicas are not there yet (docs/cluster.md).
+ */
+import { Kafka, logLevel } from 'kafkajs';
+import {
+  ApiError, parseBatchBody, type AppendResult, type BatchAppendResult, type EventToWrite, type Logger, type TallyEngine,
+  type WriteContext,
+} from '../../engine/index.js';
+import { LogConsumer, messageKey } from './consumer.js';
+import { ConsumedOffsets } from './offsets.js';
+import { EventLogProducer, type LogMessage } from './producer.js';
+import { CLUSTER_START_TIMEOUT_MS, CLUSTER_TOPIC_MESSAGE_BYTES_MAX, CLUSTER_WRITE_TIMEOUT_MS } from '../common/limits.js';
+
+
+export interface ClusterOptions {
+  readonly engine: TallyEngine;
+  readonly brokers: readonly string[];
+  readonly nodeId: number;
+  readonly topic: string;
+  /** Partitions of the topic if this node creates it. */
+  readonly partitions: number;
+  readonly dataDir: string;
+  readonly fsync: boolean;
+  readonly logger: Logger;
+  /** The partitions this node reads into its store; default every partition of the topic. */
+  readonly owned?: readonly number[];
+}
+
+export interface ClusterNode {
+  readonly topic: string;
+  /** False until the node read its partitions up to where they ended when it started. */
+  readonly caughtUp: boolean;
+  readonly partitions: number;
+  readonly replicationFactor: number;
+  /** Checks, stamps and produces events; resolves with a result per event once Kafka acknowledged. */
+  write(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]>;
+  /** A batch body (docs/api.md §4) as write() does. */
+  writeBatch(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult>;
+  /** Stops producing and consuming and makes the offsets durable. */
+  close(): Promise<void>;
+}
+
+export class ClusterStartError extends Error {
+  override name = 'ClusterStartError';
+}
+
+/** Stored after Kafka acknowledged it; the store's own log offset is not known yet. */
+const PRODUCED: AppendResult = Object.freeze({ ok: true, offset: -1 });
+
+async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms / 1000} s`)), ms);
+  });
+  try {
+    return await Promise.race([work, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Creates the events topic when missing; its partition count and replication factor. */
+async function ensureTopic(kafka: Kafka, options: ClusterOptions): Promise<{ partitions: number; replicationFactor: number; created: boolean }> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const brokers = (await admin.describeCluster()).brokers.length;
+    const replicationFactor = Math.min(3, brokers);
+    const created = await admin.createTopics({
+      waitForLeaders: true,
+      topics: [{
+        topic: options.topic,
+        numPartitions: options.partitions,
+        replicationFactor,
+        configEntries: [
+          { name: 'max.message.bytes', value: String(CLUSTER_TOPIC_MESSAGE_BYTES_MAX) },
+          // With acks = all, a write needs two copies; without it one broker left would do.
+          ...(brokers >= 3 ? [{ name: 'min.insync.replicas', value: '2' }] : []),
+          { name: 'unclean.leader.election.enable', value: 'false' },
+        ],
+      }],
+    });
+    const [meta] = (await admin.fetchTopicMetadata({ topics: [options.topic] })).topics;
+    if (meta === undefined || meta.partitions.length === 0) throw new Error(`topic ${options.topic} has no partitions`);
+    return { partitions: meta.partitions.length, replicationFactor: meta.partitions[0]!.replicas.length, created };
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
+
+function kafkaClient(options: ClusterOptions): Kafka {
+  return new Kafka({
+    clientId: `tally-node-${options.nodeId}`,
+    brokers: [...options.brokers],
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 3_000,
+    requestTimeout: CLUSTER_WRITE_TIMEOUT_MS,
+    retry: { initialRetryTime: 200, maxRetryTime: 2_000, retries: 5 },
+  });
+}
+
+/**
+ * A cluster write: the events stamped on this node (the engine's checks, the receipt time, the
+ * placeholders), the valid ones produced to the event log; each result is the produced marker or
+ * the refusal.
+ */
+function producedWrite(engine: TallyEngine, producer: EventLogProducer) {
+  return async (projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]> => {
+    const stamped = engine.events.stamp(projectId, events, ctx);
+    const messages: LogMessage[] = [];
+    const results: AppendResult[] = new Array(stamped.length);
+    for (let i = 0; i < stamped.length; i++) {
+      const result = stamped[i]!;
+      if (result.ok) {
+        messages.push({ key: messageKey(projectId, events[i]!.collection), value: result.json });
+        results[i] = PRODUCED;
+      } else {
+        results[i] = result;
+      }
+    }
+    if (messages.length > 0) await producer.send(messages);
+    return results;
+  };
+}
+
+export async function startCluster(options: ClusterOptions): Promise<ClusterNode> {
+  const { engine, logger } = options;
+  // Before anything awaits: what the WAL proved is written to the offsets file before any flush
+  // can delete those WAL records, and every later flush makes the file durable first.
+  const offsets = new ConsumedOffsets(options.dataDir, { fsync: options.fsync, replayed: engine.events.replayedTags() });
+  const unTagged = engine.events.onTagged((_project, tag) => offsets.recordTag(tag));
+  const unHook = engine.events.beforeWalRemove(() => offsets.persist());
+  const log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => logger.write(level, msg, fields);
+
+  const kafka = kafkaClient(options);
+  let producer: EventLogProducer | null = null;
+  let consumer: LogConsumer | null = null;
+  let topic: Awaited<ReturnType<typeof ensureTopic>>;
+  try {
+    topic = await withTimeout(ensureTopic(kafka, options), CLUSTER_START_TIMEOUT_MS, 'the Kafka cluster');
+    const owned = options.owned ?? Array.from({ length: topic.partitions }, (_, i) => i);
+    producer = new EventLogProducer({ kafka, topic: options.topic, timeoutMs: CLUSTER_WRITE_TIMEOUT_MS, log });
+    await withTimeout(producer.ready(), CLUSTER_START_TIMEOUT_MS, 'an idempotent producer of the Kafka cluster');
+    consumer = new LogConsumer({ kafka, engine, topic: options.topic, partitions: owned, offsets, nodeId: options.nodeId, log });
+    await withTimeout(consumer.start(), CLUSTER_START_TIMEOUT_MS, 'a consumer of the Kafka cluster');
+  } catch (error) {
+    unTagged();
+    unHook();
+    await producer?.close().catch(() => {});
+    await consumer?.close().catch(() => {});
+    throw new ClusterStartError(`cannot use the Kafka cluster at ${options.brokers.join(',')} `
+      + `(topic ${options.topic}): ${(error as Error).message}`, { cause: error });
+  }
+  log('info', topic.created ? 'cluster: created the events topic' : 'cluster: using the events topic', {
+    topic: options.topic, partitions: topic.partitions, replication_factor: topic.replicationFactor,
+  });
+  const p = producer;
+  const c = consumer;
+
+  const write = producedWrite(engine, p);
+
+  return {
+    topic: options.topic,
+    get caughtUp() {
+      return c.caughtUp;
+    },
+    partitions: topic.partitions,
+    replicationFactor: topic.replicationFactor,
+    write,
+    async writeBatch(projectId, body, ctx) {
+      // As events.appendBatch: an unknown project before a body that is no batch.
+      if (!engine.projects.get(projectId)) throw new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`);
+      const { events, collections } = parseBatchBody(body);
+      return { collections, results: await write(projectId, events, ctx) };
+    },
+    async close() {
+      await p.close();
+      await c.close();
+      unTagged();
+      await offsets.persist();
+      unHook();
+    },
+  };
+}

@@ -1,0 +1,176 @@
+/**
+ * Writes to the events topic for the HTTP write routes: a kafkajs idempotent producer (acks = all,
+ * one request in flight) behind a group commit. Messages of the requests that arrive while a send
+ * is in flight go together in the next one, so a load of small requests costs one round trip per
+ * batch, not per request, as the WAL's shared fsync does in single-node mode.
+ *
+ * Every request is answered within `timeoutMs` of its arrival: acknowledged by Kafka (resolves),
+ * or refused with 503 ServiceUnavailableError (a broker or the in-sync replicas missing, a
+ * timeout). A refused write may still have reached Kafka (its request timed out after the leader
+ * appended it) and then be stored: a 503 means "not acknowledged", as a lost connection does.
+ *
+ * After any failed send the producer is replaced by a new one (a new producer id). kafkajs rolls
+ * its sequence numbers back when a send fails; had the broker appended that batch after all, the
+ * old producer's next batch of the same size would reuse the sequence and the broker would take
+ * it for a retry of the first and drop it while acknowledging it. A new producer id has no history.
+ */
+import { Kafka, type Producer } from 'kafkajs';
+import { ApiError } from '../../engine/index.js';
+import { CLUSTER_SEND_BYTES_MAX } from '../common/limits.js';
+
+export interface LogMessage {
+  readonly key: string;
+  readonly value: string;
+}
+
+interface Pending {
+  readonly messages: readonly LogMessage[];
+  readonly bytes: number;
+  readonly deadline: number;
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+
+export interface EventLogProducerOptions {
+  readonly kafka: Kafka;
+  readonly topic: string;
+  /** The bound on a write's wait for Kafka, from its arrival to its answer. */
+  readonly timeoutMs: number;
+  readonly log: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
+}
+
+export class EventLogProducer {
+  private producer: Producer;
+  /** The current producer's connect, started at creation (it may fail: retried on next use). */
+  private connected: Promise<void>;
+  private queue: Pending[] = [];
+  private sending = false;
+  private closed = false;
+  /** Sends acknowledged and failed since start (for the log and metrics). */
+  acknowledged = 0;
+  failed = 0;
+
+  constructor(private readonly options: EventLogProducerOptions) {
+    this.producer = this.newProducer();
+    this.connected = this.connectCurrent();
+  }
+
+  /** Resolves once the first producer is connected (start-up checks that Kafka answers). */
+  async ready(): Promise<void> {
+    await this.connected;
+  }
+
+  /**
+   * Produces `messages` (in order) and resolves once Kafka acknowledged all of them (acks = all);
+   * rejects with a 503 ApiError when it cannot within the bound.
+   */
+  send(messages: readonly LogMessage[]): Promise<void> {
+    if (this.closed) return Promise.reject(new ApiError('ServiceUnavailableError', 'Tally is shutting down.'));
+    let bytes = 0;
+    for (const m of messages) bytes += m.key.length + m.value.length;
+    return new Promise((resolve, reject) => {
+      this.queue.push({ messages, bytes, deadline: Date.now() + this.options.timeoutMs, resolve, reject });
+      this.pump();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    while (this.sending) await new Promise((r) => setTimeout(r, 10));
+    for (const p of this.queue.splice(0)) p.reject(new ApiError('ServiceUnavailableError', 'Tally is shutting down.'));
+    await this.producer.disconnect().catch(() => {});
+  }
+
+  private newProducer(): Producer {
+    return this.options.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      // kafkajs's own retries stay inside the bound; the bound itself is enforced here.
+      retry: { initialRetryTime: 100, maxRetryTime: 1_000, retries: 8 },
+    });
+  }
+
+  private connectCurrent(): Promise<void> {
+    const connecting = this.producer.connect();
+    connecting.catch(() => {}); // observed by whoever awaits it
+    return connecting;
+  }
+
+  /** Drops `old` (after its send settles) and starts a new producer, unless that happened already. */
+  private replace(old: Producer, inFlight: Promise<unknown>): void {
+    if (this.producer !== old) return;
+    void inFlight.catch(() => {}).finally(() => old.disconnect().catch(() => {}));
+    this.producer = this.newProducer();
+    this.connected = this.connectCurrent();
+  }
+
+  private pump(): void {
+    if (this.sending || this.queue.length === 0) return;
+    // Requests whose time is up before they could go are refused now.
+    const now = Date.now();
+    while (this.queue.length > 0 && this.queue[0]!.deadline <= now) {
+      this.queue.shift()!.reject(unavailable('no time was left after the sends before it'));
+      this.failed++;
+    }
+    if (this.queue.length === 0) return;
+    const batch: Pending[] = [];
+    let bytes = 0;
+    while (this.queue.length > 0 && (batch.length === 0 || bytes + this.queue[0]!.bytes <= CLUSTER_SEND_BYTES_MAX)) {
+      const next = this.queue.shift()!;
+      bytes += next.bytes;
+      batch.push(next);
+    }
+    this.sending = true;
+    void this.sendBatch(batch).finally(() => {
+      this.sending = false;
+      this.pump();
+    });
+  }
+
+  private async sendBatch(batch: readonly Pending[]): Promise<void> {
+    const deadline = batch[0]!.deadline;
+    const messages: LogMessage[] = [];
+    for (const p of batch) for (const m of p.messages) messages.push(m);
+    // This producer and its connect, whatever replaces them meanwhile: a send must never go to a
+    // producer whose connect (its producer id) is still under way, as kafkajs would then number
+    // the batch from 0 without a producer id and roll its sequence back below 0 on a failure.
+    const producer = this.producer;
+    const connected = this.connected;
+    let attempt: Promise<unknown> = Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const expired = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no acknowledgement within ${this.options.timeoutMs} ms`)),
+          Math.max(0, deadline - Date.now()));
+      });
+      attempt = connected.then(() => producer.send({
+        topic: this.options.topic,
+        acks: -1,
+        // How long the leader waits for the in-sync replicas; the rest of the bound is ours.
+        timeout: Math.max(100, deadline - Date.now()),
+        messages: messages as LogMessage[],
+      }));
+      await Promise.race([attempt, expired]);
+      for (const p of batch) p.resolve();
+      this.acknowledged += batch.length;
+    } catch (error) {
+      const reason = (error as Error).message ?? String(error);
+      this.options.log('warn', 'cluster: a write to the events topic failed; answered 503', {
+        requests: batch.length, messages: messages.length, reason,
+      });
+      for (const p of batch) p.reject(unavailable(reason));
+      this.failed += batch.length;
+      if (!this.closed) this.replace(producer, attempt);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function unavailable(reason: string): ApiError {
+  return new ApiError('ServiceUnavailableError',
+    `Kafka did not acknowledge the write (${reason}); it was not acknowledged. Retry later: an event `
+    + 'with svc.uniqueness_token is stored once however often it is retried.');
+}
