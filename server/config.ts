@@ -4,7 +4,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LOG_LEVELS, MEMORY_BUDGET_MIN_BYTES, parseBytes, type LogLevel } from '../engine/index.js';
-import { CLUSTER_NODE_ID_MAX, CLUSTER_PARTITIONS_DEFAULT } from './common/limits.js';
+import { CLUSTER_NODE_ID_MAX, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_SECRET_LENGTH_MIN } from './common/limits.js';
 
 export interface Config {
   readonly dataDir: string;
@@ -53,6 +53,18 @@ export interface ClusterConfig {
   readonly topic: string;
   /** Partitions of the events topic when this node creates it (--cluster-partitions, default 12). */
   readonly partitions: number;
+  /** Every node of the cluster by id (--cluster-nodes), sorted by id; empty: this node alone, reading every partition. */
+  readonly nodes: readonly ClusterMember[];
+  /** Nodes that store each partition (--cluster-replicas; default min(2, nodes)). */
+  readonly replicas: number;
+  /** The shared secret of the nodes' internal query endpoint (--cluster-secret, needed with --cluster-nodes). */
+  readonly secret: string;
+}
+
+export interface ClusterMember {
+  readonly id: number;
+  /** Where the other nodes reach this one's HTTP API (http://host:port). */
+  readonly url: string;
 }
 
 const CLUSTER_TOPIC_DEFAULT = 'tally.events';
@@ -85,6 +97,9 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'node-id', arg: 'N', help: `this node's id in the cluster, 0-${CLUSTER_NODE_ID_MAX} (needed with --cluster-brokers)` },
   { name: 'cluster-topic', arg: 'NAME', help: `the events topic (default ${CLUSTER_TOPIC_DEFAULT})` },
   { name: 'cluster-partitions', arg: 'N', help: `its partitions when created (default ${CLUSTER_PARTITIONS_DEFAULT})` },
+  { name: 'cluster-nodes', arg: 'ID=URL,...', help: 'every node of the cluster and its internal URL (partitions are spread over them)' },
+  { name: 'cluster-replicas', arg: 'R', help: 'nodes that store each partition (default min(2, nodes))' },
+  { name: 'cluster-secret', arg: 'SECRET', help: 'shared secret of the nodes\' internal queries (needed with --cluster-nodes)' },
   { name: 'trust-proxy', help: 'client IP from the first X-Forwarded-For entry' },
   { name: 'geoip-db', arg: 'FILE', help: 'MaxMind-format City database for svc:ip_to_geo' },
   { name: 'query-workers', arg: 'N', help: 'query worker threads (default one per core; 0 = inline)' },
@@ -213,7 +228,8 @@ function parseBrokers(raw: string): string[] {
 function parseCluster(flags: Map<string, string>): ClusterConfig | undefined {
   const raw = flags.get('cluster-brokers');
   if (raw === undefined) {
-    const stray = ['node-id', 'cluster-topic', 'cluster-partitions'].find((name) => flags.has(name));
+    const stray = ['node-id', 'cluster-topic', 'cluster-partitions', 'cluster-nodes', 'cluster-replicas', 'cluster-secret']
+      .find((name) => flags.has(name));
     if (stray !== undefined) throw new ConfigError(`--${stray} is for cluster mode: it needs --cluster-brokers`);
     return undefined;
   }
@@ -234,7 +250,46 @@ function parseCluster(flags: Map<string, string>): ClusterConfig | undefined {
     throw new ConfigError(`--cluster-partitions must be an integer 1-1024, got "${partitionsRaw}"`);
   }
   if (flags.has('kafka-bridge')) throw new ConfigError('--kafka-bridge does not work in cluster mode (--cluster-brokers) yet');
-  return Object.freeze({ brokers: Object.freeze(brokers), nodeId, topic, partitions });
+  return Object.freeze({ brokers: Object.freeze(brokers), nodeId, topic, partitions, ...parseMembers(flags, nodeId) });
+}
+
+/** `ID=URL` per node, comma-separated: ids 0-1023 once each, URLs http(s)://host:port without a path. */
+function parseNodes(raw: string): ClusterMember[] {
+  const nodes: ClusterMember[] = [];
+  for (const item of raw.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    const match = /^(\d{1,4})=(https?:\/\/(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):\d{1,5})\/?$/.exec(item);
+    if (match === null || Number(match[1]) > CLUSTER_NODE_ID_MAX) {
+      throw new ConfigError(`--cluster-nodes must be ID=http://HOST:PORT[,...] with ids 0-${CLUSTER_NODE_ID_MAX}, got "${item}"`);
+    }
+    const id = Number(match[1]);
+    if (nodes.some((node) => node.id === id)) throw new ConfigError(`--cluster-nodes names node ${id} twice`);
+    nodes.push(Object.freeze({ id, url: match[2]! }));
+  }
+  if (nodes.length === 0) throw new ConfigError(`--cluster-nodes must be ID=http://HOST:PORT[,...], got "${raw}"`);
+  return nodes.sort((a, b) => a.id - b.id);
+}
+
+function parseMembers(flags: Map<string, string>, nodeId: number): Pick<ClusterConfig, 'nodes' | 'replicas' | 'secret'> {
+  const raw = flags.get('cluster-nodes');
+  if (raw === undefined) {
+    const stray = ['cluster-replicas', 'cluster-secret'].find((name) => flags.has(name));
+    if (stray !== undefined) throw new ConfigError(`--${stray} needs --cluster-nodes`);
+    return { nodes: Object.freeze([]), replicas: 1, secret: '' };
+  }
+  const nodes = parseNodes(raw);
+  if (!nodes.some((node) => node.id === nodeId)) {
+    throw new ConfigError(`--cluster-nodes must name this node (--node-id ${nodeId}), got "${raw}"`);
+  }
+  const replicasRaw = flags.get('cluster-replicas');
+  const replicas = replicasRaw === undefined ? Math.min(2, nodes.length) : Number(replicasRaw);
+  if (!/^\d+$/.test(replicasRaw ?? '1') || replicas < 1 || replicas > nodes.length) {
+    throw new ConfigError(`--cluster-replicas must be an integer 1-${nodes.length} (the nodes), got "${replicasRaw}"`);
+  }
+  const secret = flags.get('cluster-secret') ?? '';
+  if (secret.length < CLUSTER_SECRET_LENGTH_MIN) {
+    throw new ConfigError(`--cluster-nodes needs --cluster-secret of ${CLUSTER_SECRET_LENGTH_MIN} characters or more (the same on every node)`);
+  }
+  return { nodes: Object.freeze(nodes), replicas, secret };
 }
 
 function parseLogLevel(raw: string | undefined): LogLevel {

@@ -179,7 +179,8 @@ async function main(): Promise<void> {
   }
   if (cluster !== null) {
     process.stdout.write(`tally cluster node=${config.cluster!.nodeId} topic=${cluster.topic} `
-      + `partitions=${cluster.partitions} replication=${cluster.replicationFactor} brokers=${config.cluster!.brokers.join(',')}\n`);
+      + `partitions=${cluster.partitions} replication=${cluster.replicationFactor} brokers=${config.cluster!.brokers.join(',')}`
+      + (cluster.queries === undefined ? '\n' : ` nodes=${config.cluster!.nodes.length} replicas=${config.cluster!.replicas} owned=${cluster.owned.join(',')}\n`));
   }
   const ready = `http=${http.url} kafka_in=${kafkaIn.address} kafka_out=${kafkaOut.address}`;
   process.stdout.write(`tally ready ${ready}\n`);

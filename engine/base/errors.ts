@@ -35,6 +35,7 @@ export const ERROR_STATUS = {
   RateLimitExceededError: 429,
   TooManyConcurrentQueriesError: 429,
   InternalServerError: 500,
+  NotImplementedError: 501,
   ServiceUnavailableError: 503,
   QueryIncompleteError: 504,
 } as const;

@@ -238,6 +238,9 @@ function face(base: Base, core: Core, features: Features, unlock: () => void): T
     collections: core.collections,
     queries: {
       run: (project, analysis, params) => runner.run(project, analysis, params),
+      describe: (project, analysis, params, nowMs) => runner.describe(project, analysis, params, nowMs),
+      runPartial: (project, analysis, params, nowMs) => runner.runPartial(project, analysis, params, nowMs),
+      finishPartials: (project, analysis, params, nowMs, states) => runner.finishPartials(project, analysis, params, nowMs, states),
       submitExtraction: (project, params) => {
         guards.open();
         return extractions.submit(project, params);

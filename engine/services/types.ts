@@ -229,6 +229,22 @@ export interface QueryService {
   /** Runs an analysis (docs/api.md §6); throws ApiError for bad queries and limits. */
   run(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown>;
   /**
+   * What a query reads, checked as run() checks it (the same 400s), nothing run nor counted: its
+   * kind and collections (a funnel's steps'). `nowMs` (default now) resolves relative timeframes.
+   */
+  describe(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs?: number):
+    { kind: 'aggregate' | 'extraction' | 'funnel'; collections: string[] };
+  /**
+   * Cluster fan-out: an aggregate query (not extraction or funnel: 400) over this node's store,
+   * answered as its encoded partial state (engine/query/exec/partial-codec.ts); `nowMs` is the
+   * coordinating node's, so relative timeframes resolve alike. Counted as a query.
+   */
+  runPartial(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs: number): Promise<Uint8Array>;
+  /** The body of an aggregate query from the partial states runPartial gave on each node, merged as the workers' are. */
+  finishPartials(
+    projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs: number, states: readonly Uint8Array[],
+  ): Record<string, unknown>;
+  /**
    * Queues an asynchronous extraction (docs/api.md §11) after validating it as a synchronous one
    * would be validated (ApiError 400s, 429 in the extractions category). The job survives restarts.
    */

@@ -14,7 +14,9 @@ import {
   ApiError, parseBatchBody, type AppendResult, type BatchAppendResult, type EventToWrite, type Logger, type TallyEngine,
   type WriteContext,
 } from '../../engine/index.js';
+import { Assignment, type Member } from './assignment.js';
 import { LogConsumer, messageKey } from './consumer.js';
+import { ClusterQueries } from './queries.js';
 import { ConsumedOffsets } from './offsets.js';
 import { EventLogProducer, type LogMessage } from './producer.js';
 import { CLUSTER_START_TIMEOUT_MS, CLUSTER_TOPIC_MESSAGE_BYTES_MAX, CLUSTER_WRITE_TIMEOUT_MS } from '../common/limits.js';
@@ -30,8 +32,14 @@ export interface ClusterOptions {
   readonly dataDir: string;
   readonly fsync: boolean;
   readonly logger: Logger;
-  /** The partitions this node reads into its store; default every partition of the topic. */
+  /** The partitions this node reads into its store; default its partitions of `nodes`, else every partition. */
   readonly owned?: readonly number[];
+  /** Every node of the cluster, sorted by id (--cluster-nodes); empty or absent: this node alone. */
+  readonly nodes?: readonly Member[];
+  /** Nodes that store each partition (with `nodes`). */
+  readonly replicas?: number;
+  /** The nodes' shared secret for their internal queries (with `nodes`). */
+  readonly secret?: string;
 }
 
 export interface ClusterNode {
@@ -44,6 +52,10 @@ export interface ClusterNode {
   write(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]>;
   /** A batch body (docs/api.md §4) as write() does. */
   writeBatch(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult>;
+  /** With --cluster-nodes: queries answered by the nodes that store what they read (queries.ts). */
+  readonly queries: ClusterQueries | undefined;
+  /** The partitions this node stores. */
+  readonly owned: readonly number[];
   /** Stops producing and consuming and makes the offsets durable. */
   close(): Promise<void>;
 }
@@ -144,9 +156,13 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
   let producer: EventLogProducer | null = null;
   let consumer: LogConsumer | null = null;
   let topic: Awaited<ReturnType<typeof ensureTopic>>;
+  let assignment: Assignment | null;
+  let owned: readonly number[];
   try {
     topic = await withTimeout(ensureTopic(kafka, options), CLUSTER_START_TIMEOUT_MS, 'the Kafka cluster');
-    const owned = options.owned ?? Array.from({ length: topic.partitions }, (_, i) => i);
+    assignment = options.nodes !== undefined && options.nodes.length > 0
+      ? new Assignment(options.nodes, options.replicas ?? 1, topic.partitions, options.topic) : null;
+    owned = options.owned ?? assignment?.ownedBy(options.nodeId) ?? Array.from({ length: topic.partitions }, (_, i) => i);
     producer = new EventLogProducer({ kafka, topic: options.topic, timeoutMs: CLUSTER_WRITE_TIMEOUT_MS, log });
     await withTimeout(producer.ready(), CLUSTER_START_TIMEOUT_MS, 'an idempotent producer of the Kafka cluster');
     consumer = new LogConsumer({ kafka, engine, topic: options.topic, partitions: owned, offsets, nodeId: options.nodeId, log });
@@ -161,11 +177,15 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
   }
   log('info', topic.created ? 'cluster: created the events topic' : 'cluster: using the events topic', {
     topic: options.topic, partitions: topic.partitions, replication_factor: topic.replicationFactor,
+    ...(assignment !== null && { nodes: assignment.members.length, replicas: assignment.replicas, owned }),
   });
   const p = producer;
   const c = consumer;
 
   const write = producedWrite(engine, p);
+  const queries = assignment === null ? undefined : new ClusterQueries({
+    engine, assignment, self: options.nodeId, secret: options.secret ?? '', caughtUp: () => c.caughtUp,
+  });
 
   return {
     topic: options.topic,
@@ -175,6 +195,8 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
     partitions: topic.partitions,
     replicationFactor: topic.replicationFactor,
     write,
+    queries,
+    owned,
     async writeBatch(projectId, body, ctx) {
       // As events.appendBatch: an unknown project before a body that is no batch.
       if (!engine.projects.get(projectId)) throw new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`);

@@ -89,3 +89,9 @@ export const CLUSTER_REFUSAL_LOG_MS = 10_000;
 export const CLUSTER_PARTITIONS_DEFAULT = 12;
 /** Node ids are small integers (they name consumer groups and, later, partition owners). */
 export const CLUSTER_NODE_ID_MAX = 1023;
+/** The shortest --cluster-secret: the nodes' internal query endpoint answers anyone who has it. */
+export const CLUSTER_SECRET_LENGTH_MIN = 16;
+/** How long a node waits for another's share of a query (the engine's own query timeout is 300 s) before it counts it down. */
+export const CLUSTER_PEER_QUERY_TIMEOUT_MS = 310_000;
+/** Bytes of a peer's answer to a share of a query at most (a partial state or a body: responses are bounded too). */
+export const CLUSTER_PEER_ANSWER_BYTES_MAX = 256 * 1024 * 1024;

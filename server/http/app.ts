@@ -16,6 +16,7 @@ import { recordBatch, recordBeaconOrInspect, recordEvent } from './routes/events
 import { getProperty, listCollections } from './routes/inspect.js';
 import { createProject, getProject, listProjects, regenerateKey } from './routes/organizations.js';
 import { getDiscovery, getOrganizationUsage, getProjectResource, listProjectResources } from './routes/projects.js';
+import { postClusterQuery } from './routes/cluster.js';
 import { runQuery } from './routes/queries.js';
 import { deleteSaved, getSaved, listSaved, putSaved, savedResult } from './routes/saved.js';
 import { getHealth, getMetrics, getReady } from './routes/operations.js';
@@ -61,6 +62,8 @@ const ROUTES: readonly RouteSpec[] = [
   { pattern: `${P}/queries/:analysis`, methods: { GET: runQuery, POST: runQuery } },
   { pattern: `${P}/queries/extraction/jobs/:id`, methods: { GET: getExtractionJob } },
   { pattern: `${P}/queries/extraction/jobs/:id/result`, methods: { GET: getExtractionResult } },
+  // Cluster mode: another node's request for this one's share of a query (server/cluster/queries.ts).
+  { pattern: '/internal/cluster/query', methods: { POST: postClusterQuery }, bodyBytesMax: 2 * SMALL_BODY_BYTES_MAX },
 ].map((route) => ({ bodyBytesMax: SMALL_BODY_BYTES_MAX, ...route }));
 
 export function createRouter(): Router {

@@ -55,6 +55,18 @@ export interface ClusterWrites {
   readonly caughtUp: boolean;
   write(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]>;
   writeBatch(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult>;
+  /** With --cluster-nodes: queries are answered by the nodes that store what they read. */
+  readonly queries?: ClusterQueryRoutes | undefined;
+}
+
+/** Cluster queries as the HTTP routes use them (server/cluster/queries.ts). */
+export interface ClusterQueryRoutes {
+  /** As engine.queries.run, on a node that stores what the query reads. */
+  run(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown>;
+  /** True when `secret` is the cluster's. */
+  authenticate(secret: string): boolean;
+  /** Another node's request for this one's share of a query: a partial state's bytes or a body. */
+  serve(request: unknown): Promise<unknown>;
 }
 
 export type Handler = (ctx: Ctx, deps: Deps) => Reply | Promise<Reply>;

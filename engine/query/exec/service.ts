@@ -19,7 +19,10 @@ import { loadSegmentFiles } from './segment-reader.js';
 import { checkResponseBytes, runTask, type QueryTask } from './task.js';
 import { FixedAggregator, finishAggregate } from './execute.js';
 import { mergeOutcomes, splitSource, type PartialBody } from './partial.js';
-import { decodePartial } from './partial-codec.js';
+import { decodePartial, encodeOutcome } from './partial-codec.js';
+import { ApiError } from '../../base/errors.js';
+import type { AggregatePlan } from '../plan/plan.js';
+import type { AggregateOutcome } from './result.js';
 
 export interface QueryLimits extends ExecLimits {
   readonly queriesPerMinute: number;
@@ -129,27 +132,89 @@ export class QueryService {
   private async runCounted(
     projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, counted: boolean,
   ): Promise<unknown> {
-    const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
-    const plan = parseRequest(analysis, params, { nowMs: this.opts.clock(), intervalsMax: limits.intervalsMax });
-    // A cached query's refresh is not counted: it is outside the ad-hoc limits (seed, Limits rule 4).
-    if (counted && plan.kind === 'extraction') this.rates.take(projectId, 'extraction', limits.extractionsPerMinute);
-    else if (counted) this.rates.take(projectId, 'query', limits.queriesPerMinute);
-    const release = await this.admission.acquire();
-    const lease = this.opts.lease?.();
-    try {
-      const task: QueryTask = {
-        plan, sources: this.sourcesOf(projectId, plan), limits,
-        deadlineMs: Date.now() + limits.timeoutMs, timeoutMs: limits.timeoutMs,
-      };
-      if (this.pool !== null) return await this.runOnPool(task);
+    return this.admitted(projectId, analysis, params, { counted, nowMs: this.opts.clock() }, async (task) => {
+      if (this.pool !== null) return this.runOnPool(task);
       const env = await (this.local ??= this.openLocal());
       const body = runTask(task, env);
       if (Date.now() > task.deadlineMs) throw queryIncomplete(task.timeoutMs);
       return body;
+    });
+  }
+
+  /** Plans a query, counts it, waits for its turn and runs `work` on its task, its files leased. */
+  private async admitted<T>(
+    projectId: string, analysis: string, params: Readonly<Record<string, unknown>>,
+    how: { counted: boolean; nowMs: number }, work: (task: QueryTask) => Promise<T>,
+  ): Promise<T> {
+    const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
+    const plan = parseRequest(analysis, params, { nowMs: how.nowMs, intervalsMax: limits.intervalsMax });
+    // A cached query's refresh is not counted: it is outside the ad-hoc limits (seed, Limits rule 4).
+    if (how.counted && plan.kind === 'extraction') this.rates.take(projectId, 'extraction', limits.extractionsPerMinute);
+    else if (how.counted) this.rates.take(projectId, 'query', limits.queriesPerMinute);
+    const release = await this.admission.acquire();
+    const lease = this.opts.lease?.();
+    try {
+      return await work({
+        plan, sources: this.sourcesOf(projectId, plan), limits,
+        deadlineMs: Date.now() + limits.timeoutMs, timeoutMs: limits.timeoutMs,
+      });
     } finally {
       lease?.();
       release();
     }
+  }
+
+  /**
+   * What a query reads, checked as run() checks it (the same 400s), nothing run nor counted:
+   * its kind and its collections (a funnel's steps', in order). `nowMs` resolves relative timeframes.
+   */
+  describe(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs = this.opts.clock()):
+    { kind: Plan['kind']; collections: string[] } {
+    const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
+    const plan = parseRequest(analysis, params, { nowMs, intervalsMax: limits.intervalsMax });
+    return { kind: plan.kind, collections: plan.kind === 'funnel' ? plan.steps.map((step) => step.collection) : [plan.collection] };
+  }
+
+  /**
+   * A cluster node's share of an aggregate query: the partial state (partial-codec.ts) of the
+   * query over this store, not its body. `nowMs` is the coordinator's, so a relative timeframe
+   * means the same range and buckets on every node. Counted as a query of the project.
+   */
+  async runPartial(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs: number): Promise<Uint8Array<ArrayBuffer>> {
+    this.active++;
+    try {
+      return await this.admitted(projectId, analysis, params, { counted: true, nowMs }, async (task) => {
+        if (task.plan.kind !== 'aggregate') throw new ApiError('InvalidQueryError', `A ${analysis} has no partial state.`);
+        const whole = task.sources[0];
+        if (this.pool === null) {
+          const body = runTask({ ...task, whole }, await (this.local ??= this.openLocal())) as unknown as PartialBody;
+          return body.state;
+        }
+        const fanOut = Math.min(this.pool.size, Math.max(1, this.opts.fanOut ?? this.pool.size));
+        const shares = splitSource(whole, fanOut).filter((share) => share !== null);
+        const tasks = (shares.length === 0 ? [whole] : shares).map((share): QueryTask => ({ ...task, sources: [share], whole }));
+        const bodies = (await this.pool.runAll(tasks, task.timeoutMs)) as unknown as PartialBody[];
+        const { outcome, eventsScanned } = mergePartials(task.plan, bodies.map((body) => body.state));
+        return encodeOutcome(outcome, eventsScanned);
+      });
+    } finally {
+      this.active--;
+      this.lastDoneMs = Date.now();
+    }
+  }
+
+  /** The body of an aggregate query from the partial states of its shares (runPartial on each node). */
+  finishPartials(
+    projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs: number, states: readonly Uint8Array[],
+  ): Record<string, unknown> {
+    const startedMs = Date.now();
+    const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
+    const plan = parseRequest(analysis, params, { nowMs, intervalsMax: limits.intervalsMax });
+    if (plan.kind !== 'aggregate' || states.length === 0) throw new ApiError('InvalidQueryError', `A ${analysis} has no partial state.`);
+    const { outcome, eventsScanned } = mergePartials(plan, states);
+    const body = finishAggregate(plan, outcome, eventsScanned, startedMs);
+    checkResponseBytes(body, limits.responseBytesMax);
+    return body;
   }
 
   /** Counts one extraction against the project's extraction rate limit (asynchronous jobs). */
@@ -188,15 +253,9 @@ export class QueryService {
     const tasks = shares.map((share): QueryTask | null => (share === null ? null
       : { ...task, sources: [share], whole }));
     const bodies = await pool.runAll(tasks, task.timeoutMs);
-    const partials = (bodies.filter((body) => body !== null) as unknown as PartialBody[])
-      .map((body) => decodePartial(body.state, plan));
-    const outcomes = partials.map((partial) => partial.outcome);
-    const merged = mergeOutcomes(plan, outcomes);
-    // A footer-sketch estimate is computed over the whole source by every worker: count once.
-    const eventsScanned = merged.aggregators[0] instanceof FixedAggregator
-      ? partials[outcomes.indexOf(merged)].eventsScanned
-      : partials.reduce((total, partial) => total + partial.eventsScanned, 0);
-    const body = finishAggregate(plan, merged, eventsScanned, startedMs);
+    const { outcome, eventsScanned } = mergePartials(plan,
+      (bodies.filter((body) => body !== null) as unknown as PartialBody[]).map((body) => body.state));
+    const body = finishAggregate(plan, outcome, eventsScanned, startedMs);
     checkResponseBytes(body, task.limits.responseBytesMax);
     return body;
   }
@@ -217,4 +276,15 @@ export class QueryService {
   async close(): Promise<void> {
     await this.pool?.close();
   }
+}
+
+/** Merges encoded partial states of one plan; a footer-sketch estimate (computed over the whole source by every share) counts its events once. */
+function mergePartials(plan: AggregatePlan, states: readonly Uint8Array[]): { outcome: AggregateOutcome; eventsScanned: number } {
+  const partials = states.map((state) => decodePartial(state, plan));
+  const outcomes = partials.map((partial) => partial.outcome);
+  const outcome = mergeOutcomes(plan, outcomes);
+  const eventsScanned = outcome.aggregators[0] instanceof FixedAggregator
+    ? partials[outcomes.indexOf(outcome)].eventsScanned
+    : partials.reduce((total, partial) => total + partial.eventsScanned, 0);
+  return { outcome, eventsScanned };
 }

@@ -42,7 +42,7 @@ function scopedParams(analysis: string, params: Record<string, unknown>, scope: 
   };
 }
 
-export const runQuery: Handler = async (ctx, { engine }) => {
+export const runQuery: Handler = async (ctx, { engine, cluster }) => {
   const { project, analysis } = ctx.params as { project: string; analysis: string };
   const scope = requireScope(engine, project, ctx.key, ['read'], 'queries');
   if (!ANALYSES.has(analysis)) {
@@ -51,7 +51,8 @@ export const runQuery: Handler = async (ctx, { engine }) => {
   }
   const params = scopedParams(analysis, queryParams(ctx), scope);
   if (analysis === 'extraction' && isAsyncExtraction(params)) return submitExtraction(engine, project, params);
-  const result = await engine.queries.run(project, analysis, params);
+  // With --cluster-nodes, run where the events it reads are stored (server/cluster/queries.ts).
+  const result = await (cluster?.queries ?? engine.queries).run(project, analysis, params);
   // The engine answers with the whole body ({result, ...}); a bare value gets the envelope.
   const isObject = result !== null && typeof result === 'object' && !Array.isArray(result);
   return json(200, isObject && 'result' in result ? result : { result });

@@ -1,0 +1,20 @@
+/**
+ * The cluster's internal endpoint (server/cluster/queries.ts): another node asks this one for its
+ * share of a query, with `Authorization: <--cluster-secret>`. Answers the partial state of an
+ * aggregate (application/octet-stream) or a query's body (JSON); 404 on a node without
+ * --cluster-nodes, 401 without the secret, 503 when this node cannot answer for its partitions now.
+ */
+import { ApiError } from '../../../engine/index.js';
+import { parseJsonBody } from '../parse.js';
+import { json } from '../respond.js';
+import type { Handler } from '../types.js';
+
+export const postClusterQuery: Handler = async (ctx, { cluster }) => {
+  const queries = cluster?.queries;
+  if (queries === undefined) throw new ApiError('ResourceNotFoundError', 'This node is not part of a cluster of nodes (--cluster-nodes).');
+  if (!queries.authenticate(ctx.key)) throw new ApiError('InvalidApiKeyError', 'The cluster secret is missing or wrong.');
+  const answer = await queries.serve(parseJsonBody(ctx.body));
+  if (answer instanceof Uint8Array) return { status: 200, body: answer, contentType: 'application/octet-stream' };
+  const isObject = answer !== null && typeof answer === 'object' && !Array.isArray(answer);
+  return json(200, isObject && 'result' in answer ? answer : { result: answer });
+};

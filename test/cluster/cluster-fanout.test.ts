@@ -1,0 +1,152 @@
+/**
+ * Two Tally nodes on one real Kafka broker, each storing only its partitions of tally.events
+ * (`--cluster-nodes 0=...,1=... --cluster-replicas 1`): events written to both nodes over HTTP;
+ * every analysis asked of either node answers what a single (non-cluster) node holding the same
+ * events answers, whichever node stores the collection (the other computes it there, as a partial
+ * state, and finishes it). A funnel over collections of both nodes is refused (501); with one
+ * node stopped, queries of its collections answer 503 naming the partition, the others still 200.
+ */
+import t from 'tap';
+import { Assignment } from '../../server/cluster/assignment.js';
+import { copyFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
+import { client, eventually } from '../helpers/http.js';
+import { freePort, startServer, type TestServer } from '../helpers/server.js';
+import { caughtUp, clusterArgs } from '../helpers/cluster.js';
+
+const SECRET = 'a-test-cluster-secret-0123456789';
+const COLLECTIONS = Array.from({ length: 8 }, (_, i) => `c${i}`);
+const TIMEFRAME = { start: '2024-05-01T00:00:00Z', end: '2024-05-10T00:00:00Z' };
+const PER_COLLECTION = 48;
+
+let kafka: RealKafka;
+const servers: TestServer[] = [];
+t.before(async () => {
+  kafka = await startKafka({ nodes: 1 });
+});
+t.teardown(async () => {
+  for (const server of servers) {
+    if (server.child.exitCode === null && server.child.signalCode === null) await server.kill9();
+    server.cleanup();
+  }
+  await kafka?.stop();
+});
+
+function eventsOf(collection: string): Record<string, unknown>[] {
+  return Array.from({ length: PER_COLLECTION }, (_, i) => ({
+    id: `${collection}-${i}`, n: i, price: Math.round(((i * 37) % 101) * 1.25 * 100) / 100,
+    user: `u${(i * 7) % 11}`, city: ['Paris', 'Oslo', 'Lima'][i % 3], ...(i % 5 === 0 ? {} : { plan: i % 2 === 0 ? 'pro' : 'free' }),
+    keen: { timestamp: new Date(Date.UTC(2024, 4, 2 + (i % 4), (i * 5) % 24, i % 60)).toISOString() },
+  }));
+}
+
+/** The analyses asked of every collection: path and body. */
+function queriesOf(collection: string): [string, Record<string, unknown>][] {
+  const base = { event_collection: collection, timeframe: TIMEFRAME };
+  return [
+    ['count', base],
+    ['count', { ...base, filters: [{ property_name: 'plan', operator: 'eq', property_value: 'pro' }] }],
+    ['count_unique', { ...base, target_property: 'user' }],
+    ['sum', { ...base, target_property: 'price' }],
+    ['average', { ...base, target_property: 'price', group_by: 'city' }],
+    ['minimum', { ...base, target_property: 'price' }],
+    ['maximum', { ...base, target_property: 'n' }],
+    ['median', { ...base, target_property: 'price' }],
+    ['percentile', { ...base, target_property: 'n', percentile: 90 }],
+    ['select_unique', { ...base, target_property: 'city' }],
+    ['count', { ...base, group_by: ['city', 'plan'], interval: 'daily', timezone: 'America/New_York' }],
+    ['multi_analysis', { ...base, group_by: 'city', analyses: {
+      total: { analysis_type: 'count' }, spent: { analysis_type: 'sum', target_property: 'price' },
+      users: { analysis_type: 'count_unique', target_property: 'user' },
+    } }],
+    ['extraction', { ...base, property_names: ['id', 'n', 'city'] }],
+    ['funnel', { steps: [
+      { event_collection: collection, actor_property: 'user', timeframe: TIMEFRAME, filters: [{ property_name: 'city', operator: 'eq', property_value: 'Paris' }] },
+      { event_collection: collection, actor_property: 'user', timeframe: TIMEFRAME, filters: [{ property_name: 'plan', operator: 'eq', property_value: 'pro' }] },
+    ] }],
+  ];
+}
+
+/** The result of a query; an extraction's sorted by id (nodes store in the partition's order). */
+async function ask(server: TestServer, key: string, analysis: string, body: Record<string, unknown>): Promise<{ status: number; result: unknown; body: any }> {
+  const response = await client(server.url).post(`/3.0/projects/${server.projectId}/queries/${analysis}`, { key, body });
+  let result = response.body?.result;
+  if (analysis === 'extraction' && Array.isArray(result)) result = [...result].sort((a, b) => String(a.id).localeCompare(String(b.id)));
+  return { status: response.status, result, body: response.body };
+}
+
+t.test('two nodes, each with its partitions, answer as one node', async (t) => {
+  const ports = [await freePort(), await freePort()];
+  const nodes = ports.map((port, id) => `${id}=http://127.0.0.1:${port}`).join(',');
+  const argsOf = (id: number) => [...clusterArgs(kafka.bootstrap, id), '--http-port', String(ports[id]),
+    '--cluster-nodes', nodes, '--cluster-replicas', '1', '--cluster-secret', SECRET];
+  const a = await startServer({ args: argsOf(0) });
+  servers.push(a);
+  // The same project (id and keys) on node 1: projects are not shared through Kafka yet.
+  const dataDir = mkdtempSync(join(tmpdir(), 'tally-test-'));
+  copyFileSync(join(a.dataDir, 'projects.json'), join(dataDir, 'projects.json'));
+  const b = await startServer({ dataDir, orgKey: a.orgKey, args: argsOf(1) });
+  servers.push(b);
+  const reference = await startServer();
+  servers.push(reference);
+  t.equal(b.projectId, a.projectId);
+  t.match(a.stdout(), / nodes=2 replicas=1 owned=0,2,4,6,8,10$/m);
+  t.match(b.stdout(), / nodes=2 replicas=1 owned=1,3,5,7,9,11$/m);
+  await Promise.all([caughtUp(a), caughtUp(b)]);
+
+  // Every collection's events, half written through each node, and all to the reference.
+  for (const collection of COLLECTIONS) {
+    const events = eventsOf(collection);
+    const halves = [events.filter((_, i) => i % 2 === 0), events.filter((_, i) => i % 2 === 1)];
+    for (const [i, node] of [a, b].entries()) {
+      const r = await client(node.url).post(`/3.0/projects/${node.projectId}/events`, { key: node.keys.write, body: { [collection]: halves[i] } });
+      t.equal(r.status, 200);
+    }
+    const r = await client(reference.url).post(`/3.0/projects/${reference.projectId}/events`, { key: reference.keys.write, body: { [collection]: events } });
+    t.equal(r.status, 200);
+  }
+  const assignment = new Assignment([{ id: 0, url: '' }, { id: 1, url: '' }], 1, 12, 'tally.events');
+  const partitionOf = (collection: string) => assignment.partitionOf(`${a.projectId}/${collection}`);
+  const ownerOf = (collection: string) => assignment.ownersOf(partitionOf(collection))[0]!.id;
+  const owners = new Set(COLLECTIONS.map(ownerOf));
+  t.same([...owners].sort(), [0, 1], 'the collections are spread over both nodes');
+  for (const collection of COLLECTIONS) {
+    t.ok(await eventually(async () => (await ask(a, a.keys.read, 'count', { event_collection: collection, timeframe: TIMEFRAME })).result === PER_COLLECTION, 20_000),
+      `${collection} stored`);
+  }
+
+  for (const collection of COLLECTIONS) {
+    for (const [analysis, body] of queriesOf(collection)) {
+      const expected = await ask(reference, reference.keys.read, analysis, body);
+      t.equal(expected.status, 200, `reference ${analysis}`);
+      for (const [name, node] of [['node 0', a], ['node 1', b]] as const) {
+        const got = await ask(node, node.keys.read, analysis, body);
+        t.equal(got.status, 200, `${name} ${analysis} ${collection}: ${JSON.stringify(got.body).slice(0, 200)}`);
+        t.same(got.result, expected.result, `${name}: ${analysis} of ${collection} (stored on node ${ownerOf(collection)})`);
+      }
+    }
+  }
+
+  // A funnel over collections of both nodes: not supported yet.
+  const on0 = COLLECTIONS.find((c) => ownerOf(c) === 0)!;
+  const on1 = COLLECTIONS.find((c) => ownerOf(c) === 1)!;
+  const funnel = await ask(a, a.keys.read, 'funnel', { steps: [on0, on1].map((c) => ({ event_collection: c, actor_property: 'user', timeframe: TIMEFRAME })) });
+  t.equal(funnel.status, 501);
+  t.equal(funnel.body.error_code, 'NotImplementedError');
+
+  // The internal endpoint wants the secret.
+  const internal = await client(a.url).post('/internal/cluster/query', { key: 'wrong-secret-wrong-secret', body: {} });
+  t.equal(internal.status, 401);
+
+  // Node 1 down: its collections are unavailable from node 0 (503 naming the partition), node 0's still answer.
+  t.equal(await b.stop(), 0);
+  const down = await ask(a, a.keys.read, 'sum', { event_collection: on1, timeframe: TIMEFRAME, target_property: 'price' });
+  t.equal(down.status, 503);
+  t.equal(down.body.error_code, 'ServiceUnavailableError');
+  t.match(down.body.message, new RegExp(`^Partition ${partitionOf(on1)} of tally\\.events is unavailable: .*node 1 \\(http://127\\.0\\.0\\.1:${ports[1]}\\) did not answer`));
+  const up = await ask(a, a.keys.read, 'count', { event_collection: on0, timeframe: TIMEFRAME });
+  t.equal(up.status, 200);
+  t.equal(up.result, PER_COLLECTION);
+});
