@@ -17,7 +17,6 @@ import { freePort, startServer, type TestServer } from '../helpers/server.js';
 import { caughtUp, clusterArgs } from '../helpers/cluster.js';
 
 const SECRET = 'a-test-cluster-secret-0123456789';
-const COLLECTIONS = Array.from({ length: 8 }, (_, i) => `c${i}`);
 const TIMEFRAME = { start: '2024-05-01T00:00:00Z', end: '2024-05-10T00:00:00Z' };
 const PER_COLLECTION = 48;
 
@@ -38,7 +37,7 @@ function eventsOf(collection: string): Record<string, unknown>[] {
   return Array.from({ length: PER_COLLECTION }, (_, i) => ({
     id: `${collection}-${i}`, n: i, price: Math.round(((i * 37) % 101) * 1.25 * 100) / 100,
     user: `u${(i * 7) % 11}`, city: ['Paris', 'Oslo', 'Lima'][i % 3], ...(i % 5 === 0 ? {} : { plan: i % 2 === 0 ? 'pro' : 'free' }),
-    keen: { timestamp: new Date(Date.UTC(2024, 4, 2 + (i % 4), (i * 5) % 24, i % 60)).toISOString() },
+    svc: { timestamp: new Date(Date.UTC(2024, 4, 2 + (i % 4), (i * 5) % 24, i % 60)).toISOString() },
   }));
 }
 
@@ -95,6 +94,12 @@ t.test('two nodes, each with its partitions, answer as one node', async (t) => {
   t.match(a.stdout(), / nodes=2 replicas=1 owned=0,2,4,6,8,10$/m);
   t.match(b.stdout(), / nodes=2 replicas=1 owned=1,3,5,7,9,11$/m);
   await Promise.all([caughtUp(a), caughtUp(b)]);
+  const assignment = new Assignment([{ id: 0, url: '' }, { id: 1, url: '' }], 1, 12, 'tally.events');
+  const partitionOf = (collection: string) => assignment.partitionOf(`${a.projectId}/${collection}`);
+  const ownerOf = (collection: string) => assignment.ownersOf(partitionOf(collection))[0]!.id;
+  // Three collections stored on each node.
+  const names = Array.from({ length: 64 }, (_, i) => `c${i}`);
+  const COLLECTIONS = [...names.filter((c) => ownerOf(c) === 0).slice(0, 3), ...names.filter((c) => ownerOf(c) === 1).slice(0, 3)];
 
   // Every collection's events, half written through each node, and all to the reference.
   for (const collection of COLLECTIONS) {
@@ -107,9 +112,6 @@ t.test('two nodes, each with its partitions, answer as one node', async (t) => {
     const r = await client(reference.url).post(`/3.0/projects/${reference.projectId}/events`, { key: reference.keys.write, body: { [collection]: events } });
     t.equal(r.status, 200);
   }
-  const assignment = new Assignment([{ id: 0, url: '' }, { id: 1, url: '' }], 1, 12, 'tally.events');
-  const partitionOf = (collection: string) => assignment.partitionOf(`${a.projectId}/${collection}`);
-  const ownerOf = (collection: string) => assignment.ownersOf(partitionOf(collection))[0]!.id;
   const owners = new Set(COLLECTIONS.map(ownerOf));
   t.same([...owners].sort(), [0, 1], 'the collections are spread over both nodes');
   for (const collection of COLLECTIONS) {
