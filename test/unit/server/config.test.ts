@@ -31,10 +31,33 @@ t.test('bad input is one ConfigError naming the flag', async (t) => {
   t.ok(new ConfigError('x') instanceof Error);
 });
 
+const CLUSTER = ['--cluster-brokers', 'k1:9092', '--node-id', '1'];
+const SECRET = ['--cluster-secret', '0123456789abcdef'];
+const nodeCases: [string[], RegExp][] = [
+  [[...CLUSTER, '--cluster-replicas', '1'], /^--cluster-replicas needs --cluster-nodes$/],
+  [[...CLUSTER, '--cluster-secret', 'x'.repeat(20)], /^--cluster-secret needs --cluster-nodes$/],
+  [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=a:1'], /^--cluster-nodes must be ID=http:\/\/HOST:PORT\[,\.\.\.\] with ids 0-1023, got "1=a:1"$/],
+  [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://a:1/path'], /got "1=http:\/\/a:1\/path"$/],
+  [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://a:1,1=http://b:1'], /^--cluster-nodes names node 1 twice$/],
+  [[...CLUSTER, ...SECRET, '--cluster-nodes', '0=http://a:1,2=http://b:1'], /^--cluster-nodes must name this node \(--node-id 1\)/],
+  [[...CLUSTER, ...SECRET, '--cluster-nodes', '0=http://a:1,1=http://b:1', '--cluster-replicas', '3'], /^--cluster-replicas must be an integer 1-2 \(the nodes\), got "3"$/],
+  [[...CLUSTER, ...SECRET, '--cluster-nodes', '0=http://a:1,1=http://b:1', '--cluster-replicas', '1.5'], /got "1.5"$/],
+  [[...CLUSTER, '--cluster-nodes', '0=http://a:1,1=http://b:1'], /^--cluster-nodes needs --cluster-secret of 16 characters or more/],
+  [[...CLUSTER, '--cluster-nodes', '0=http://a:1,1=http://b:1', '--cluster-secret', 'short'], /^--cluster-nodes needs --cluster-secret/],
+];
+
+t.test('cluster nodes: --cluster-nodes sorted by id, replicas default min(2, nodes), the secret', async (t) => {
+  t.same(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://b:8002, 0=https://[::1]:8001/'], {}).cluster,
+    { brokers: ['k1:9092'], nodeId: 1, topic: 'tally.events', partitions: 12,
+      nodes: [{ id: 0, url: 'https://[::1]:8001' }, { id: 1, url: 'http://b:8002' }], replicas: 2, secret: '0123456789abcdef' });
+  t.equal(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://b:1'], {}).cluster?.replicas, 1, 'one node: one replica');
+  t.equal(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '0=http://a:1,1=http://b:1,2=http://c:1', '--cluster-replicas', '3'], {}).cluster?.replicas, 3);
+});
+
 t.test('cluster mode: --cluster-brokers with --node-id; defaults; every bad value named', async (t) => {
   t.equal(readConfig([], {}).cluster, undefined, 'single node by default');
   t.same(readConfig(['--cluster-brokers', 'k1:9092, k2:9092,[::1]:9094', '--node-id', '3'], {}).cluster,
-    { brokers: ['k1:9092', 'k2:9092', '[::1]:9094'], nodeId: 3, topic: 'tally.events', partitions: 12 });
+    { brokers: ['k1:9092', 'k2:9092', '[::1]:9094'], nodeId: 3, topic: 'tally.events', partitions: 12, nodes: [], replicas: 1, secret: '' });
   t.match(readConfig(['--cluster-brokers=127.0.0.1:1', '--node-id=0', '--cluster-topic', 'my_events.v2', '--cluster-partitions', '3'], {}).cluster,
     { brokers: ['127.0.0.1:1'], nodeId: 0, topic: 'my_events.v2', partitions: 3 });
   const cases: [string[], RegExp][] = [
@@ -53,6 +76,8 @@ t.test('cluster mode: --cluster-brokers with --node-id; defaults; every bad valu
     [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--cluster-topic', '__x'], /^--cluster-topic must be a Kafka topic name/],
     [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--cluster-partitions', '0'], /^--cluster-partitions must be an integer 1-1024, got "0"$/],
     [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--kafka-bridge', 'k1:9092'], /^--kafka-bridge does not work in cluster mode/],
+    [['--cluster-nodes', '0=http://a:1'], /^--cluster-nodes is for cluster mode: it needs --cluster-brokers$/],
+    ...nodeCases,
   ];
   for (const [argv, message] of cases) {
     t.throws(() => readConfig(argv, {}), { name: 'ConfigError', message }, argv.join(' '));
