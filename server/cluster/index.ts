@@ -6,8 +6,9 @@
  * with acks = all, and acknowledged once Kafka acknowledged it (producer.ts; 503 when Kafka cannot
  * take it within CLUSTER_WRITE_TIMEOUT_MS). Each node reads its partitions of the topic into its own store
  * (consumer.ts), keeping how far it read with the store (offsets.ts), so each acknowledged event is
- * stored exactly once across crashes, restarts and redeliveries. Today a node owns every
- * partition; the query fan-out, shared metadata and replicas are not there yet (docs/cluster.md).
+ * stored exactly once across crashes, restarts and redeliveries. With `nodes` (--cluster-nodes)
+ * each node stores only its partitions (assignment.ts) and queries run on a node that stores what
+ * they read (queries.ts); shared metadata is not there yet (docs/cluster.md).
  */
 import { Kafka, logLevel } from 'kafkajs';
 import {
