@@ -3,8 +3,9 @@
  *
  * Assignment is static: the node reads the partitions it is given (`partitions`: its share of
  * --cluster-nodes, assignment.ts, or every partition) however Kafka's group protocol would
- * spread them. kafkajs has no group-less assign(), so the consumer joins a group of its own (a fresh id per start, no other
- * member, nothing ever committed) whose assigner hands it exactly those partitions. Where it reads
+ * spread them. kafkajs has no group-less assign(), so the consumer joins a group of its own (a
+ * fresh id per start, no other member, nothing ever committed) whose assigner hands it exactly
+ * those partitions. Where it reads
  * from is never the group's: on every join each partition is sought to the offset after the last
  * one the store holds (ConsumedOffsets), and records at or below it are skipped should a fetch
  * bring them anyway. A partition the store has nothing of starts at its earliest record.
