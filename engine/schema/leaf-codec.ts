@@ -23,10 +23,8 @@
 import { assert } from '../base/assert.js';
 import { isFragment, pathsUnder, type Fragment } from './fragment.js';
 import { PathJoiner, type Leaves } from './flatten.js';
+import { HEADER_BYTES, HEADER_WORDS, LeafWriter, MAGIC } from './leaf-writer.js';
 
-const MAGIC = 0x4c454146; // "LEAF"
-const HEADER_WORDS = 8;
-const HEADER_BYTES = HEADER_WORDS * 4;
 
 const KIND_NULL = 0;
 const KIND_NUM = 1;
@@ -73,6 +71,13 @@ function listText(list: object): string {
   return text;
 }
 
+/** A copy of `nums` with room for `count`. */
+function grown(nums: Float64Array, count: number): Float64Array<ArrayBuffer> {
+  const bigger = new Float64Array(2 * count);
+  bigger.set(nums);
+  return bigger;
+}
+
 /** Distinguishes LeafEncoder calls on fragments (Fragment.stamp), across every encoder. */
 let nextStamp = 1;
 
@@ -109,8 +114,18 @@ export class LeafEncoder {
   /** Table entries of results used under more than one name, by first entry and name. */
   private readonly otherNames = new Map<string, number>();
 
-  /** Leaves [0, count) as bytes, in a fresh buffer that starts at offset 0 (8-aligned). */
-  encode(leaves: Leaves, count: number): Uint8Array {
+  /** Per leaf of the call: grown as needed, copied into the output (LeafWriter). */
+  private pathOf = new Uint32Array(64);
+  private refs = new Uint32Array(64);
+  private kinds = new Uint8Array(64);
+  private nums: Float64Array<ArrayBuffer> = new Float64Array(64);
+  private readonly writer = new LeafWriter();
+
+  /**
+   * Leaves [0, count) as bytes that start at offset 0 (8-aligned): in a fresh buffer, or with
+   * `scratch` in this encoder's own, which its next scratch call overwrites (copy them out first).
+   */
+  encode(leaves: Leaves, count: number, scratch = false): Uint8Array {
     const { paths, strings, follows, lastString, lastList, lastListRef, table, fragmentStarts } = this;
     paths.clear();
     strings.clear();
@@ -125,21 +140,22 @@ export class LeafEncoder {
     fragmentStarts.length = 0;
     this.otherNames.clear();
     this.stamp = nextStamp++;
+    if (this.kinds.length < count) this.grow(count);
+    const { pathOf, refs, kinds } = this;
     const pathList = paths.list;
     const stringList = strings.list;
-    const pathOf = new Uint32Array(count);
-    const refs = new Uint32Array(count);
-    const kinds = new Uint8Array(count);
     let numCount = 0;
     let previous = -1;
     let first = -1;
     for (let i = 0; i < count; i++) {
       const path = leaves.paths[i];
       const value = leaves.values[i];
+      refs[i] = 0;
       if (isFragment(value)) {
         kinds[i] = KIND_FRAGMENT;
+        pathOf[i] = 0; // not a path of the record's; the guesses go on from the previous leaf
         refs[i] = this.fragmentIndex(value, path, count);
-        continue; // pathOf 0: not a path of the record's; the guesses go on from the previous leaf
+        continue;
       }
       let p = previous === -1 ? first : follows[previous];
       if (p === -1 || pathList[p] !== path) {
@@ -152,7 +168,7 @@ export class LeafEncoder {
       switch (typeof value) {
         case 'number':
           kinds[i] = KIND_NUM;
-          numCount++;
+          this.nums[numCount++] = value;
           break;
         case 'boolean':
           kinds[i] = value ? KIND_TRUE : KIND_FALSE;
@@ -178,53 +194,20 @@ export class LeafEncoder {
           }
       }
     }
-    const fragmentCount = fragmentStarts.length;
-    const tableCount = table.kinds.length;
-    const stored = count + tableCount;
-    if (fragmentCount > 0) fragmentStarts.push(stored);
-    numCount += table.nums.length;
-    const pathTable = paths.list;
-    const strTable = strings.list;
-    const pathChars = paths.chars;
-    const strChars = strings.chars;
-    const fixed = HEADER_BYTES + 8 * numCount + 9 * stored + 4 * (pathTable.length + strTable.length + fragmentStarts.length);
-    const out = Buffer.allocUnsafeSlow(fixed + 3 * (pathChars + strChars));
-    const words = new Uint32Array(out.buffer, out.byteOffset, HEADER_WORDS);
-    let at = HEADER_BYTES;
-    const nums = new Float64Array(out.buffer, out.byteOffset + at, numCount);
-    let n = 0;
-    for (let i = 0; i < count; i++) if (kinds[i] === KIND_NUM) nums[n++] = leaves.values[i] as number;
-    for (let i = 0; i < table.nums.length; i++) nums[n++] = table.nums[i];
-    at += 8 * numCount;
-    out.set(new Uint8Array(pathOf.buffer), at);
-    if (tableCount > 0) new Uint32Array(out.buffer, out.byteOffset + at + 4 * count, tableCount).set(table.pathOf);
-    at += 4 * stored;
-    out.set(new Uint8Array(refs.buffer), at);
-    if (tableCount > 0) new Uint32Array(out.buffer, out.byteOffset + at + 4 * count, tableCount).set(table.refs);
-    at += 4 * stored;
-    const pathBytes = new Uint32Array(out.buffer, out.byteOffset + at, pathTable.length);
-    at += 4 * pathTable.length;
-    const strBytes = new Uint32Array(out.buffer, out.byteOffset + at, strTable.length);
-    at += 4 * strTable.length;
-    new Uint32Array(out.buffer, out.byteOffset + at, fragmentStarts.length).set(fragmentStarts);
-    at += 4 * fragmentStarts.length;
-    out.set(kinds, at);
-    if (tableCount > 0) out.set(table.kinds, at + count);
-    at += stored;
-    const pathsStart = at;
-    for (let i = 0; i < pathTable.length; i++) {
-      const written = out.write(pathTable[i], at, 'utf8');
-      pathBytes[i] = written;
-      at += written;
-    }
-    const stringsStart = at;
-    for (let i = 0; i < strTable.length; i++) {
-      const written = out.write(strTable[i], at, 'utf8');
-      strBytes[i] = written;
-      at += written;
-    }
-    words.set([MAGIC, stored, pathTable.length, strTable.length, numCount, stringsStart - pathsStart, at - stringsStart, fragmentCount]);
-    return out.subarray(0, at);
+    if (fragmentStarts.length > 0) fragmentStarts.push(count + table.kinds.length);
+    if (numCount + table.nums.length > this.nums.length) this.nums = grown(this.nums, numCount + table.nums.length);
+    for (let i = 0; i < table.nums.length; i++) this.nums[numCount++] = table.nums[i];
+    return this.writer.write({
+      count, pathOf, refs, kinds, table, nums: this.nums, numCount, fragmentStarts,
+      paths: pathList, strings: stringList, chars: paths.chars + strings.chars,
+    }, scratch);
+  }
+
+  private grow(count: number): void {
+    this.pathOf = new Uint32Array(2 * count);
+    this.refs = new Uint32Array(2 * count);
+    this.kinds = new Uint8Array(2 * count);
+    if (this.nums.length < 2 * count) this.nums = new Float64Array(2 * count);
   }
 
   /** The index of `path` in this record's path table; a new one gets its guess slots. */

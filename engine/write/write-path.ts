@@ -147,7 +147,8 @@ export class WritePath {
       const row = preparer.prepare(events[i].event, STAMPED_CONTEXT, created, createdIso, batch.leaves);
       return this.checked(store, events[i].collection, row, batch, created);
     }, batch);
-    const encoded = staged.length === 0 ? EMPTY : this.encoder.encode(batch.leaves, batch.leaves.count);
+    // The scratch encoding is copied into the WAL frame (write → encodeWalPayload) before any other call encodes.
+    const encoded = staged.length === 0 ? EMPTY : this.encoder.encode(batch.leaves, batch.leaves.count, true);
     return this.write(project, staged, results, batch, encoded, tag);
   }
 
