@@ -15,8 +15,16 @@ export interface Match {
   readonly params: Readonly<Record<string, string>>;
 }
 
+/** Paths whose match is remembered, at most; a full cache starts over. */
+const CACHED_PATHS_MAX = 1024;
+
 export class Router {
   private readonly routes: readonly CompiledRoute[];
+  /**
+   * Matches by path: writes repeat a few paths (a project's collections) many times a second, and
+   * matching one anew split it and tried every route. Callers copy `params` before changing it.
+   */
+  private readonly cache = new Map<string, Match | null>();
 
   constructor(specs: readonly RouteSpec[]) {
     this.routes = specs.map((spec) => ({ spec, segments: splitPath(spec.pattern) }));
@@ -24,11 +32,21 @@ export class Router {
 
   /** The matching route, or null; throws URIError on a malformed percent-escape. */
   match(path: string): Match | null {
+    let match = this.cache.get(path);
+    if (match === undefined) {
+      match = this.matchAnew(path); // throws before caching anything for a malformed escape
+      if (this.cache.size >= CACHED_PATHS_MAX) this.cache.clear();
+      this.cache.set(path, match);
+    }
+    return match;
+  }
+
+  private matchAnew(path: string): Match | null {
     const segments = splitPath(path);
     if (segments[0] === 'v3') segments[0] = '3.0';
     for (const route of this.routes) {
       const params = matchSegments(route.segments, segments);
-      if (params) return { spec: route.spec, params };
+      if (params) return { spec: route.spec, params: Object.freeze(params) };
     }
     return null;
   }
