@@ -6,7 +6,7 @@
  */
 import {
   TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR,
-  type Column, type ColumnChunk, type Primitive,
+  type Column, type ColumnChunk, type Primitive, type ScaledNumbers,
 } from '../storage/chunk.js';
 import type { ColumnViews } from './columns.js';
 import type { FilterNode, FilterScalar } from './plan.js';
@@ -267,7 +267,10 @@ function applyMatcher(
     return applyStrings(column, m.strMatch, mask === 1 << TAG_STR, src, dst, n);
   }
   if (quiet && m.numMode === 1 && (!has(TAG_STR) || m.strMatch === null)) {
-    return applyRange(column.tags, column.num!, m, mask === 1 << TAG_NUM, src, dst, n);
+    const lo = m.loOpen ? nextUp(m.lo) : m.lo;
+    const hi = m.hiOpen ? nextDown(m.hi) : m.hi;
+    if (column.scaled) return applyScaledRange(column.tags, column.scaled, lo, hi, mask === 1 << TAG_NUM, src, dst, n);
+    return applyRange(column.tags, column.num!, lo, hi, mask === 1 << TAG_NUM, src, dst, n);
   }
   if (mask === 1 << TAG_BOOL) {
     const pass = new Uint8Array(2);
@@ -314,15 +317,15 @@ function applyStrings(
   return w;
 }
 
-/** Numeric range; `allNumbers` when every row of the column is a number (no tag test). */
+/**
+ * Numeric range lo <= x <= hi (closed: open bounds become closed ones on the adjacent doubles, so
+ * one loop serves all four ops); `allNumbers` when every row of the column is a number (no tag test).
+ */
 function applyRange(
-  tags: Uint8Array, num: Float64Array | Uint8Array, m: Matcher, allNumbers: boolean, src: Int32Array,
+  tags: Uint8Array, num: Float64Array | Uint8Array, lo: number, hi: number, allNumbers: boolean, src: Int32Array,
   dst: Int32Array, n: number,
 ): number {
   let w = 0;
-  // Open bounds become closed ones on the adjacent doubles, so one loop serves all four ops.
-  const lo = m.loOpen ? nextUp(m.lo) : m.lo;
-  const hi = m.hiOpen ? nextDown(m.hi) : m.hi;
   if (allNumbers && isDense(src, n)) {
     for (let i = 0; i < n; i++) {
       const x = num[i];
@@ -348,6 +351,72 @@ function applyRange(
     w += +(tags[i] === TAG_NUM) & +(x >= lo) & +(x <= hi);
   }
   return w;
+}
+
+/**
+ * applyRange over numbers kept as stored integers (Column.scaled): a row's number is v / factor,
+ * and v / factor (a correctly rounded division) never decreases as v grows, so the rows with
+ * lo <= v / factor <= hi are those with scaledLow <= v <= scaledHigh. The same rows, without
+ * making a Float64 value per row.
+ */
+function applyScaledRange(
+  tags: Uint8Array, scaled: ScaledNumbers, lo: number, hi: number, allNumbers: boolean, src: Int32Array,
+  dst: Int32Array, n: number,
+): number {
+  const { values, factor } = scaled;
+  const low = scaledLow(lo, factor);
+  const high = scaledHigh(hi, factor);
+  let w = 0;
+  if (allNumbers && isDense(src, n)) {
+    for (let i = 0; i < n; i++) {
+      const v = values[i];
+      dst[w] = i;
+      w += +(v >= low) & +(v <= high);
+    }
+    return w;
+  }
+  if (allNumbers) {
+    for (let k = 0; k < n; k++) {
+      const i = src[k];
+      const v = values[i];
+      dst[w] = i;
+      w += +(v >= low) & +(v <= high);
+    }
+    return w;
+  }
+  for (let k = 0; k < n; k++) {
+    const i = src[k];
+    const v = values[i];
+    dst[w] = i;
+    w += +(tags[i] === TAG_NUM) & +(v >= low) & +(v <= high);
+  }
+  return w;
+}
+
+/** Past every stored integer (they are Int32): a bound out here keeps all rows or none. */
+const SCALED_LIMIT = 2 ** 32;
+
+/** The least integer v with v / factor >= lo (lo not NaN), or ±Infinity past every Int32. */
+export function scaledLow(lo: number, factor: number): number {
+  const guess = Math.ceil(lo * factor);
+  if (!(guess > -SCALED_LIMIT)) return -Infinity;
+  if (!(guess < SCALED_LIMIT)) return Infinity;
+  // lo * factor is rounded: the guess is off by at most a step or two.
+  let v = guess;
+  while ((v - 1) / factor >= lo) v--;
+  while (v / factor < lo) v++;
+  return v;
+}
+
+/** The greatest integer v with v / factor <= hi (hi not NaN), or ±Infinity past every Int32. */
+export function scaledHigh(hi: number, factor: number): number {
+  const guess = Math.floor(hi * factor);
+  if (!(guess < SCALED_LIMIT)) return Infinity;
+  if (!(guess > -SCALED_LIMIT)) return -Infinity;
+  let v = guess;
+  while ((v + 1) / factor <= hi) v++;
+  while (v / factor > hi) v--;
+  return v;
 }
 
 /** A column of booleans only (num holds 0/1): pass[value] says which rows stay. */
