@@ -34,7 +34,9 @@ export function columnsBytes(chunk: ColumnChunk): number {
 
 /** Bytes of one column as built (a segment column's dictionary strings, once made, not included). */
 export function columnBytes(column: Column): number {
-  let bytes = (isUniformTags(column.tags) ? 0 : column.tags.byteLength) + (column.num?.byteLength ?? 0) + (column.str?.byteLength ?? 0);
+  // A segment column's numbers as read (asking for `num` would make the Float64 values of stored ones).
+  const numBytes = column instanceof SegmentColumn ? column.numBytes : column.num?.byteLength ?? 0;
+  let bytes = (isUniformTags(column.tags) ? 0 : column.tags.byteLength) + numBytes + (column.str?.byteLength ?? 0);
   if (column instanceof SegmentColumn) bytes += column.dictBytes;
   else for (const value of column.dict ?? []) bytes += 16 + value.length * 2;
   if (column.lists) bytes += column.lists.length * 8;

@@ -52,6 +52,38 @@ export interface Column {
   readonly dictSize?: number;
   /** With `utf8`: dictionary entry `code` alone, without making every string (SegmentColumn). */
   stringAt?(code: number): string;
+  /**
+   * A column read from a segment whose numbers are all in one field of scaled integers keeps
+   * them as stored, and makes `num`'s Float64 values only when something asks for them: range
+   * filters and extremes read the integers, and so do sums, averages and gathers
+   * (storedNumbers), so a scan never makes them.
+   */
+  readonly scaled?: ScaledNumbers | null;
+  /** With `scaled`: false until `num`'s Float64 values are made (SegmentColumn). */
+  readonly numMade?: boolean;
+}
+
+/**
+ * Numbers as a segment stores them (segment/layout.ts): row i's number is values[i] / factor,
+ * the double `num` holds (factor 1: values[i] itself). Values of rows that are not numbers are
+ * unspecified, as `num`'s are.
+ */
+export interface ScaledNumbers {
+  readonly values: Int8Array | Int16Array | Int32Array;
+  /** 10^scale. */
+  readonly factor: number;
+}
+
+/**
+ * The stored integers a pass over a column's numbers (a sum, an average, a gather) reads,
+ * dividing each by factor as it goes (the very double `num` holds; factor 1: the integer itself):
+ * unless `num`'s Float64 values were made for another reader, when those are read. A division a
+ * row costs less than making them (8 bytes a row, page by page) in a first run, and about 1 ns a
+ * row in the next ones; the cache keeps 1-4 bytes a row, not 8. Null: read `num`.
+ */
+export function storedNumbers(column: Column): ScaledNumbers | null {
+  const scaled = column.scaled;
+  return scaled && (scaled.factor === 1 || column.numMade === false) ? scaled : null;
 }
 
 /** Per tag, a long run of that tag; uniformTags hands out views of it. */
@@ -97,6 +129,16 @@ export type Codes = Int32Array | Int16Array | Int8Array;
 /** Entry `code` of a string column's dictionary; a segment column decodes just that entry. */
 export function stringAt(column: Column, code: number): string {
   return column.stringAt !== undefined ? column.stringAt(code) : column.dict![code];
+}
+
+/**
+ * Row `row`'s number (TAG_NUM); a column that keeps its numbers as stored gives this one without
+ * making Float64 values for all of them (an extraction reads a few rows of a segment).
+ */
+export function numberAt(column: Column, row: number): number {
+  const stored = storedNumbers(column);
+  if (stored === null) return column.num![row];
+  return stored.factor === 1 ? stored.values[row] : stored.values[row] / stored.factor;
 }
 
 /** How many entries a string column's dictionary has (without making a segment column's strings). */

@@ -10,7 +10,7 @@ import { eventId } from './event-ids.js';
 import { STRUCTURAL_SUFFIX, isStructuralPath } from '../schema/flatten.js';
 import { formatTimestamp } from '../schema/timestamp.js';
 import {
-  TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NUM, TAG_STR, dictLength, stringAt, type Column, type ColumnChunk,
+  TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NUM, TAG_STR, dictLength, numberAt, stringAt, type Column, type ColumnChunk,
 } from './chunk.js';
 
 type JsonObject = Record<string, unknown>;
@@ -109,7 +109,7 @@ export class EventBuilder {
 
   private leafJson(column: Column, row: number): string {
     switch (column.tags[row]) {
-      case TAG_NUM: return String(column.num![row]);
+      case TAG_NUM: return String(numberAt(column, row));
       case TAG_BOOL: return column.num![row] === 1 ? 'true' : 'false';
       case TAG_STR: {
         let quoted = this.quoted.get(column);
@@ -179,7 +179,7 @@ export class EventBuilder {
 
 function valueAt(column: Column, row: number, tag: number): unknown {
   switch (tag) {
-    case TAG_NUM: return column.num![row];
+    case TAG_NUM: return numberAt(column, row);
     case TAG_BOOL: return column.num![row] === 1;
     case TAG_STR: return stringAt(column, column.str![row]);
     case TAG_LIST: return column.lists![row];

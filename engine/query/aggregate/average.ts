@@ -1,6 +1,6 @@
 /** average: mean of the numeric values per cell; null over none. */
-import { numbersOf, TAG_NUM } from '../../storage/chunk.js';
-import { addByCell } from './cell-sums.js';
+import { numbersOf, storedNumbers, TAG_NUM } from '../../storage/chunk.js';
+import { addByCell, addNumbersByCell } from './cell-sums.js';
 import { NumericGather } from './numeric.js';
 import { PartialStateError, type StateReader, type StateWriter } from '../eval/state-io.js';
 import { AggregateTag, growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
@@ -43,7 +43,8 @@ export class AverageAggregator implements Aggregator {
     }
     if (input.dense && input.tagMask === 1 << TAG_NUM) {
       // Every row selected and numeric: no gather, the column and the cells as they are.
-      addByCell(numbersOf(input.column!), input.cells, input.n, input.cellCount, this.sums, this.counts);
+      const column = input.column!;
+      addNumbersByCell(storedNumbers(column) ?? numbersOf(column), input.cells, input.n, input.cellCount, this.sums, this.counts);
       this.gather.addNumeric(input.n);
       return;
     }

@@ -131,7 +131,14 @@ export class CountUniqueAggregator implements Aggregator {
       const seen = new Uint8Array(cellsUsed * width);
       if (allRows) {
         for (let i = 0; i < n; i++) seen[str[i]] = 1;
-        if (stored && seen.indexOf(0) === -1) this.views.markAllUsed(column);
+        if (stored && seen.indexOf(0) === -1) {
+          this.views.markAllUsed(column);
+          // As the loop below would add them (every code, in order), in runs.
+          if (this.single !== null) {
+            this.single.addKeys(keys.hi, keys.lo, width);
+            return;
+          }
+        }
       } else if (cells === null) {
         for (let k = 0; k < n; k++) {
           const i = idx[k];

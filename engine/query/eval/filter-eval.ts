@@ -10,6 +10,7 @@ import {
 } from '../../storage/chunk.js';
 import type { ColumnViews } from './columns.js';
 import type { FilterNode, FilterScalar } from '../plan/plan.js';
+import { applyScaledRange, isDense } from './filter-scaled.js';
 
 /** What a filter answers per row kind; `negate` flips the final answer (missing included). */
 interface Matcher {
@@ -267,7 +268,10 @@ function applyMatcher(
     return applyStrings(column, m.strMatch, mask === 1 << TAG_STR, src, dst, n);
   }
   if (quiet && m.numMode === 1 && (!has(TAG_STR) || m.strMatch === null)) {
-    return applyRange(column.tags, column.num!, m, mask === 1 << TAG_NUM, src, dst, n);
+    const lo = m.loOpen ? nextUp(m.lo) : m.lo;
+    const hi = m.hiOpen ? nextDown(m.hi) : m.hi;
+    if (column.scaled) return applyScaledRange(column.tags, column.scaled, lo, hi, mask === 1 << TAG_NUM, src, dst, n);
+    return applyRange(column.tags, column.num!, lo, hi, mask === 1 << TAG_NUM, src, dst, n);
   }
   if (mask === 1 << TAG_BOOL) {
     const pass = new Uint8Array(2);
@@ -314,15 +318,15 @@ function applyStrings(
   return w;
 }
 
-/** Numeric range; `allNumbers` when every row of the column is a number (no tag test). */
+/**
+ * Numeric range lo <= x <= hi (closed: open bounds become closed ones on the adjacent doubles, so
+ * one loop serves all four ops); `allNumbers` when every row of the column is a number (no tag test).
+ */
 function applyRange(
-  tags: Uint8Array, num: Float64Array | Uint8Array, m: Matcher, allNumbers: boolean, src: Int32Array,
+  tags: Uint8Array, num: Float64Array | Uint8Array, lo: number, hi: number, allNumbers: boolean, src: Int32Array,
   dst: Int32Array, n: number,
 ): number {
   let w = 0;
-  // Open bounds become closed ones on the adjacent doubles, so one loop serves all four ops.
-  const lo = m.loOpen ? nextUp(m.lo) : m.lo;
-  const hi = m.hiOpen ? nextDown(m.hi) : m.hi;
   if (allNumbers && isDense(src, n)) {
     for (let i = 0; i < n; i++) {
       const x = num[i];
@@ -370,14 +374,6 @@ function applyBools(num: Float64Array | Uint8Array, pass: Uint8Array, src: Int32
   return w;
 }
 
-/**
- * Whether src[0 .. n) is 0, 1, ..., n - 1 (a chunk wholly selected), so a loop can read rows in
- * order without the indirection. A selection is strictly increasing (every step keeps the order
- * of its input), so its first and last entries decide it.
- */
-function isDense(src: Int32Array, n: number): boolean {
-  return n > 0 && src[0] === 0 && src[n - 1] === n - 1;
-}
 
 const bits = new Float64Array(1);
 const words = new BigInt64Array(bits.buffer);

@@ -3,10 +3,12 @@
  * partial states), extraction and funnel in their own files. Returns the full response body.
  * Pure computation over chunks: the caller decides on which thread, with which limits.
  */
-import { numbersOf, TAG_NUM, TAG_STR, type ColumnChunk, type ScanSource, type SegmentRef } from '../../storage/chunk.js';
+import {
+  numbersOf, storedNumbers, TAG_NUM, TAG_STR, type ColumnChunk, type ScaledNumbers, type ScanSource, type SegmentRef,
+} from '../../storage/chunk.js';
 import { createAggregator, CountAggregator, type Aggregator } from '../aggregate/index.js';
 import type { AverageAggregator } from '../aggregate/average.js';
-import { addByCell } from '../aggregate/cell-sums.js';
+import { addByCell, addNumbersByCell } from '../aggregate/cell-sums.js';
 import type { SumAggregator } from '../aggregate/sum.js';
 import { AggregateTag } from '../aggregate/types.js';
 import type { StateReader, StateWriter } from '../eval/state-io.js';
@@ -228,7 +230,7 @@ class CodeSums {
     if (column === undefined || column.dict === null || env.views.tagMask(column) !== 1 << TAG_STR) return false;
     const bucket = chunkBucket(chunk, env, edges);
     if (bucket === -1) return false;
-    const targets: (Float64Array | null)[] = [];
+    const targets: (Float64Array | ScaledNumbers | null)[] = [];
     for (const spec of plan.aggregates) {
       if (spec.kind === 'count') {
         targets.push(null);
@@ -236,7 +238,7 @@ class CodeSums {
       }
       const target = env.views.column(chunk, spec.targetProperty!);
       if (target === undefined || env.views.tagMask(target) !== 1 << TAG_NUM) return false;
-      targets.push(numbersOf(target));
+      targets.push(storedNumbers(target) ?? numbersOf(target));
     }
     const str = column.str!;
     const width = column.dict.length;
@@ -261,7 +263,7 @@ class CodeSums {
       }
       sums.fill(0, 0, width);
       counts.fill(0, 0, width);
-      addByCell(values, str, n, width, sums, counts);
+      addNumbersByCell(values, str, n, width, sums, counts);
       const summing = aggregator as AverageAggregator | SumAggregator;
       summing.gather.addNumeric(n);
       for (let code = 0; code < width; code++) {

@@ -16,14 +16,22 @@ import { selectRange, type ExecEnv, type ScanBuffers } from './scan.js';
 /** How far above the exact limit the footers' estimate must be: HLL's error is ~0.8%. */
 const CLEARLY_ABOVE = 1.05;
 
+/**
+ * Whether countUniqueFromSketches may answer `plan` (from the plan alone): only then does a
+ * worker's share of a fanned-out query need the whole source's buffered rows (service.ts).
+ */
+export function mayCountFromSketches(plan: AggregatePlan): boolean {
+  const spec = plan.aggregates[0];
+  return plan.aggregates.length === 1 && spec.kind === 'count_unique' && !spec.forceExact &&
+    plan.filters.length === 0 && plan.groupBy === null && plan.buckets === null && !TIME_PATHS.has(spec.targetProperty!);
+}
+
 export function countUniqueFromSketches(
   plan: AggregatePlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers,
 ): number | null {
   const spec = plan.aggregates[0];
   const cache = env.cache;
-  if (plan.aggregates.length !== 1 || spec.kind !== 'count_unique' || spec.forceExact ||
-    plan.filters.length > 0 || plan.groupBy !== null || plan.buckets !== null || cache === null ||
-    TIME_PATHS.has(spec.targetProperty!) || (source.deletes?.length ?? 0) > 0) return null;
+  if (!mayCountFromSketches(plan) || cache === null || (source.deletes?.length ?? 0) > 0) return null;
   const target = spec.targetProperty!;
   const { startMs, endMs } = plan.range;
   // An upper bound on the distinct values first: when it is within the exact limit (a column

@@ -20,6 +20,7 @@ import { checkResponseBytes, runTask, type QueryTask } from './task.js';
 import { FixedAggregator, finishAggregate } from './execute.js';
 import { mergeOutcomes, splitSource, type PartialBody } from './partial.js';
 import { decodePartial, encodeOutcome } from './partial-codec.js';
+import { mayCountFromSketches } from './footer-sketch.js';
 import { ApiError } from '../../base/errors.js';
 import type { AggregatePlan } from '../plan/plan.js';
 import type { AggregateOutcome } from './result.js';
@@ -250,8 +251,12 @@ export class QueryService {
     const shares = splitSource(whole, fanOut);
     if (shares.filter((share) => share !== null).length <= 1) return pool.run(task);
     const startedMs = Date.now();
+    // A share's task carries the whole source for the footer-sketch estimate alone, the only
+    // reader of its buffered rows: without it, a worker whose share has none is not posted
+    // them (right after a load, cloning a buffer's rows cost more than the query).
+    const wholeOfShares = mayCountFromSketches(plan) ? whole : { ...whole, memory: null, memoryVersion: 0 };
     const tasks = shares.map((share): QueryTask | null => (share === null ? null
-      : { ...task, sources: [share], whole }));
+      : { ...task, sources: [share], whole: wholeOfShares }));
     const bodies = await pool.runAll(tasks, task.timeoutMs);
     const { outcome, eventsScanned } = mergePartials(plan,
       (bodies.filter((body) => body !== null) as unknown as PartialBody[]).map((body) => body.state));

@@ -14,6 +14,7 @@ import {
   type Codes,
   type Column,
   type Primitive,
+  type ScaledNumbers,
   type SchemaType,
   type Tag,
   type Utf8Column,
@@ -35,6 +36,7 @@ export interface StoredField {
 interface Members {
   tags: Uint8Array;
   num: Float64Array | Uint8Array | null;
+  scaled: ScaledNumbers | null;
   str: Codes | null;
   utf8: Utf8Column | null;
   padded: PaddedUtf8 | null;
@@ -60,7 +62,12 @@ export interface PaddedUtf8 {
  */
 export class SegmentColumn implements Column {
   readonly tags: Uint8Array;
-  readonly num: Float64Array | Uint8Array | null;
+  /**
+   * Numbers and booleans. A column that keeps its numbers as stored (`scaled`) makes these
+   * Float64 values when this is first read (then keeps them, counted in decodedBytes).
+   */
+  declare readonly num: Float64Array | Uint8Array | null;
+  readonly scaled: ScaledNumbers | null;
   readonly str: Codes | null;
   /**
    * The dictionary with offsets. A padded dictionary is unpadded when this is first read (then
@@ -83,10 +90,12 @@ export class SegmentColumn implements Column {
   /** The strings once made; stringAt reads them, or decodes one entry while there are none. */
   private strings: readonly string[] | null = null;
   private offsetUtf8: Utf8Column | null;
+  private numbers: Float64Array | Uint8Array | null;
 
   constructor(readonly path: string, members: Members) {
     this.tags = members.tags;
-    this.num = members.num;
+    this.numbers = members.num;
+    this.scaled = members.scaled;
     this.str = members.str;
     this.offsetUtf8 = members.utf8;
     this.padded = members.padded;
@@ -96,6 +105,15 @@ export class SegmentColumn implements Column {
     this.dictBytes = padded !== null ? padded.bytes.byteLength
       : members.utf8 !== null ? members.utf8.bytes.byteLength + members.utf8.offsets.byteLength : 0;
     // Own enumerable accessors, so a copy made with spread (`{ ...column, tags }`) gets values.
+    Object.defineProperty(this, 'num', {
+      enumerable: true,
+      get: (): Float64Array | Uint8Array | null => {
+        if (this.numbers !== null || this.scaled === null) return this.numbers;
+        this.numbers = readScaled(this.scaled, this.tags.length);
+        this.decodedBytes += this.numbers.byteLength;
+        return this.numbers;
+      },
+    });
     Object.defineProperty(this, 'utf8', {
       enumerable: true,
       get: (): Utf8Column | null => {
@@ -116,6 +134,16 @@ export class SegmentColumn implements Column {
         return this.strings;
       },
     });
+  }
+
+  /** With `scaled`: whether `num` has made its Float64 values (chunk.ts storedNumbers). */
+  get numMade(): boolean {
+    return this.numbers !== null;
+  }
+
+  /** Bytes of the numbers as read: the stored integers, or Float64 values (those made from the integers are in decodedBytes). */
+  get numBytes(): number {
+    return this.scaled !== null ? this.scaled.values.byteLength : this.numbers?.byteLength ?? 0;
   }
 
   /** Entry `code` of the dictionary: an extraction of a few rows decodes a few strings, not all. */
@@ -145,7 +173,12 @@ export function decodeColumn(path: string, fields: readonly StoredField[], rows:
   const tags = whole ? uniformTags(tagOf(kindOf(ordered[0])), rows) : new Uint8Array(rows);
   // Booleans with no numbers beside them (no num or datetime field) are kept as a byte a row.
   const numbers = ordered.some((field) => kindOf(field) === 'num' || kindOf(field) === 'timestamp');
-  const members: Members = { tags, num: numbers ? new Float64Array(rows) : null, str: null, utf8: null, padded: null, lists: null };
+  // Numbers all in one field of scaled integers are kept as stored (a byte or two a row, not 8):
+  // the scan reads them so, and `num` makes Float64 values only for readers that ask for them.
+  const stored = ordered.length === 1 && kindOf(ordered[0]) === 'num' && ordered[0].scale !== null;
+  const members: Members = {
+    tags, num: numbers && !stored ? new Float64Array(rows) : null, scaled: null, str: null, utf8: null, padded: null, lists: null,
+  };
   for (const field of ordered) decodeField(members, field, rows, !whole);
   return new SegmentColumn(path, members);
 }
@@ -178,10 +211,14 @@ function decodeField(members: Members, field: StoredField, rows: number, mark: b
   const kind = kindOf(field);
   const data = field.data;
   if (mark) markTags(members.tags, data, tagOf(kind));
-  if (kind === 'num') {
+  if (kind === 'num' && members.num === null) {
+    // No Float64 array: the column's only field is this one of scaled integers (decodeColumn).
+    const values = own((data.values as Int8Array | Int16Array | Int32Array).subarray(0, rows));
+    members.scaled = { values, factor: 10 ** field.scale! };
+  } else if (kind === 'num') {
     const num = members.num as Float64Array; // made Float64 by decodeColumn: the column has numbers
     if (field.scale === null) num.set((data.values as Float64Array).subarray(0, rows));
-    else readScaled(data.values as Int8Array | Int16Array | Int32Array, 10 ** field.scale, num, rows);
+    else readScaledInto(data.values as Int8Array | Int16Array | Int32Array, 10 ** field.scale, num, rows);
   } else if (kind === 'timestamp') {
     readTimestamps(data, members.num as Float64Array);
   } else if (kind === 'bool') {
@@ -243,9 +280,16 @@ function markTags(tags: Uint8Array, data: Data, tag: Tag): void {
 }
 
 /** Numbers stored as integers × factor; every slot is written, so this may run first (whole copy). */
-function readScaled(values: Int8Array | Int16Array | Int32Array, factor: number, target: Float64Array, rows: number): void {
+function readScaledInto(values: Int8Array | Int16Array | Int32Array, factor: number, target: Float64Array, rows: number): void {
   if (factor === 1) for (let row = 0; row < rows; row++) target[row] = values[row];
   else for (let row = 0; row < rows; row++) target[row] = values[row] / factor;
+}
+
+/** The Float64 values of numbers kept as stored: what readScaledInto makes of them. */
+function readScaled(scaled: ScaledNumbers, rows: number): Float64Array {
+  const target = new Float64Array(rows);
+  readScaledInto(scaled.values, scaled.factor, target, rows);
+  return target;
 }
 
 /** The valid rows' booleans as 0/1, a byte of the bitmaps at a time (a flag column is read often). */

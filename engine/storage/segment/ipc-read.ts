@@ -3,7 +3,9 @@
  * message headers (flatbuffers) itself and reads, with one pread each, only the buffers of the
  * fields a query asks for, decompressing just those. apache-arrow's reader builds a Vector per
  * dictionary and decodes the schema through generic machinery: that was most of a cold scan's
- * time per segment (about 1 ms a segment before one value was read).
+ * time per segment (about 1 ms a segment before one value was read). A file's footer and batch
+ * header are parsed once per thread (`layouts`): reading another column of a segment, or its
+ * times, opens a file whose layout is known.
  *
  * It knows the types the segment layout uses (Int, FloatingPoint, Timestamp, Bool, Utf8, Binary,
  * FixedSizeBinary, List, Null, dictionary-encoded fields) and ZSTD, LZ4_FRAME or uncompressed
@@ -111,11 +113,40 @@ interface Block { readonly offset: number; readonly metaLength: number; readonly
 
 interface BatchHeader {
   readonly length: number;
-  readonly nodes: readonly { readonly length: number; readonly nullCount: number }[];
-  readonly buffers: readonly { readonly offset: number; readonly length: number }[];
+  /** Per field node, its length and null count (2 numbers a node: headers are kept, layouts). */
+  readonly nodes: Float64Array;
+  /** Per buffer, its offset in the body and its length. */
+  readonly buffers: Float64Array;
   readonly codec: Codec;
   readonly bodyOffset: number;
 }
+
+/**
+ * What a file's footer and record batch header say: its schema and the place of every buffer.
+ * Parsed once per file and thread (`layouts`), since segment files never change: a query that
+ * reads a column the thread has not read yet, or a segment's times, opens the file again.
+ */
+interface Layout {
+  readonly fields: readonly FieldInfo[];
+  readonly metadata: ReadonlyMap<string, string>;
+  readonly batch: BatchHeader;
+  /** Per field, the index of its first node and first buffer in the batch. */
+  readonly firstNode: readonly number[];
+  readonly firstBuffer: readonly number[];
+  readonly dictionaryBlocks: readonly Block[];
+  /** The headers of the dictionary batches read so far, by dictionary id. */
+  readonly dictionaries: Map<number, BatchHeader>;
+}
+
+/**
+ * Layouts parsed by this thread, least recently used first, each under the identity of the file
+ * it was parsed from (inode, size, mtime: a path that names another file is parsed again), and
+ * null for files this reader does not know (apache-arrow reads them). About 10 KB each for a
+ * segment of 11 columns (so at most ~5 MB a thread); a query worker reads a few dozen files a
+ * collection (one a day it is pinned to), each for one column at a time.
+ */
+const layouts = new Map<string, { identity: string; layout: Layout | null }>();
+const LAYOUTS_MAX = 512;
 
 /** An open segment file: its schema and the place of every buffer, nothing read yet. */
 export class IpcFile {
@@ -123,103 +154,85 @@ export class IpcFile {
   readonly metadata: ReadonlyMap<string, string>;
   readonly rows: number;
   private readonly batch: BatchHeader;
-  /** Per field, the index of its first node and first buffer in the batch. */
-  private readonly firstNode: number[] = [];
-  private readonly firstBuffer: number[] = [];
-  private readonly dictionaryBlocks: readonly Block[];
 
-  private constructor(private readonly fd: number, schema: { fields: FieldInfo[]; metadata: Map<string, string> },
-    batch: BatchHeader, dictionaryBlocks: Block[]) {
-    this.fields = schema.fields;
-    this.metadata = schema.metadata;
-    this.batch = batch;
-    this.rows = batch.length;
-    this.dictionaryBlocks = dictionaryBlocks;
-    let node = 0;
-    let buffer = 0;
-    for (const field of this.fields) {
-      this.firstNode.push(node);
-      this.firstBuffer.push(buffer);
-      node += nodeCount(field);
-      buffer += bufferCount(field);
-    }
+  private constructor(private readonly fd: number, private readonly layout: Layout) {
+    this.fields = layout.fields;
+    this.metadata = layout.metadata;
+    this.batch = layout.batch;
+    this.rows = layout.batch.length;
   }
 
   /** Opens `file`, or returns null when its types or layout are outside what this reader knows. */
   static open(file: string): IpcFile | null {
     const fd = fs.openSync(file, 'r');
     try {
-      const parsed = IpcFile.parse(fd);
-      if (parsed === null) fs.closeSync(fd);
-      return parsed;
+      const stat = fs.fstatSync(fd);
+      const identity = `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+      let known = layouts.get(file);
+      if (known !== undefined && known.identity === identity) {
+        layouts.delete(file);
+      } else {
+        known = { identity, layout: parseLayout(fd, stat.size) };
+      }
+      layouts.set(file, known);
+      if (layouts.size > LAYOUTS_MAX) layouts.delete(layouts.keys().next().value!);
+      if (known.layout === null) {
+        fs.closeSync(fd);
+        return null;
+      }
+      return new IpcFile(fd, known.layout);
     } catch (error) {
       fs.closeSync(fd);
       throw error;
     }
   }
 
-  private static parse(fd: number): IpcFile | null {
-    const size = fs.fstatSync(fd).size;
-    if (size < 24) throw new Error('not an Arrow file: too short');
-    const tail = readAt(fd, size - 10, 10);
-    if (Buffer.from(tail.buffer, tail.byteOffset + 4, 6).toString('latin1') !== MAGIC) throw new Error('not an Arrow file: no trailing magic');
-    const footerLength = new DataView(tail.buffer, tail.byteOffset).getInt32(0, true);
-    if (footerLength <= 0 || footerLength > size - 18) throw new Error('not an Arrow file: bad footer length');
-    const flat = new Flat(readAt(fd, size - 10 - footerLength, footerLength));
-    const footer = flat.root();
-    const schema = parseSchema(flat, flat.ref(footer, 1));
-    if (schema === null) return null;
-    const blocks = (id: number): Block[] => {
-      const vector = flat.ref(footer, id);
-      return Array.from({ length: flat.length(vector) }, (_, i) => {
-        const at = vector + 4 + 24 * i;
-        return { offset: flat.i64(at), metaLength: flat.i32(at + 8), bodyLength: flat.i64(at + 16) };
-      });
-    };
-    const batches = blocks(3);
-    if (batches.length !== 1) return null;
-    const batch = readBatchHeader(fd, batches[0], HEADER_RECORD_BATCH);
-    if (batch === null) return null;
-    return new IpcFile(fd, schema, batch.header, blocks(2));
-  }
-
   close(): void {
     fs.closeSync(this.fd);
   }
 
-  /** The values of field `index` (children and dictionary included), read and decompressed. */
-  read(index: number): FieldData {
+  /**
+   * The values of field `index` (children and dictionary included), read and decompressed.
+   * `kept`: its values are kept as read (a segment column's scaled integers), as codes are.
+   */
+  read(index: number, kept = false): FieldData {
     const field = this.fields[index];
     let dictionary: FieldData | undefined;
     if (field.dictionary !== null) dictionary = this.readDictionary(field.dictionary.id, field);
-    const cursor = { node: this.firstNode[index], buffer: this.firstBuffer[index] };
-    const data = this.readField(this.batch, field, cursor, field.dictionary?.index ?? null);
+    const cursor = { node: this.layout.firstNode[index], buffer: this.layout.firstBuffer[index] };
+    const data = this.readField(this.batch, field, cursor, field.dictionary?.index ?? null, kept);
     return dictionary === undefined ? data : { ...data, dictionary: { data: [dictionary] } };
   }
 
   private readDictionary(id: number, field: FieldInfo): FieldData {
-    for (const block of this.dictionaryBlocks) {
-      const parsed = readBatchHeader(this.fd, block, HEADER_DICTIONARY_BATCH);
-      if (parsed === null || parsed.id !== id) continue;
-      return this.readField(parsed.header, { ...field, dictionary: null }, { node: 0, buffer: 0 }, null, true);
+    const { dictionaries, dictionaryBlocks } = this.layout;
+    let header = dictionaries.get(id);
+    for (let b = 0; header === undefined && b < dictionaryBlocks.length; b++) {
+      const parsed = readBatchHeader(this.fd, dictionaryBlocks[b], HEADER_DICTIONARY_BATCH);
+      if (parsed === null || dictionaries.has(parsed.id)) continue;
+      dictionaries.set(parsed.id, parsed.header);
+      if (parsed.id === id) header = parsed.header;
     }
-    throw new Error(`Arrow file: dictionary ${id} of field ${field.name} is missing`);
+    if (header === undefined) throw new Error(`Arrow file: dictionary ${id} of field ${field.name} is missing`);
+    return this.readField(header, { ...field, dictionary: null }, { node: 0, buffer: 0 }, null, true);
   }
 
   /**
-   * `index`: the field's dictionary index type (its values are then codes); `dictionaryValues`:
-   * the field is a dictionary's values. Codes and dictionary values are what a segment column
-   * keeps as read (decode-column.ts), so only they are decoded by the native binding; buffers
-   * that are converted (numbers, times, booleans, validity, lists) use the WebAssembly decoder,
+   * `index`: the field's dictionary index type (its values are then codes); `keptValues`: the
+   * field is a dictionary's values, or values a segment column keeps as read (scaled integers).
+   * Codes, dictionary values and scaled integers are what a segment column keeps as read
+   * (decode-column.ts), so only they are decoded by the native binding; buffers that are
+   * converted (Float64 numbers, times, booleans, validity, lists) use the WebAssembly decoder,
    * whose output V8 frees as soon as it is garbage (arrow.ts zstdDecompressColumn).
    */
   private readField(
     batch: BatchHeader, field: FieldInfo, cursor: { node: number; buffer: number }, index: TypeInfo | null,
-    dictionaryValues = false,
+    keptValues = false,
   ): FieldData {
-    const node = batch.nodes[cursor.node++];
+    const at = 2 * cursor.node++;
+    const node = { length: batch.nodes[at], nullCount: batch.nodes[at + 1] };
     const type = index ?? field.type;
-    const kept = index !== null || dictionaryValues;
+    const kept = index !== null || keptValues;
     const take = (native = false) => this.buffer(batch, cursor.buffer++, native && kept);
     if (type.kind === TYPE_NULL && index === null) {
       return fieldData(node.length, node.nullCount, undefined, new Uint8Array(0), undefined, []);
@@ -248,7 +261,8 @@ export class IpcFile {
    * native zstd binding when `native` (see readField).
    */
   private buffer(batch: BatchHeader, index: number, native: boolean): Uint8Array {
-    const { offset, length } = batch.buffers[index];
+    const offset = batch.buffers[2 * index];
+    const length = batch.buffers[2 * index + 1];
     if (length === 0) return new Uint8Array(0);
     const raw = readAt(this.fd, batch.bodyOffset + offset, length);
     if (batch.codec === 'none') return raw;
@@ -261,6 +275,44 @@ export class IpcFile {
     const out = batch.codec === 'zstd' ? (native ? zstdDecompressColumn(frame) : zstdDecompress(frame)) : decompressFrame(frame);
     return out.byteOffset % 8 === 0 ? out : new Uint8Array(out);
   }
+}
+
+/** Parses the footer and record batch header of the open file `fd` of `size` bytes; null: not ours to read. */
+function parseLayout(fd: number, size: number): Layout | null {
+  if (size < 24) throw new Error('not an Arrow file: too short');
+  const tail = readAt(fd, size - 10, 10);
+  if (Buffer.from(tail.buffer, tail.byteOffset + 4, 6).toString('latin1') !== MAGIC) throw new Error('not an Arrow file: no trailing magic');
+  const footerLength = new DataView(tail.buffer, tail.byteOffset).getInt32(0, true);
+  if (footerLength <= 0 || footerLength > size - 18) throw new Error('not an Arrow file: bad footer length');
+  const flat = new Flat(readAt(fd, size - 10 - footerLength, footerLength));
+  const footer = flat.root();
+  const schema = parseSchema(flat, flat.ref(footer, 1));
+  if (schema === null) return null;
+  const blocks = (id: number): Block[] => {
+    const vector = flat.ref(footer, id);
+    return Array.from({ length: flat.length(vector) }, (_, i) => {
+      const at = vector + 4 + 24 * i;
+      return { offset: flat.i64(at), metaLength: flat.i32(at + 8), bodyLength: flat.i64(at + 16) };
+    });
+  };
+  const batches = blocks(3);
+  if (batches.length !== 1) return null;
+  const batch = readBatchHeader(fd, batches[0], HEADER_RECORD_BATCH);
+  if (batch === null) return null;
+  const firstNode: number[] = [];
+  const firstBuffer: number[] = [];
+  let node = 0;
+  let buffer = 0;
+  for (const field of schema.fields) {
+    firstNode.push(node);
+    firstBuffer.push(buffer);
+    node += nodeCount(field);
+    buffer += bufferCount(field);
+  }
+  return {
+    fields: schema.fields, metadata: schema.metadata, batch: batch.header, firstNode, firstBuffer,
+    dictionaryBlocks: blocks(2), dictionaries: new Map(),
+  };
 }
 
 function fieldData(length: number, nullCount: number, nullBitmap: Uint8Array | undefined, values: ArrayBufferView,
@@ -397,14 +449,14 @@ function readBatchHeader(fd: number, block: Block, kind: number): { header: Batc
   const codec: Codec = codecId === -1 ? 'none' : codecId === CODEC_ZSTD ? 'zstd' : 'lz4';
   const nodesVector = flat.ref(batch, 1);
   const buffersVector = flat.ref(batch, 2);
-  const nodes = Array.from({ length: flat.length(nodesVector) }, (_, i) => {
-    const at = nodesVector + 4 + 16 * i;
-    return { length: flat.i64(at), nullCount: flat.i64(at + 8) };
-  });
-  const buffers = Array.from({ length: flat.length(buffersVector) }, (_, i) => {
-    const at = buffersVector + 4 + 16 * i;
-    return { offset: flat.i64(at), length: flat.i64(at + 8) };
-  });
+  // Each vector entry is two int64s: (length, null count) of a node, (offset, length) of a buffer.
+  const pairs = (vector: number): Float64Array => {
+    const out = new Float64Array(2 * flat.length(vector));
+    for (let i = 0; i < out.length; i++) out[i] = flat.i64(vector + 4 + 8 * i);
+    return out;
+  };
+  const nodes = pairs(nodesVector);
+  const buffers = pairs(buffersVector);
   const header = { length: flat.scalar(batch, 0, 'i64'), nodes, buffers, codec, bodyOffset: block.offset + block.metaLength };
   return { header, id };
 }

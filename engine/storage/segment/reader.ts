@@ -60,7 +60,8 @@ export function readSegment(file: string, columns?: readonly string[]): ColumnCh
         const type = (field.metadata.get(META_TYPE) ?? null) as SchemaType | null;
         const scale = field.metadata.get(META_SCALE);
         const group = byPath.get(path) ?? [];
-        group.push({ role, type, data: ipc.read(index), scale: scale === undefined ? null : Number(scale) });
+        // Scaled integers are kept as read when they are the column's only field (decode-column.ts).
+        group.push({ role, type, data: ipc.read(index, scale !== undefined), scale: scale === undefined ? null : Number(scale) });
         byPath.set(path, group);
       }
     });

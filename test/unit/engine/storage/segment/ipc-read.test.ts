@@ -67,3 +67,32 @@ t.test('a Tally segment reads the same through IpcFile and through apache-arrow'
   t.same(Array.from(lean.seq), Array.from(arrow.seq));
   t.same(viewChunk(readSegment(file, ['n'])), viewChunk(readSegmentArrow(file, ['n'])), 'projected');
 });
+
+t.test('a file is parsed once per thread; a path that names another file is parsed again', async (t) => {
+  const file = path.join(tempDir(), 'again.arrow');
+  const write = (values: Int32Array, strings: string[]) => fs.writeFileSync(file, tableToIPC(tableFromArrays({ i: values, s: strings }), 'file'));
+  write(Int32Array.from([1, 2, 3]), ['a', 'b', 'a']);
+  const first = IpcFile.open(file)!;
+  const firstFields = first.fields;
+  first.close();
+  const second = IpcFile.open(file)!;
+  t.equal(second.fields, firstFields, 'the second open reuses the parsed layout');
+  t.same(Array.from(second.read(0).values as Int32Array).slice(0, 3), [1, 2, 3]);
+  const text = (ipc: IpcFile) => {
+    const data = ipc.read(1);
+    const dictionary = data.dictionary!.data[0];
+    return Array.from(data.values as Int32Array).slice(0, data.length).map((code) => Buffer.from((dictionary.values as Uint8Array)
+      .subarray(dictionary.valueOffsets![code], dictionary.valueOffsets![code + 1])).toString('utf8'));
+  };
+  t.same(text(second), ['a', 'b', 'a'], 'dictionaries read through the kept layout');
+  t.same(text(second), ['a', 'b', 'a'], 'and again, from the dictionary header it keeps');
+  second.close();
+  // Replaced in place (as no segment ever is): another inode, size or mtime is another file.
+  fs.rmSync(file);
+  write(Int32Array.from([4, 5, 6, 7, 8]), ['x', 'y', 'z', 'x', 'y']);
+  const third = IpcFile.open(file)!;
+  t.equal(third.rows, 5);
+  t.not(third.fields, firstFields, 'parsed anew');
+  t.same(text(third), ['x', 'y', 'z', 'x', 'y']);
+  third.close();
+});
