@@ -271,3 +271,15 @@ assert(UA_CHARS_MAX >= 256, 'common user agents must be parsed whole');
  * calling thread (maintenance/segment-pool.ts): a few milliseconds, against ~0.4 s to start the worker.
  */
 export const SEGMENT_INLINE_ROWS_MAX = 4096;
+
+/** The largest encoding the scratch buffer takes; a larger one gets a fresh buffer. */
+export const LEAF_SCRATCH_BYTES_MAX = 64 * 1024;
+
+/** The smallest small buffer; a size class is a power of two from here to POOLED_BYTES_MIN / 2. */
+export const WAL_POOL_SMALL_BYTES_MIN = 512;
+
+/** Bytes kept per small size class, at most: about the frames of the calls in flight at once. */
+export const WAL_POOL_SMALL_CLASS_BYTES_MAX = 512 * 1024;
+
+/** Segment files whose parsed layout (footer and message headers, ~10 KB each) a query thread keeps. */
+export const SEGMENT_LAYOUTS_CACHED_MAX = 512;

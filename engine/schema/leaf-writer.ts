@@ -4,12 +4,11 @@
  * a caller that copies the bytes out before it encodes again (a single event's WAL record). Every
  * field goes through two typed views of the whole buffer, made once per buffer, not a view per field.
  */
+import { LEAF_SCRATCH_BYTES_MAX } from '../base/limits.js';
 export const MAGIC = 0x4c454146; // "LEAF"
 export const HEADER_WORDS = 8;
 export const HEADER_BYTES = HEADER_WORDS * 4;
 
-/** The largest encoding the scratch buffer takes; a larger one gets a fresh buffer. */
-const SCRATCH_BYTES_MAX = 64 * 1024;
 
 /** One encoding's tables: per leaf (events' first, then the fragment table's) and the distinct texts. */
 export interface LeafTables {
@@ -53,7 +52,7 @@ export class LeafWriter {
     const stored = t.count + tableCount;
     const fixed = HEADER_BYTES + 8 * t.numCount + 9 * stored + 4 * (t.paths.length + t.strings.length + t.fragmentStarts.length);
     const bound = fixed + 3 * t.chars;
-    const out = scratch && bound <= SCRATCH_BYTES_MAX ? this.scratchOf(bound) : target(Buffer.allocUnsafeSlow(bound));
+    const out = scratch && bound <= LEAF_SCRATCH_BYTES_MAX ? this.scratchOf(bound) : target(Buffer.allocUnsafeSlow(bound));
     const { bytes, words, doubles } = out;
     const { count, table } = t;
     let w = HEADER_BYTES >>> 3;
@@ -88,7 +87,7 @@ export class LeafWriter {
 
   private scratchOf(bytes: number): Target {
     if (this.scratch === null || this.scratch.bytes.length < bytes) {
-      this.scratch = target(Buffer.allocUnsafeSlow(Math.min(SCRATCH_BYTES_MAX, Math.max(4096, 2 * bytes))));
+      this.scratch = target(Buffer.allocUnsafeSlow(Math.min(LEAF_SCRATCH_BYTES_MAX, Math.max(4096, 2 * bytes))));
     }
     return this.scratch;
   }

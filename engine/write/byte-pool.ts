@@ -6,13 +6,10 @@
  * and refilling its 8 KB slab every dozen events (fresh memory again) cost more than the rest of
  * the frame's work. Single-threaded, no locking.
  */
+import { WAL_POOL_SMALL_BYTES_MIN, WAL_POOL_SMALL_CLASS_BYTES_MAX } from '../base/limits.js';
 
 /** Requests below this are small: served from SMALL_CLASSES lists of buffers of one size each. */
 const POOLED_BYTES_MIN = 64 * 1024;
-/** The smallest small buffer; a size class is a power of two from here to POOLED_BYTES_MIN / 2. */
-const SMALL_BYTES_MIN = 512;
-/** Bytes kept per small size class, at most: about the frames of the calls in flight at once. */
-const SMALL_CLASS_BYTES_MAX = 512 * 1024;
 
 export class BytePool {
   private readonly free: Buffer[] = [];
@@ -25,7 +22,7 @@ export class BytePool {
   /** A buffer of at least `bytes` (often more); hand it back with give() when no one reads it. */
   take(bytes: number): Buffer {
     if (bytes < POOLED_BYTES_MIN) {
-      const size = bytes <= SMALL_BYTES_MIN ? SMALL_BYTES_MIN : 2 ** (32 - Math.clz32(bytes - 1));
+      const size = bytes <= WAL_POOL_SMALL_BYTES_MIN ? WAL_POOL_SMALL_BYTES_MIN : 2 ** (32 - Math.clz32(bytes - 1));
       return this.small[Math.log2(size)]?.pop() ?? Buffer.allocUnsafeSlow(size);
     }
     for (let i = 0; i < this.free.length; i++) {
@@ -55,8 +52,8 @@ export class BytePool {
   private giveSmall(buffer: Buffer): void {
     const size = buffer.length;
     // Only what take() hands out: a power of two of its own memory (not a view into a slab).
-    if (size < SMALL_BYTES_MIN || (size & (size - 1)) !== 0 || buffer.byteOffset !== 0 || buffer.buffer.byteLength !== size) return;
+    if (size < WAL_POOL_SMALL_BYTES_MIN || (size & (size - 1)) !== 0 || buffer.byteOffset !== 0 || buffer.buffer.byteLength !== size) return;
     const list = (this.small[Math.log2(size)] ??= []);
-    if ((list.length + 1) * size <= SMALL_CLASS_BYTES_MAX) list.push(buffer);
+    if ((list.length + 1) * size <= WAL_POOL_SMALL_CLASS_BYTES_MAX) list.push(buffer);
   }
 }

@@ -95,3 +95,6 @@ export const CLUSTER_SECRET_LENGTH_MIN = 16;
 export const CLUSTER_PEER_QUERY_TIMEOUT_MS = 310_000;
 /** Bytes of a peer's answer to a share of a query at most (a partial state or a body: responses are bounded too). */
 export const CLUSTER_PEER_ANSWER_BYTES_MAX = 256 * 1024 * 1024;
+
+/** Paths whose match is remembered, at most; a full cache starts over. */
+export const ROUTER_CACHED_PATHS_MAX = 1024;

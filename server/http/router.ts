@@ -4,6 +4,7 @@
  * into 405 and "no path" into 404.
  */
 import type { RouteSpec } from './types.js';
+import { ROUTER_CACHED_PATHS_MAX } from '../common/limits.js';
 
 interface CompiledRoute {
   readonly spec: RouteSpec;
@@ -15,8 +16,6 @@ export interface Match {
   readonly params: Readonly<Record<string, string>>;
 }
 
-/** Paths whose match is remembered, at most; a full cache starts over. */
-const CACHED_PATHS_MAX = 1024;
 
 export class Router {
   private readonly routes: readonly CompiledRoute[];
@@ -35,7 +34,7 @@ export class Router {
     let match = this.cache.get(path);
     if (match === undefined) {
       match = this.matchAnew(path); // throws before caching anything for a malformed escape
-      if (this.cache.size >= CACHED_PATHS_MAX) this.cache.clear();
+      if (this.cache.size >= ROUTER_CACHED_PATHS_MAX) this.cache.clear();
       this.cache.set(path, match);
     }
     return match;

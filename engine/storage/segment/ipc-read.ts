@@ -18,6 +18,7 @@
 import fs from 'node:fs';
 import { zstdDecompress, zstdDecompressColumn } from './arrow.js';
 import { decompressFrame } from './lz4-frame.js';
+import { SEGMENT_LAYOUTS_CACHED_MAX } from '../../base/limits.js';
 
 const MAGIC = 'ARROW1';
 const TYPE_NULL = 1;
@@ -146,7 +147,6 @@ interface Layout {
  * collection (one a day it is pinned to), each for one column at a time.
  */
 const layouts = new Map<string, { identity: string; layout: Layout | null }>();
-const LAYOUTS_MAX = 512;
 
 /** An open segment file: its schema and the place of every buffer, nothing read yet. */
 export class IpcFile {
@@ -175,7 +175,7 @@ export class IpcFile {
         known = { identity, layout: parseLayout(fd, stat.size) };
       }
       layouts.set(file, known);
-      if (layouts.size > LAYOUTS_MAX) layouts.delete(layouts.keys().next().value!);
+      if (layouts.size > SEGMENT_LAYOUTS_CACHED_MAX) layouts.delete(layouts.keys().next().value!);
       if (known.layout === null) {
         fs.closeSync(fd);
         return null;
