@@ -165,7 +165,7 @@ function parseShareRequest(body: unknown): ShareRequest {
   const r = body as Partial<ShareRequest> | null;
   const ok = r !== null && typeof r === 'object' && typeof r.project === 'string' && typeof r.analysis === 'string'
     && r.params !== null && typeof r.params === 'object' && typeof r.nowMs === 'number' && Array.isArray(r.partitions)
-    && r.partitions.every((p) => Number.isInteger(p)) && (r.mode === 'partial' || r.mode === 'whole');
+    && r.partitions.every((p) => Number.isInteger(p) && p >= 0) && (r.mode === 'partial' || r.mode === 'whole');
   if (!ok) throw new ApiError('InvalidQueryError', 'A cluster query share needs project, analysis, params, nowMs, partitions and mode.');
   return r as ShareRequest;
 }
