@@ -13,6 +13,7 @@
  *   node dist/bench/first-run.js [--events 2000000] [--rounds 5] [--keep] [--answers FILE]
  *   node dist/bench/first-run.js --data DIR --org-key KEY [--rounds 5] [--json FILE]
  *   TALLY_SERVER_ARGS="--memory-budget 1g" node dist/bench/first-run.js ...
+ *   TALLY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" node dist/bench/first-run.js --data DIR --org-key KEY --rounds 1 --only user_id
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -39,6 +40,10 @@ const ORG_KEY = option('org-key', '');
 const ANSWERS = option('answers', '');
 /** Appends each query's first and best runs of every round, as a JSON line, to this file. */
 const JSON_OUT = option('json', '');
+/** Runs only the queries whose name contains this text (profiling one query's first run). */
+const ONLY = option('only', '');
+/** Runs after the first (2: best of 3; 0 profiles first runs alone). */
+const REPEATS = Number(option('repeats', '2'));
 const KEEP = process.argv.includes('--keep') || DATA !== '';
 const USERS = Math.max(1_000, Math.floor(EVENTS / 20));
 const SESSIONS = Math.max(1_000, Math.floor(EVENTS / 5));
@@ -86,6 +91,8 @@ const QUERIES: { name: string; analysis: string; params: Record<string, unknown>
   { name: 'count, in filter + group_by path', analysis: 'count', params: { group_by: 'page.path', filters: [{ property_name: 'device', operator: 'in', property_value: ['tv', 'console'] }] } },
   { name: 'extraction, latest 100', analysis: 'extraction', params: { latest: 100 } },
 ];
+
+if (ONLY !== '') QUERIES.splice(0, QUERIES.length, ...QUERIES.filter((spec) => spec.name.includes(ONLY)));
 
 /**
  * CPU the server's threads have run so far (ms; Linux: the sum of /proc/PID/task/TID/schedstat's
@@ -174,7 +181,7 @@ async function main(): Promise<void> {
     }
     for (const [q, spec] of QUERIES.entries()) {
       const runs = [await query(server, spec.analysis, spec.params)];
-      for (let i = 0; i < 2; i++) runs.push(await query(server, spec.analysis, spec.params));
+      for (let i = 0; i < REPEATS; i++) runs.push(await query(server, spec.analysis, spec.params));
       firsts[q].push(runs[0].ms);
       bests[q].push(Math.min(...runs.map((run) => run.ms)));
       firstCpus[q].push(runs[0].cpuMs);
