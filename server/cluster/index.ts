@@ -110,11 +110,28 @@ async function ensureTopic(kafka: Kafka, topic: string, partitions: number, comp
         ],
       }],
     });
+    await served(admin, topic);
     const [meta] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
     if (meta === undefined || meta.partitions.length === 0) throw new Error(`topic ${topic} has no partitions`);
     return { partitions: meta.partitions.length, replicationFactor: meta.partitions[0]!.replicas.length, created };
   } finally {
     await admin.disconnect().catch(() => {});
+  }
+}
+
+/**
+ * Resolves once the leaders serve `topic`: one just created (here or by another node at once)
+ * may answer "does not host this topic-partition" for a while, which kafkajs's subscribe throws.
+ * Bounded by start-up's own timeout.
+ */
+async function served(admin: ReturnType<Kafka['admin']>, topic: string): Promise<void> {
+  for (;;) {
+    try {
+      await admin.fetchTopicOffsets(topic);
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   }
 }
 

@@ -208,8 +208,17 @@ export class SharedCatalog {
       await admin.connect();
       this.admin = admin;
     }
-    const offsets = await this.admin.fetchTopicOffsets(this.options.topic);
-    return Number(offsets.find((o) => o.partition === 0)?.high ?? 0);
+    // A topic another node has just created may not be served by its leader yet ("does not host
+    // this topic-partition"): asked again until the caller's own bound gives up.
+    for (;;) {
+      try {
+        const offsets = await this.admin.fetchTopicOffsets(this.options.topic);
+        return Number(offsets.find((o) => o.partition === 0)?.high ?? 0);
+      } catch (error) {
+        if (this.closed) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
   }
 
   private async readTo(end: number, deadline = Infinity): Promise<void> {
