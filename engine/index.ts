@@ -5,7 +5,7 @@
 export type {
   AppendOptions, AppendResult, EngineStats, ExtractionJob, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, ReplayedTag, StampResult, TallyEngine, WriteContext,
-  AccessKeyService, CollectionService, DatasetService, EventService, GroupOffsetService, LogService, OrganizationService,
+  AccessKeyService, CatalogKind, CatalogRecord, CatalogService, CollectionService, OrgState, DatasetService, EventService, GroupOffsetService, LogService, OrganizationService,
   ProjectService, QueryService, SavedQueryService,
 } from './services/types.js';
 export type { Column, ColumnChunk, SchemaType, ScanSource, SegmentFooter } from './storage/chunk.js';

@@ -51,6 +51,8 @@ export interface ClusterConfig {
   readonly nodeId: number;
   /** The events topic (--cluster-topic, default tally.events). */
   readonly topic: string;
+  /** The shared metadata topic (--cluster-meta-topic, default tally.meta): compacted, one partition. */
+  readonly metaTopic: string;
   /** Partitions of the events topic when this node creates it (--cluster-partitions, default 12). */
   readonly partitions: number;
   /** Every node of the cluster by id (--cluster-nodes), sorted by id; empty: this node alone, reading every partition. */
@@ -68,6 +70,7 @@ export interface ClusterMember {
 }
 
 const CLUSTER_TOPIC_DEFAULT = 'tally.events';
+const CLUSTER_META_TOPIC_DEFAULT = 'tally.meta';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -96,6 +99,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'cluster-brokers', arg: 'BROKERS', help: 'cluster mode: Kafka is the write-ahead log (host:port,...)' },
   { name: 'node-id', arg: 'N', help: `this node's id in the cluster, 0-${CLUSTER_NODE_ID_MAX} (needed with --cluster-brokers)` },
   { name: 'cluster-topic', arg: 'NAME', help: `the events topic (default ${CLUSTER_TOPIC_DEFAULT})` },
+  { name: 'cluster-meta-topic', arg: 'NAME', help: `the shared metadata topic (default ${CLUSTER_META_TOPIC_DEFAULT})` },
   { name: 'cluster-partitions', arg: 'N', help: `its partitions when created (default ${CLUSTER_PARTITIONS_DEFAULT})` },
   { name: 'cluster-nodes', arg: 'ID=URL,...', help: 'every node of the cluster and its internal URL (partitions are spread over them)' },
   { name: 'cluster-replicas', arg: 'R', help: 'nodes that store each partition (default min(2, nodes))' },
@@ -228,7 +232,7 @@ function parseBrokers(raw: string): string[] {
 function parseCluster(flags: Map<string, string>): ClusterConfig | undefined {
   const raw = flags.get('cluster-brokers');
   if (raw === undefined) {
-    const stray = ['node-id', 'cluster-topic', 'cluster-partitions', 'cluster-nodes', 'cluster-replicas', 'cluster-secret']
+    const stray = ['node-id', 'cluster-topic', 'cluster-meta-topic', 'cluster-partitions', 'cluster-nodes', 'cluster-replicas', 'cluster-secret']
       .find((name) => flags.has(name));
     if (stray !== undefined) throw new ConfigError(`--${stray} is for cluster mode: it needs --cluster-brokers`);
     return undefined;
@@ -240,17 +244,24 @@ function parseCluster(flags: Map<string, string>): ClusterConfig | undefined {
   if (!/^\d+$/.test(id) || nodeId > CLUSTER_NODE_ID_MAX) {
     throw new ConfigError(`--node-id must be an integer 0-${CLUSTER_NODE_ID_MAX}, got "${id}"`);
   }
-  const topic = flags.get('cluster-topic') ?? CLUSTER_TOPIC_DEFAULT;
-  if (!/^[A-Za-z0-9._-]{1,249}$/.test(topic) || topic === '.' || topic === '..' || topic.startsWith('__')) {
-    throw new ConfigError(`--cluster-topic must be a Kafka topic name (letters, digits, ".", "_", "-"; not "__..."), got "${topic}"`);
-  }
+  const topic = topicFlag(flags, 'cluster-topic', CLUSTER_TOPIC_DEFAULT);
+  const metaTopic = topicFlag(flags, 'cluster-meta-topic', CLUSTER_META_TOPIC_DEFAULT);
+  if (metaTopic === topic) throw new ConfigError(`--cluster-meta-topic must differ from the events topic, got "${metaTopic}" for both`);
   const partitionsRaw = flags.get('cluster-partitions');
   const partitions = partitionsRaw === undefined ? CLUSTER_PARTITIONS_DEFAULT : Number(partitionsRaw);
   if (!Number.isInteger(partitions) || partitions < 1 || partitions > 1024) {
     throw new ConfigError(`--cluster-partitions must be an integer 1-1024, got "${partitionsRaw}"`);
   }
   if (flags.has('kafka-bridge')) throw new ConfigError('--kafka-bridge does not work in cluster mode (--cluster-brokers) yet');
-  return Object.freeze({ brokers: Object.freeze(brokers), nodeId, topic, partitions, ...parseMembers(flags, nodeId) });
+  return Object.freeze({ brokers: Object.freeze(brokers), nodeId, topic, metaTopic, partitions, ...parseMembers(flags, nodeId) });
+}
+
+function topicFlag(flags: Map<string, string>, name: string, fallback: string): string {
+  const topic = flags.get(name) ?? fallback;
+  if (!/^[A-Za-z0-9._-]{1,249}$/.test(topic) || topic === '.' || topic === '..' || topic.startsWith('__')) {
+    throw new ConfigError(`--${name} must be a Kafka topic name (letters, digits, ".", "_", "-"; not "__..."), got "${topic}"`);
+  }
+  return topic;
 }
 
 /** `ID=URL` per node, comma-separated: ids 0-1023 once each, URLs http(s)://host:port without a path. */

@@ -11,6 +11,7 @@ import { ApiError } from '../base/errors.js';
 import type { Guards } from '../base/guards.js';
 import { ACCESS_KEYS_MAX, ACCESS_KEY_NAME_CHARS_MAX } from '../base/limits.js';
 import { safeEqual } from './projects.js';
+import { splitId, type CatalogCommit, type CatalogRecord } from './records.js';
 import { parseFilters } from '../query/plan/filter.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 
@@ -46,20 +47,18 @@ export class AccessKeys {
   private readonly file: string;
   private readonly byProject: Record<string, AccessKey[]>;
 
-  constructor(dataDir: string, private readonly clock: () => number, private readonly guards: Guards) {
+  constructor(dataDir: string, private readonly clock: () => number, private readonly guards: Guards, private readonly commit: CatalogCommit) {
     this.file = path.join(dataDir, 'access-keys.json');
     this.byProject = readJsonIfExists<Record<string, AccessKey[]>>(this.file) ?? {};
   }
 
-  create(projectId: string, body: unknown): AccessKey {
+  async create(projectId: string, body: unknown): Promise<AccessKey> {
     this.guards.project(projectId);
-    const keys = (this.byProject[projectId] ??= []);
+    const keys = this.byProject[projectId] ?? [];
     if (keys.length >= ACCESS_KEYS_MAX) throw invalid(`A project may have at most ${ACCESS_KEYS_MAX} access keys.`);
     const now = new Date(this.clock()).toISOString();
     const record: AccessKey = { key: randomBytes(32).toString('hex'), project_id: projectId, created_date: now, last_modified_date: now, ...definition(body, true) };
-    keys.push(record);
-    this.save();
-    return record;
+    return this.change(record);
   }
 
   list(projectId: string, name?: string): AccessKey[] {
@@ -74,20 +73,19 @@ export class AccessKeys {
   }
 
   /** Replaces the definition (the whole record but its key and dates). */
-  update(projectId: string, key: string, body: unknown): AccessKey {
+  async update(projectId: string, key: string, body: unknown): Promise<AccessKey> {
     const old = this.get(projectId, key);
-    return this.replace(projectId, old, { ...old, ...definition(body, old.is_active), last_modified_date: new Date(this.clock()).toISOString() });
+    return this.change({ ...old, ...definition(body, old.is_active), last_modified_date: new Date(this.clock()).toISOString() });
   }
 
-  setActive(projectId: string, key: string, active: boolean): AccessKey {
+  async setActive(projectId: string, key: string, active: boolean): Promise<AccessKey> {
     const old = this.get(projectId, key);
-    return this.replace(projectId, old, { ...old, is_active: active, last_modified_date: new Date(this.clock()).toISOString() });
+    return this.change({ ...old, is_active: active, last_modified_date: new Date(this.clock()).toISOString() });
   }
 
-  delete(projectId: string, key: string): void {
+  async delete(projectId: string, key: string): Promise<void> {
     const old = this.get(projectId, key);
-    this.byProject[projectId] = this.byProject[projectId]!.filter((record) => record !== old);
-    this.save();
+    await this.commit([{ kind: 'access_key', id: `${projectId}/${old.key}`, state: null }]);
   }
 
   /** The record of `candidate` in this project, or null; every key is compared, in constant time each. */
@@ -98,14 +96,33 @@ export class AccessKeys {
     return found;
   }
 
-  private replace(projectId: string, old: AccessKey, next: AccessKey): AccessKey {
-    const keys = this.byProject[projectId]!;
-    keys[keys.indexOf(old)] = next;
-    this.save();
+  /** Stores a key's record (a new one goes last) or removes it (null) in memory; false when nothing changed. */
+  apply(id: string, state: AccessKey | null): boolean {
+    const [projectId, key] = splitId(id);
+    const keys = this.byProject[projectId];
+    const index = keys === undefined ? -1 : keys.findIndex((record) => record.key === key);
+    if (state === null) {
+      if (index < 0) return false;
+      this.byProject[projectId] = keys!.filter((_, i) => i !== index);
+    } else if (index < 0) {
+      (this.byProject[projectId] ??= []).push(state);
+    } else {
+      if (JSON.stringify(keys![index]) === JSON.stringify(state)) return false;
+      keys![index] = state;
+    }
+    return true;
+  }
+
+  records(): CatalogRecord[] {
+    return Object.values(this.byProject).flat().map((state) => ({ kind: 'access_key', id: `${state.project_id}/${state.key}`, state }));
+  }
+
+  private async change(next: AccessKey): Promise<AccessKey> {
+    await this.commit([{ kind: 'access_key', id: `${next.project_id}/${next.key}`, state: next }]);
     return next;
   }
 
-  private save(): void {
+  save(): void {
     writeFileDurable(this.file, JSON.stringify(this.byProject));
   }
 }

@@ -12,6 +12,7 @@ import { DateTime, type Zone } from 'luxon';
 import type { LogRecord } from '../log/record.js';
 import { ApiError } from '../base/errors.js';
 import type { Guards } from '../base/guards.js';
+import { splitId, type CatalogCommit, type CatalogRecord } from './records.js';
 import { parseFilters } from '../query/plan/filter.js';
 import { cutBuckets, parseInterval } from '../query/plan/interval.js';
 import type { AggregateKind, FilterNode } from '../query/plan/plan.js';
@@ -51,6 +52,8 @@ export interface DatasetHost {
   logBounds(projectId: string, collection: string): { start: number; end: number };
   onAppend(listener: (projectId: string, collection: string) => void): () => void;
   onDelete(listener: (projectId: string, collection: string) => void): () => void;
+  /** Passes a change on (cluster mode: the shared topic) and applies it (apply()). */
+  readonly commit: CatalogCommit;
 }
 
 /** One bucket's state: enough to answer the analysis exactly and to add one more event. */
@@ -96,7 +99,7 @@ export class Datasets {
     for (const [project, byName] of Object.entries(this.defs)) for (const def of Object.values(byName)) this.start(project, def);
   }
 
-  put(projectId: string, name: string, body: unknown): DatasetView {
+  async put(projectId: string, name: string, body: unknown): Promise<DatasetView> {
     this.host.guards.project(projectId);
     if (!NAME.test(name)) throw new ApiError('InvalidResourceNameError', 'Dataset names are 1-64 characters of A-Z, a-z, 0-9, "_" and "-".');
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('InvalidQueryError', 'The body must be a JSON object.');
@@ -113,14 +116,12 @@ export class Datasets {
       index_by: indexList as string[], created_date: new Date(this.host.clock()).toISOString(),
     };
     this.compile(projectId, def); // the 400s, before anything is stored
-    const byName = (this.defs[projectId] ??= {});
+    const byName = this.defs[projectId] ?? {};
     if (byName[name] === undefined && Object.keys(byName).length >= DATASETS_MAX) {
       throw new ApiError('InvalidQueryError', `A project may have at most ${DATASETS_MAX} datasets.`);
     }
-    byName[name] = def;
-    writeFileDurable(this.file, JSON.stringify(this.defs));
-    this.live.delete(key(projectId, name));
-    return this.view(this.start(projectId, def));
+    await this.host.commit([{ kind: 'dataset', id: `${projectId}/${name}`, state: def }]);
+    return this.get(projectId, name);
   }
 
   list(projectId: string): DatasetView[] {
@@ -131,11 +132,35 @@ export class Datasets {
     return this.view(this.find(projectId, name));
   }
 
-  delete(projectId: string, name: string): void {
+  async delete(projectId: string, name: string): Promise<void> {
     this.find(projectId, name);
-    delete this.defs[projectId]![name];
-    writeFileDurable(this.file, JSON.stringify(this.defs));
+    await this.host.commit([{ kind: 'dataset', id: `${projectId}/${name}`, state: null }]);
+  }
+
+  /** Stores a definition and starts it over (or removes it: null) in memory; false when nothing changed. */
+  apply(id: string, def: DatasetDefinition | null): boolean {
+    const [projectId, name] = splitId(id);
+    const current = this.defs[projectId]?.[name];
+    if (def === null) {
+      if (current === undefined) return false;
+      delete this.defs[projectId]![name];
+      this.live.delete(key(projectId, name));
+      return true;
+    }
+    if (current !== undefined && JSON.stringify(current) === JSON.stringify(def)) return false;
+    (this.defs[projectId] ??= {})[name] = def;
     this.live.delete(key(projectId, name));
+    this.start(projectId, def);
+    return true;
+  }
+
+  records(): CatalogRecord[] {
+    return Object.entries(this.defs).flatMap(([project, byName]) => Object.entries(byName).map(([name, state]) => (
+      { kind: 'dataset' as const, id: `${project}/${name}`, state })));
+  }
+
+  save(): void {
+    writeFileDurable(this.file, JSON.stringify(this.defs));
   }
 
   /** Per bucket of `timeframe` (in the dataset's interval), the value for one index value. */
@@ -235,7 +260,7 @@ export class Datasets {
           if (records.length === 0) break;
           for (const record of records) {
             live.events++;
-            if (record.matches !== false) this.apply(live, JSON.parse(record.json) as Record<string, unknown>);
+            if (record.matches !== false) this.add(live, JSON.parse(record.json) as Record<string, unknown>);
           }
           live.cursor = records[records.length - 1]!.offset + 1;
           await new Promise((resolve) => setImmediate(resolve));
@@ -251,7 +276,7 @@ export class Datasets {
   }
 
   /** Adds one event that passed the filters to its bucket. */
-  private apply(live: Live, event: Record<string, unknown>): void {
+  private add(live: Live, event: Record<string, unknown>): void {
     const ts = Date.parse(valueAt(event, 'svc.timestamp') as string);
     if (!Number.isFinite(ts)) return;
     let value: unknown = null;

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { KeyKind, ProjectInfo } from './project-info.js';
 import { ApiError } from '../base/errors.js';
+import type { CatalogRecord } from './records.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 
 interface ProjectsFile {
@@ -45,18 +46,50 @@ export class ProjectStore {
     writeFileDurable(this.file, JSON.stringify(this.state, null, 2));
   }
 
-  create(name: string): ProjectInfo {
+  /** A new project (checked name, new id and keys), not stored: apply() stores it. */
+  plan(name: string): ProjectInfo {
     if (typeof name !== 'string' || name.length === 0 || name.length > 256) {
       throw new ApiError('MissingRequiredRequestFieldError', 'A project needs a "name" of 1 to 256 characters.');
     }
-    const project: ProjectInfo = {
+    return {
       id: randomBytes(12).toString('hex'),
       name,
       api_keys: { master: newKey(), write: newKey(), read: newKey() },
     };
-    this.state.projects.push(project);
+  }
+
+  create(name: string): ProjectInfo {
+    const project = this.plan(name);
+    this.apply(project.id, project);
     this.save();
     return project;
+  }
+
+  /** Stores a project's state (a new one goes last) or removes it (null) in memory; false when nothing changed. */
+  apply(id: string, project: ProjectInfo | null): boolean {
+    const index = this.state.projects.findIndex((p) => p.id === id);
+    if (project === null) {
+      if (index < 0) return false;
+      this.state.projects.splice(index, 1);
+    } else if (index < 0) {
+      this.state.projects.push(project);
+    } else {
+      if (JSON.stringify(this.state.projects[index]) === JSON.stringify(project)) return false;
+      this.state.projects[index] = project;
+    }
+    return true;
+  }
+
+  records(): CatalogRecord[] {
+    return this.state.projects.map((project) => ({ kind: 'project', id: project.id, state: project }));
+  }
+
+  /** Adopts an organization id and key (cluster mode: the shared one); false when they were these already. */
+  adoptOrg(orgId: string, orgKey: string): boolean {
+    if (this.state.orgId === orgId && this.state.orgKey === orgKey) return false;
+    this.state.orgId = orgId;
+    this.state.orgKey = orgKey;
+    return true;
   }
 
   list(): ProjectInfo[] {
@@ -67,14 +100,11 @@ export class ProjectStore {
     return this.state.projects.find((project) => project.id === id);
   }
 
-  regenerate(id: string, kind: 'write' | 'read'): string {
-    const index = this.state.projects.findIndex((project) => project.id === id);
-    if (index < 0) throw new ApiError('ResourceNotFoundError', `Project ${id} does not exist.`);
-    const key = newKey();
-    const old = this.state.projects[index];
-    this.state.projects[index] = { ...old, api_keys: { ...old.api_keys, [kind]: key } };
-    this.save();
-    return key;
+  /** The project with a new write or read key, not stored: apply() stores it. */
+  planRegenerate(id: string, kind: 'write' | 'read'): ProjectInfo {
+    const old = this.get(id);
+    if (old === undefined) throw new ApiError('ResourceNotFoundError', `Project ${id} does not exist.`);
+    return { ...old, api_keys: { ...old.api_keys, [kind]: newKey() } };
   }
 
   authenticate(id: string, key: string): KeyKind | null {

@@ -9,6 +9,7 @@
 import path from 'node:path';
 import { ApiError } from '../base/errors.js';
 import type { Guards } from '../base/guards.js';
+import { splitId, type CatalogCommit, type CatalogRecord } from './records.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 import { CACHED_QUERIES_MAX, REFRESH_RATE_MAX_S, REFRESH_RATE_MIN_S, SAVED_QUERY_METADATA_BYTES_MAX } from '../base/limits.js';
 
@@ -45,6 +46,8 @@ export interface SavedQueryHost {
   validate(projectId: string, analysis: string, params: Params): void;
   /** Runs a query; `counted` false keeps it out of the ad-hoc rate limit (cached refreshes). */
   run(projectId: string, analysis: string, params: Params, counted: boolean): Promise<unknown>;
+  /** Passes a change on (cluster mode: the shared topic) and applies it (apply()). */
+  readonly commit: CatalogCommit;
 }
 
 interface Cached {
@@ -85,7 +88,7 @@ export class SavedQueries {
   }
 
   /** Creates or replaces `name` (a body's `query_name` renames it); `created` is false for a replacement. */
-  put(projectId: string, name: string, body: unknown): { created: boolean; saved: SavedQuery } {
+  async put(projectId: string, name: string, body: unknown): Promise<{ created: boolean; saved: SavedQuery }> {
     this.host.guards.project(projectId);
     checkName(name);
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
@@ -110,7 +113,7 @@ export class SavedQueries {
     }
     const { analysis_type: _analysis, ...params } = query;
     this.host.validate(projectId, analysis, params);
-    const byName = (this.defs[projectId] ??= {});
+    const byName = this.defs[projectId] ?? {};
     const previous = byName[name];
     if (newName !== name && byName[newName] !== undefined) {
       throw new ApiError('InvalidQueryError', `A saved query named "${newName}" exists already; delete it first.`);
@@ -126,19 +129,43 @@ export class SavedQueries {
       query_name: newName, query, refresh_rate: refreshRate, metadata,
       created_date: previous?.created_date ?? now, last_modified_date: now, user_last_modified_date: now,
     };
-    delete byName[name];
-    byName[newName] = def;
-    this.save();
-    this.unschedule(projectId, name);
-    if (refreshRate > 0) this.schedule(projectId, def, 0);
-    return { created: previous === undefined, saved: this.record(projectId, def) };
+    const records: CatalogRecord[] = [];
+    if (newName !== name && previous !== undefined) records.push({ kind: 'saved_query', id: `${projectId}/${name}`, state: null });
+    records.push({ kind: 'saved_query', id: `${projectId}/${newName}`, state: def });
+    await this.host.commit(records);
+    return { created: previous === undefined, saved: this.record(projectId, this.defs[projectId]?.[newName] ?? def) };
   }
 
-  delete(projectId: string, name: string): void {
+  async delete(projectId: string, name: string): Promise<void> {
     this.stored(projectId, name);
-    delete this.defs[projectId]![name];
-    this.save();
+    await this.host.commit([{ kind: 'saved_query', id: `${projectId}/${name}`, state: null }]);
+  }
+
+  /**
+   * Stores a definition (or removes it: null) in memory and starts (or stops) its refresh cycle;
+   * false when nothing changed. A definition stored again goes last, as a put does.
+   */
+  apply(id: string, state: Stored | null): boolean {
+    const [projectId, name] = splitId(id);
+    const current = this.defs[projectId]?.[name];
+    if (state === null) {
+      if (current === undefined) return false;
+      delete this.defs[projectId]![name];
+      this.unschedule(projectId, name);
+      return true;
+    }
+    if (current !== undefined && JSON.stringify(current) === JSON.stringify(state)) return false;
+    const byName = (this.defs[projectId] ??= {});
+    delete byName[name];
+    byName[name] = state;
     this.unschedule(projectId, name);
+    if (state.refresh_rate > 0) this.schedule(projectId, state, 0);
+    return true;
+  }
+
+  records(): CatalogRecord[] {
+    return Object.entries(this.defs).flatMap(([project, byName]) => Object.entries(byName).map(([name, state]) => (
+      { kind: 'saved_query' as const, id: `${project}/${name}`, state })));
   }
 
   /** The record plus `result`: from the cache for a cached query, else run now (counted). */
@@ -174,7 +201,7 @@ export class SavedQueries {
     return { ...def, run_information: entry?.info ?? null };
   }
 
-  private save(): void {
+  save(): void {
     writeFileDurable(this.file, JSON.stringify(this.defs));
   }
 

@@ -14,6 +14,7 @@ import { Listeners } from '../base/listeners.js';
 import { jsonLogger } from '../base/logger.js';
 import { defaultMemoryBudget, planMemory } from '../base/memory.js';
 import { AccessKeys } from '../catalog/access-keys.js';
+import { Catalog } from '../catalog/catalog.js';
 import { Datasets } from '../catalog/datasets.js';
 import { ProjectStore } from '../catalog/projects.js';
 import { SavedQueries } from '../catalog/saved-queries.js';
@@ -84,6 +85,7 @@ interface Core {
 
 /** The features over the data: extraction jobs and the catalog's durable objects. */
 interface Features {
+  readonly catalog: Catalog;
   readonly extractions: ExtractionJobs;
   readonly accessKeys: AccessKeys;
   readonly datasets: Datasets;
@@ -195,42 +197,65 @@ function wireCore(options: EngineOptions, base: Base): Core {
 function openFeatures(base: Base, core: Core): Features {
   const { dataDir, clock, guards, logger } = base;
   const { runner, collections, log, events, deleted } = core;
-  return {
+  const catalog = new Catalog(logger);
+  const { commit } = catalog;
+  const features: Features = {
+    catalog,
     extractions: new ExtractionJobs({
       dataDir, clock, queries: runner,
       source: (project, collection, start, end) => collections.scanSource(project, collection, start, end),
       lease: () => base.retired.lease(),
       logFailure: (job, error) => logger.write('error', 'extraction job failed', { job: job.id, project: job.project, error }),
     }),
-    accessKeys: new AccessKeys(dataDir, clock, guards),
+    accessKeys: new AccessKeys(dataDir, clock, guards, commit),
     datasets: new Datasets({
       dataDir, clock, guards,
       readLog: (project, collection, from, records, bytes, filters) => log.read(project, collection, from, records, bytes, filters),
       logBounds: (project, collection) => log.bounds(project, collection),
       onAppend: (listener) => events.onAppend(listener),
       onDelete: (listener) => deleted.add(listener),
+      commit,
     }),
     savedQueries: new SavedQueries({
       dataDir, clock, guards,
       validate: (project, analysis, params) => runner.validate(project, analysis, params),
       run: (project, analysis, params, counted) => runner.run(project, analysis, params, counted),
+      commit,
     }),
   };
+  catalog.attach({ projects: base.projects, ...features });
+  return features;
 }
 
 /** The engine as its users see it: the services, and close() undoing open in reverse order. */
 function face(base: Base, core: Core, features: Features, unlock: () => void): TallyEngine {
   const { projects, guards, wal } = base;
   const { runner, flusher, events } = core;
-  const { extractions } = features;
+  const { extractions, catalog } = features;
   return {
     created: base.created,
-    organization: { id: projects.orgId, key: projects.orgKey, isOrgKey: (key) => projects.isOrgKey(key) },
+    organization: {
+      get id() {
+        return projects.orgId;
+      },
+      get key() {
+        return projects.orgKey;
+      },
+      isOrgKey: (key) => projects.isOrgKey(key),
+    },
     projects: {
-      create: async (name) => projects.create(name),
+      create: async (name) => {
+        const project = projects.plan(name);
+        await catalog.commit([{ kind: 'project', id: project.id, state: project }]);
+        return project;
+      },
       list: () => projects.list(),
       get: (id) => projects.get(id),
-      regenerateKey: async (id, kind) => projects.regenerate(id, kind),
+      regenerateKey: async (id, kind) => {
+        const project = projects.planRegenerate(id, kind);
+        await catalog.commit([{ kind: 'project', id, state: project }]);
+        return project.api_keys[kind];
+      },
       authenticate: (id, key) => projects.authenticate(id, key),
       isAnyMasterKey: (key) => projects.isAnyMasterKey(key),
     },
@@ -253,6 +278,12 @@ function face(base: Base, core: Core, features: Features, unlock: () => void): T
     datasets: features.datasets,
     log: core.log,
     groups: new GroupOffsets(base.dataDir),
+    catalog: {
+      records: () => catalog.records(),
+      apply: (records) => catalog.apply(records),
+      replace: (records) => catalog.replace(records),
+      beforeChange: (hook) => catalog.beforeChange(hook),
+    },
     stats: (): EngineStats => engineStats({ stores: base.stores, writes: events.writes, wal, flusher, queries: runner, memory: base.memory }),
     onWalSync: (listener) => {
       wal.onSync = listener;

@@ -13,8 +13,10 @@ import type { FilterNode } from '../query/plan/plan.js';
 export type { ExtractionJob } from '../query/exec/jobs.js';
 
 import type { KeyKind, ProjectInfo } from '../catalog/project-info.js';
+import type { CatalogRecord } from '../catalog/records.js';
 
 export type { KeyKind, ProjectInfo };
+export type { CatalogKind, CatalogRecord, OrgState } from '../catalog/records.js';
 export type { EventToWrite, WriteContext } from '../ingest/event-preparer.js';
 export type { AppendOptions, AppendResult, BatchAppendResult, ReplayedTag, StampResult } from '../write/results.js';
 import type { EventToWrite, WriteContext } from '../ingest/event-preparer.js';
@@ -126,6 +128,8 @@ export interface TallyEngine {
   readonly log: LogService;
   /** Kafka consumer group offsets, per project. */
   readonly groups: GroupOffsetService;
+  /** The organization and its catalog as records (cluster mode shares them). */
+  readonly catalog: CatalogService;
 
   /** Counters and sizes for monitoring (computed on call). */
   stats(): EngineStats;
@@ -138,10 +142,30 @@ export interface TallyEngine {
 }
 
 export interface OrganizationService {
+  /** The organization's id and key: a cluster node adopts the shared ones (CatalogService). */
   readonly id: string;
   readonly key: string;
   /** True when `key` is the organization key (org API, versions endpoint). */
   isOrgKey(key: string): boolean;
+}
+
+/**
+ * The organization, projects, access keys, saved queries and dataset definitions as records of
+ * their full state (engine/catalog/records.ts). Every change the other services make passes the
+ * beforeChange hooks before it is applied; the mutating methods of those services resolve after.
+ */
+export interface CatalogService {
+  /** The organization (id '') and every object, projects before what is theirs. */
+  records(): CatalogRecord[];
+  /** Applies records made elsewhere, in order; idempotent, the last record of an object wins. */
+  apply(records: readonly CatalogRecord[]): void;
+  /** Makes the catalog exactly `records`, the organization's id and key included. */
+  replace(records: readonly CatalogRecord[]): void;
+  /**
+   * Registers `hook`, awaited with a change's records before they are applied: a rejection
+   * is the change's (nothing applied). Returns an unregister function.
+   */
+  beforeChange(hook: (records: readonly CatalogRecord[]) => Promise<void>): () => void;
 }
 
 export interface ProjectService {
@@ -257,12 +281,12 @@ export interface QueryService {
 
 /** Access keys (docs/api.md §8; engine/catalog/access-keys.ts). Unknown keys → 404 ResourceNotFoundError. */
 export interface AccessKeyService {
-  create(projectId: string, body: unknown): AccessKey;
+  create(projectId: string, body: unknown): Promise<AccessKey>;
   list(projectId: string, name?: string): AccessKey[];
   get(projectId: string, key: string): AccessKey;
-  update(projectId: string, key: string, body: unknown): AccessKey;
-  setActive(projectId: string, key: string, active: boolean): AccessKey;
-  delete(projectId: string, key: string): void;
+  update(projectId: string, key: string, body: unknown): Promise<AccessKey>;
+  setActive(projectId: string, key: string, active: boolean): Promise<AccessKey>;
+  delete(projectId: string, key: string): Promise<void>;
   /** The access key record `key` names in this project (active or not), or null. */
   find(projectId: string, key: string): AccessKey | null;
 }
@@ -273,18 +297,18 @@ export interface SavedQueryService {
   /** Throws 404 ResourceNotFoundError for an unknown name. */
   get(projectId: string, name: string): SavedQuery;
   /** Creates or replaces (a body's `query_name` renames); validated as an ad-hoc query, not run. */
-  put(projectId: string, name: string, body: unknown): { created: boolean; saved: SavedQuery };
-  delete(projectId: string, name: string): void;
+  put(projectId: string, name: string, body: unknown): Promise<{ created: boolean; saved: SavedQuery }>;
+  delete(projectId: string, name: string): Promise<void>;
   /** The definition plus `result`: a cached query's from memory, else run now (counts as ad-hoc). */
   result(projectId: string, name: string): Promise<SavedQuery & { result: unknown }>;
 }
 
 /** Cached datasets (docs/api.md §10; engine/catalog/datasets.ts). Unknown names → 404 ResourceNotFoundError. */
 export interface DatasetService {
-  put(projectId: string, name: string, body: unknown): DatasetView;
+  put(projectId: string, name: string, body: unknown): Promise<DatasetView>;
   list(projectId: string): DatasetView[];
   get(projectId: string, name: string): DatasetView;
-  delete(projectId: string, name: string): void;
+  delete(projectId: string, name: string): Promise<void>;
   /** Per interval bucket of `timeframe`, the value for one index value (503 until bootstrapped). */
   results(projectId: string, name: string, indexBy: unknown, timeframe: unknown): { timeframe: { start: string; end: string }; value: unknown }[];
 }

@@ -39,6 +39,16 @@ export interface LogConsumerOptions {
   readonly offsets: ConsumedOffsets;
   readonly nodeId: number;
   readonly log: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+  /**
+   * Resolves once the shared metadata topic was read up to its end now: a record of a project
+   * this node does not know yet is appended again after it (the project was created elsewhere
+   * just before its first events were written), and skipped only if still unknown.
+   */
+  readonly metaSync?: () => Promise<void>;
+}
+
+function unknownProject(error: unknown): boolean {
+  return isApiError(error) && error.error_code === 'ResourceNotFoundError';
 }
 
 /** The message key of an event: its partition is chosen by it, so one collection's events stay in order. */
@@ -53,7 +63,7 @@ export function parseMessageKey(key: string): [string, string] | null {
 }
 
 /** An assigner that gives every member exactly `owned` of `topic`. */
-function staticAssigner(topic: string, owned: readonly number[]): PartitionAssigner {
+export function staticAssigner(topic: string, owned: readonly number[]): PartitionAssigner {
   return () => ({
     name: 'TallyStatic',
     version: 1,
@@ -231,13 +241,18 @@ export class LogConsumer {
   private async append(partition: number, run: Run): Promise<void> {
     const { engine, topic, offsets } = this.options;
     if (run.projectId !== null && run.events.length > 0) {
+      const append = () => engine.events.append(run.projectId!, run.events, CONTEXT, {
+        stamped: true, tag: ConsumedOffsets.tag(topic, partition, run.lastOffset),
+      });
       let results;
       try {
-        results = await engine.events.append(run.projectId, run.events, CONTEXT, {
-          stamped: true, tag: ConsumedOffsets.tag(topic, partition, run.lastOffset),
+        results = await append().catch(async (error: unknown) => {
+          if (!unknownProject(error) || this.options.metaSync === undefined) throw error;
+          await this.options.metaSync();
+          return append();
         });
       } catch (error) {
-        if (!isApiError(error) || error.error_code !== 'ResourceNotFoundError') throw error;
+        if (!unknownProject(error)) throw error;
         this.skipped += run.events.length;
         this.options.log('warn', 'cluster: records of an unknown project skipped', {
           partition, project: run.projectId, records: run.events.length, last_offset: run.lastOffset,

@@ -8,7 +8,9 @@
  * (consumer.ts), keeping how far it read with the store (offsets.ts), so each acknowledged event is
  * stored exactly once across crashes, restarts and redeliveries. With `nodes` (--cluster-nodes)
  * each node stores only its partitions (assignment.ts) and queries run on a node that stores what
- * they read (queries.ts); shared metadata is not there yet (docs/cluster.md).
+ * they read (queries.ts). The organization and its catalog are shared through a compacted topic
+ * (default `tally.meta`, meta.ts): a change asked of any node is produced there before it is
+ * applied, and every node applies every change.
  */
 import { Kafka, logLevel } from 'kafkajs';
 import {
@@ -20,6 +22,7 @@ import { LogConsumer, messageKey } from './consumer.js';
 import { ClusterQueries } from './queries.js';
 import { ConsumedOffsets } from './offsets.js';
 import { EventLogProducer, type LogMessage } from './producer.js';
+import { SharedCatalog } from './meta.js';
 import { CLUSTER_START_TIMEOUT_MS, CLUSTER_TOPIC_MESSAGE_BYTES_MAX, CLUSTER_WRITE_TIMEOUT_MS } from '../common/limits.js';
 
 
@@ -28,6 +31,8 @@ export interface ClusterOptions {
   readonly brokers: readonly string[];
   readonly nodeId: number;
   readonly topic: string;
+  /** The shared metadata topic (compacted, one partition). */
+  readonly metaTopic: string;
   /** Partitions of the topic if this node creates it. */
   readonly partitions: number;
   readonly dataDir: string;
@@ -80,8 +85,11 @@ async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promi
   }
 }
 
-/** Creates the events topic when missing; its partition count and replication factor. */
-async function ensureTopic(kafka: Kafka, options: ClusterOptions): Promise<{ partitions: number; replicationFactor: number; created: boolean }> {
+/**
+ * Creates a topic when missing (the events topic, or with `compact` the metadata topic); its
+ * partition count and replication factor.
+ */
+async function ensureTopic(kafka: Kafka, topic: string, partitions: number, compact = false): Promise<{ partitions: number; replicationFactor: number; created: boolean }> {
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -90,10 +98,11 @@ async function ensureTopic(kafka: Kafka, options: ClusterOptions): Promise<{ par
     const created = await admin.createTopics({
       waitForLeaders: true,
       topics: [{
-        topic: options.topic,
-        numPartitions: options.partitions,
+        topic,
+        numPartitions: partitions,
         replicationFactor,
         configEntries: [
+          ...(compact ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
           { name: 'max.message.bytes', value: String(CLUSTER_TOPIC_MESSAGE_BYTES_MAX) },
           // With acks = all, a write needs two copies; without it one broker left would do.
           ...(brokers >= 3 ? [{ name: 'min.insync.replicas', value: '2' }] : []),
@@ -101,11 +110,28 @@ async function ensureTopic(kafka: Kafka, options: ClusterOptions): Promise<{ par
         ],
       }],
     });
-    const [meta] = (await admin.fetchTopicMetadata({ topics: [options.topic] })).topics;
-    if (meta === undefined || meta.partitions.length === 0) throw new Error(`topic ${options.topic} has no partitions`);
+    await served(admin, topic);
+    const [meta] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
+    if (meta === undefined || meta.partitions.length === 0) throw new Error(`topic ${topic} has no partitions`);
     return { partitions: meta.partitions.length, replicationFactor: meta.partitions[0]!.replicas.length, created };
   } finally {
     await admin.disconnect().catch(() => {});
+  }
+}
+
+/**
+ * Resolves once the leaders serve `topic`: one just created (here or by another node at once)
+ * may answer "does not host this topic-partition" for a while, which kafkajs's subscribe throws.
+ * Bounded by start-up's own timeout.
+ */
+async function served(admin: ReturnType<Kafka['admin']>, topic: string): Promise<void> {
+  for (;;) {
+    try {
+      await admin.fetchTopicOffsets(topic);
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   }
 }
 
@@ -144,6 +170,22 @@ function producedWrite(engine: TallyEngine, producer: EventLogProducer) {
   };
 }
 
+/**
+ * The metadata topic (created when missing) read and this node's catalog made the topic's:
+ * before the events consumer starts, as it appends to projects it must know.
+ */
+async function startShared(kafka: Kafka, options: ClusterOptions, log: ConstructorParameters<typeof SharedCatalog>[0]['log']): Promise<SharedCatalog> {
+  await withTimeout(ensureTopic(kafka, options.metaTopic, 1, true), CLUSTER_START_TIMEOUT_MS, 'the Kafka cluster');
+  const shared = new SharedCatalog({ kafka, engine: options.engine, topic: options.metaTopic, nodeId: options.nodeId, log });
+  try {
+    await withTimeout(shared.start(), CLUSTER_START_TIMEOUT_MS, 'the metadata topic');
+  } catch (error) {
+    await shared.close().catch(() => {});
+    throw error;
+  }
+  return shared;
+}
+
 export async function startCluster(options: ClusterOptions): Promise<ClusterNode> {
   const { engine, logger } = options;
   // Before anything awaits: what the WAL proved is written to the offsets file before any flush
@@ -156,23 +198,27 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
   const kafka = kafkaClient(options);
   let producer: EventLogProducer | null = null;
   let consumer: LogConsumer | null = null;
+  let shared: SharedCatalog | null = null;
   let topic: Awaited<ReturnType<typeof ensureTopic>>;
   let assignment: Assignment | null;
   let owned: readonly number[];
   try {
-    topic = await withTimeout(ensureTopic(kafka, options), CLUSTER_START_TIMEOUT_MS, 'the Kafka cluster');
+    topic = await withTimeout(ensureTopic(kafka, options.topic, options.partitions), CLUSTER_START_TIMEOUT_MS, 'the Kafka cluster');
+    const meta = await startShared(kafka, options, log);
+    shared = meta;
     assignment = options.nodes !== undefined && options.nodes.length > 0
       ? new Assignment(options.nodes, options.replicas ?? 1, topic.partitions, options.topic) : null;
     owned = options.owned ?? assignment?.ownedBy(options.nodeId) ?? Array.from({ length: topic.partitions }, (_, i) => i);
     producer = new EventLogProducer({ kafka, topic: options.topic, timeoutMs: CLUSTER_WRITE_TIMEOUT_MS, log });
     await withTimeout(producer.ready(), CLUSTER_START_TIMEOUT_MS, 'an idempotent producer of the Kafka cluster');
-    consumer = new LogConsumer({ kafka, engine, topic: options.topic, partitions: owned, offsets, nodeId: options.nodeId, log });
+    consumer = new LogConsumer({ kafka, engine, topic: options.topic, partitions: owned, offsets, nodeId: options.nodeId, log, metaSync: () => meta.sync() });
     await withTimeout(consumer.start(), CLUSTER_START_TIMEOUT_MS, 'a consumer of the Kafka cluster');
   } catch (error) {
     unTagged();
     unHook();
     await producer?.close().catch(() => {});
     await consumer?.close().catch(() => {});
+    await shared?.close().catch(() => {});
     throw new ClusterStartError(`cannot use the Kafka cluster at ${options.brokers.join(',')} `
       + `(topic ${options.topic}): ${(error as Error).message}`, { cause: error });
   }
@@ -182,6 +228,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
   });
   const p = producer;
   const c = consumer;
+  const m = shared;
 
   const write = producedWrite(engine, p);
   const queries = assignment === null ? undefined : new ClusterQueries({
@@ -191,7 +238,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
   return {
     topic: options.topic,
     get caughtUp() {
-      return c.caughtUp;
+      return m.caughtUp && c.caughtUp;
     },
     partitions: topic.partitions,
     replicationFactor: topic.replicationFactor,
@@ -207,6 +254,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
     async close() {
       await p.close();
       await c.close();
+      await m.close();
       unTagged();
       await offsets.persist();
       unHook();

@@ -20,7 +20,9 @@ import { CLUSTER_SEND_BYTES_MAX } from '../common/limits.js';
 
 export interface LogMessage {
   readonly key: string;
-  readonly value: string;
+  /** null: a tombstone (a deleted object of the compacted metadata topic). */
+  readonly value: string | null;
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 interface Pending {
@@ -38,6 +40,8 @@ export interface EventLogProducerOptions {
   /** The bound on a write's wait for Kafka, from its arrival to its answer. */
   readonly timeoutMs: number;
   readonly log: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
+  /** The 503 a refused send answers (default: an events write's). */
+  readonly unavailable?: (reason: string) => ApiError;
 }
 
 export class EventLogProducer {
@@ -68,7 +72,7 @@ export class EventLogProducer {
   send(messages: readonly LogMessage[]): Promise<void> {
     if (this.closed) return Promise.reject(new ApiError('ServiceUnavailableError', 'Tally is shutting down.'));
     let bytes = 0;
-    for (const m of messages) bytes += m.key.length + m.value.length;
+    for (const m of messages) bytes += m.key.length + (m.value?.length ?? 0);
     return new Promise((resolve, reject) => {
       this.queue.push({ messages, bytes, deadline: Date.now() + this.options.timeoutMs, resolve, reject });
       this.pump();
@@ -111,7 +115,7 @@ export class EventLogProducer {
     // Requests whose time is up before they could go are refused now.
     const now = Date.now();
     while (this.queue.length > 0 && this.queue[0]!.deadline <= now) {
-      this.queue.shift()!.reject(unavailable('no time was left after the sends before it'));
+      this.queue.shift()!.reject((this.options.unavailable ?? unavailable)('no time was left after the sends before it'));
       this.failed++;
     }
     if (this.queue.length === 0) return;
@@ -157,10 +161,10 @@ export class EventLogProducer {
       this.acknowledged += batch.length;
     } catch (error) {
       const reason = (error as Error).message ?? String(error);
-      this.options.log('warn', 'cluster: a write to the events topic failed; answered 503', {
-        requests: batch.length, messages: messages.length, reason,
+      this.options.log('warn', 'cluster: a write to a topic failed; answered 503', {
+        topic: this.options.topic, requests: batch.length, messages: messages.length, reason,
       });
-      for (const p of batch) p.reject(unavailable(reason));
+      for (const p of batch) p.reject((this.options.unavailable ?? unavailable)(reason));
       this.failed += batch.length;
       if (!this.closed) this.replace(producer, attempt);
     } finally {

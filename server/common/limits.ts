@@ -75,6 +75,10 @@ export const PARENT_POLL_MS = 500;
 // Cluster mode (server/cluster/, docs/cluster.md).
 /** How long a write waits for Kafka's acknowledgement before it is answered 503. */
 export const CLUSTER_WRITE_TIMEOUT_MS = 5_000;
+/** How long a fetch of the shared metadata topic waits for new records: a change is in force on every node within about this. */
+export const CLUSTER_META_WAIT_MS = 100;
+/** How long the events consumer waits for the metadata topic when a record names a project it does not know. */
+export const CLUSTER_META_SYNC_TIMEOUT_MS = 10_000;
 /** How long start-up waits for the Kafka cluster to answer. */
 export const CLUSTER_START_TIMEOUT_MS = 30_000;
 /** The events topic's max.message.bytes: a batch request (10 MB) goes to one partition whole. */

@@ -8,9 +8,6 @@
  */
 import t from 'tap';
 import { Assignment } from '../../server/cluster/assignment.js';
-import { copyFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { client, eventually } from '../helpers/http.js';
 import { freePort, startServer, type TestServer } from '../helpers/server.js';
@@ -83,14 +80,13 @@ t.test('two nodes, each with its partitions, answer as one node', async (t) => {
     '--cluster-nodes', nodes, '--cluster-replicas', '1', '--cluster-secret', SECRET];
   const a = await startServer({ args: argsOf(0) });
   servers.push(a);
-  // The same project (id and keys) on node 1: projects are not shared through Kafka yet.
-  const dataDir = mkdtempSync(join(tmpdir(), 'tally-test-'));
-  copyFileSync(join(a.dataDir, 'projects.json'), join(dataDir, 'projects.json'));
-  const b = await startServer({ dataDir, orgKey: a.orgKey, args: argsOf(1) });
+  // Node 1 starts with an empty data dir: the organization and the project come from the metadata topic.
+  const b = await startServer({ orgKey: a.orgKey, args: argsOf(1) });
   servers.push(b);
   const reference = await startServer();
   servers.push(reference);
   t.equal(b.projectId, a.projectId);
+  t.same(b.keys, a.keys, 'node 1 has node 0\'s project and keys, from the metadata topic');
   t.match(a.stdout(), / nodes=2 replicas=1 owned=0,2,4,6,8,10$/m);
   t.match(b.stdout(), / nodes=2 replicas=1 owned=1,3,5,7,9,11$/m);
   await Promise.all([caughtUp(a), caughtUp(b)]);

@@ -44,6 +44,8 @@ export interface StartOptions {
   /** Reuse a data dir (restart); default a fresh temp dir removed by cleanup(). */
   readonly dataDir?: string;
   readonly orgKey?: string;
+  /** The key the projects are listed with (default orgKey): a cluster node adopts the shared organization's. */
+  readonly listKey?: string;
   readonly args?: readonly string[];
 }
 
@@ -127,7 +129,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
   const out = { stdout: '', stderr: '' };
   const url = await waitReady(child, out);
-  const project = await defaultProject(url, orgKey);
+  const project = await defaultProject(url, options.listKey ?? orgKey);
   const server: TestServer = {
     url, dataDir, orgKey, projectId: project.id, keys: project.api_keys, child,
     stdout: () => out.stdout,

@@ -24,9 +24,9 @@ function body(ctx: Ctx): unknown {
   return parseJsonBody(ctx.body);
 }
 
-export const createAccessKey: Handler = (ctx, { engine }) => {
+export const createAccessKey: Handler = async (ctx, { engine }) => {
   const { project } = manager(engine, ctx);
-  return json(201, engine.accessKeys.create(project, body(ctx)));
+  return json(201, await engine.accessKeys.create(project, body(ctx)));
 };
 
 export const listAccessKeys: Handler = (ctx, { engine }) => {
@@ -39,23 +39,23 @@ export const getAccessKey: Handler = (ctx, { engine }) => {
   return json(200, engine.accessKeys.get(project, key));
 };
 
-export const updateAccessKey: Handler = (ctx, { engine }) => {
+export const updateAccessKey: Handler = async (ctx, { engine }) => {
   const { project, key } = manager(engine, ctx);
-  return json(200, engine.accessKeys.update(project, key, body(ctx)));
+  return json(200, await engine.accessKeys.update(project, key, body(ctx)));
 };
 
-export const deleteAccessKey: Handler = (ctx, { engine }) => {
+export const deleteAccessKey: Handler = async (ctx, { engine }) => {
   const { project, key } = manager(engine, ctx);
-  engine.accessKeys.delete(project, key);
+  await engine.accessKeys.delete(project, key);
   return { status: 204 };
 };
 
-export const revokeAccessKey: Handler = (ctx, { engine }) => {
+export const revokeAccessKey: Handler = async (ctx, { engine }) => {
   const { project, key } = manager(engine, ctx);
-  return json(200, engine.accessKeys.setActive(project, key, false));
+  return json(200, await engine.accessKeys.setActive(project, key, false));
 };
 
-export const unrevokeAccessKey: Handler = (ctx, { engine }) => {
+export const unrevokeAccessKey: Handler = async (ctx, { engine }) => {
   const { project, key } = manager(engine, ctx);
-  return json(200, engine.accessKeys.setActive(project, key, true));
+  return json(200, await engine.accessKeys.setActive(project, key, true));
 };

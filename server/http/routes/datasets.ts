@@ -72,17 +72,17 @@ export const getDataset: Handler = (ctx, { engine }) => {
   return json(200, engine.datasets.get(project, name));
 };
 
-export const putDataset: Handler = (ctx, { engine }) => {
+export const putDataset: Handler = async (ctx, { engine }) => {
   const { project, name } = names(ctx);
   requireProjectKey(engine, project, ctx.key, ['master']);
   if (ctx.body.length === 0) throw new ApiError('MissingRequiredRequestFieldError', 'The body needs "query" and "index_by".');
-  return json(201, engine.datasets.put(project, name, parseJsonBody(ctx.body)));
+  return json(201, await engine.datasets.put(project, name, parseJsonBody(ctx.body)));
 };
 
-export const deleteDataset: Handler = (ctx, { engine }) => {
+export const deleteDataset: Handler = async (ctx, { engine }) => {
   const { project, name } = names(ctx);
   requireProjectKey(engine, project, ctx.key, ['master']);
-  engine.datasets.delete(project, name);
+  await engine.datasets.delete(project, name);
   return { status: 204 };
 };
 

@@ -60,18 +60,18 @@ export const getSaved: Handler = (ctx, { engine }) => {
   return json(200, engine.savedQueries.get(project, name));
 };
 
-export const putSaved: Handler = (ctx, { engine }) => {
+export const putSaved: Handler = async (ctx, { engine }) => {
   const { project, name } = names(ctx);
   requireProjectKey(engine, project, ctx.key, ['master']);
   if (ctx.body.length === 0) throw new ApiError('MissingRequiredRequestFieldError', 'The body needs a "query" object.');
-  const { created, saved } = engine.savedQueries.put(project, name, parseJsonBody(ctx.body));
+  const { created, saved } = await engine.savedQueries.put(project, name, parseJsonBody(ctx.body));
   return json(created ? 201 : 200, saved);
 };
 
-export const deleteSaved: Handler = (ctx, { engine }) => {
+export const deleteSaved: Handler = async (ctx, { engine }) => {
   const { project, name } = names(ctx);
   requireProjectKey(engine, project, ctx.key, ['master']);
-  engine.savedQueries.delete(project, name);
+  await engine.savedQueries.delete(project, name);
   return { status: 204 };
 };
 
