@@ -181,6 +181,16 @@ t.test('two nodes, each with its partitions, answer as one node', async (t) => {
   // The internal endpoint wants the secret.
   const internal = await client(a.url).post('/internal/cluster/query', { key: 'wrong-secret-wrong-secret', body: {} });
   t.equal(internal.status, 401);
+  // A funnel share naming a step whose collection is not in the partitions asked for is a 400, not an empty set.
+  const share = { project: a.projectId, analysis: 'funnel', params: funnelsAcross(on0, y0, on1, y1)[0][1], nowMs: Date.now(), mode: 'funnel' };
+  const wrong = await client(a.url).post('/internal/cluster/query', { key: SECRET, body: { ...share, partitions: [partitionOf(on0)], steps: [1] } });
+  t.equal(wrong.status, 400, JSON.stringify(wrong.body));
+  t.match(wrong.body, { error_code: 'InvalidQueryError', message: /^Funnel steps 1 do not read partitions/ });
+  const noSteps = await client(a.url).post('/internal/cluster/query', { key: SECRET, body: { ...share, partitions: [partitionOf(on0)] } });
+  t.equal(noSteps.status, 400, 'a funnel share without steps');
+  const right = await client(a.url).post('/internal/cluster/query', { key: SECRET, body: { ...share, partitions: [partitionOf(on0)], steps: [0] } });
+  t.equal(right.status, 200, 'the steps it stores');
+  t.equal(right.headers.get('content-type'), 'application/octet-stream');
 
   // Node 1 down: its collections are unavailable from node 0 (503 naming the partition), node 0's still answer.
   t.equal(await b.stop(), 0);

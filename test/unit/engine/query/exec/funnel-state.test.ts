@@ -63,6 +63,17 @@ t.test('actor sets survive encode and decode, in their order', async (t) => {
   t.strictSame([...decodeFunnelSteps(shifted.subarray(3)).steps.get(0)!()], SETS[0], 'decoded at an odd offset');
 });
 
+t.test('the layout, byte for byte (a change here is a new format version)', async (t) => {
+  const bytes = encodeFunnelSteps([1], () => new Set<Actor>(['a', 2, true]), () => 5, 1e9);
+  t.equal(Buffer.from(bytes).toString('hex'), [
+    '54505331', '0200', '0100', '0000000000004c40', // "TPS1", version 2, kind 1 (funnel steps), 56 bytes
+    '01000000', // one step
+    '01000000', '14000000', '03000000', // step 1, 20 bytes, 3 actors
+    '00', '01000000', '61', '01', '0000000000000040', '03', // "a", 2, true
+    '0000000000001440', // 5 events scanned
+  ].join(''));
+});
+
 t.test('past its byte bound the encoder refuses with a 400, not a state', async (t) => {
   try {
     encode(40);
