@@ -341,13 +341,12 @@ function readActor(reader: StateReader, what: string): Actor {
   const at = reader.offset;
   const kind = reader.u8(`${what}'s actor kind`);
   switch (kind) {
-    case ActorKind.utf8:
-      try {
-        return reader.string(`${what}'s actor`);
-      } catch (error) {
-        if (error instanceof PartialStateError) throw error;
-        throw new PartialStateError(`${what}'s actor at offset ${at} is not UTF-8`);
-      }
+    case ActorKind.utf8: {
+      const length = reader.u32(`${what}'s actor's length`);
+      const start = reader.offset;
+      reader.skip(length, `${what}'s actor`);
+      return utf8Actor(reader.bytes.subarray(start, start + length), `${what}'s actor at offset ${at}`);
+    }
     case ActorKind.number: return reader.f64(`${what}'s actor`);
     case ActorKind.false: return false;
     case ActorKind.true: return true;
@@ -360,5 +359,16 @@ function readActor(reader: StateReader, what: string): Actor {
       return text;
     }
     default: throw new PartialStateError(`unknown actor kind ${kind} in ${what} at offset ${at}`);
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A UTF-8 actor; bytes that are not UTF-8 are a PartialStateError. */
+function utf8Actor(bytes: Uint8Array, what: string): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new PartialStateError(`${what} is not UTF-8`);
   }
 }
