@@ -192,6 +192,12 @@ export const ACCESS_KEY_NAME_CHARS_MAX = 256;
 export const ACCESS_KEYS_MAX = 1_000;
 /** Unique actors of a funnel (seed) → TooManyGroupsError. */
 export const FUNNEL_ACTORS_MAX = 1_000_000;
+/**
+ * Bytes of the actor sets of a funnel's steps one cluster node sends another (partial-codec.ts,
+ * format version 2), and holds while it does → ResponseTooLargeError. Below the server's
+ * CLUSTER_PEER_ANSWER_BYTES_MAX, so it is this clear 400 that a node meets, not that bound.
+ */
+export const FUNNEL_STATE_BYTES_MAX = 128 * 1024 * 1024;
 /** Steps of a funnel; bounds the work of one request → InvalidQueryError. */
 export const FUNNEL_STEPS_MAX = 100;
 /** Query wall time (seed: 5 minutes) → 504 QueryIncompleteError. */

@@ -264,7 +264,7 @@ function face(base: Base, core: Core, features: Features, unlock: () => void): T
     queries: {
       run: (project, analysis, params) => runner.run(project, analysis, params),
       describe: (project, analysis, params, nowMs) => runner.describe(project, analysis, params, nowMs),
-      runPartial: (project, analysis, params, nowMs) => runner.runPartial(project, analysis, params, nowMs),
+      runPartial: (project, analysis, params, nowMs, steps) => runner.runPartial(project, analysis, params, nowMs, steps),
       finishPartials: (project, analysis, params, nowMs, states) => runner.finishPartials(project, analysis, params, nowMs, states),
       submitExtraction: (project, params) => {
         guards.open();

@@ -259,12 +259,18 @@ export interface QueryService {
   describe(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs?: number):
     { kind: 'aggregate' | 'extraction' | 'funnel'; collections: string[] };
   /**
-   * Cluster fan-out: an aggregate query (not extraction or funnel: 400) over this node's store,
-   * answered as its encoded partial state (engine/query/exec/partial-codec.ts); `nowMs` is the
-   * coordinating node's, so relative timeframes resolve alike. Counted as a query.
+   * Cluster fan-out: an aggregate query (not an extraction: 400) over this node's store, answered
+   * as its encoded partial state (engine/query/exec/partial-codec.ts); for a funnel, the actor
+   * sets of its `steps` (indexes; default all), the others not read. `nowMs` is the coordinating
+   * node's, so relative timeframes resolve alike. Counted as a query.
    */
-  runPartial(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs: number): Promise<Uint8Array>;
-  /** The body of an aggregate query from the partial states runPartial gave on each node, merged as the workers' are. */
+  runPartial(
+    projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs: number, steps?: readonly number[],
+  ): Promise<Uint8Array>;
+  /**
+   * The body of a query from the partial states runPartial gave on each node, merged as the
+   * workers' are; a funnel's from states that hold each of its steps once.
+   */
   finishPartials(
     projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs: number, states: readonly Uint8Array[],
   ): Record<string, unknown>;

@@ -12,8 +12,11 @@
  *   the partial-state codec, application/octet-stream) and the node that took the query merges
  *   and finishes it as the worker pool's shares are (engine.queries.finishPartials);
  * - an extraction, or a funnel whose collections have one owner in common, is run whole there;
- *   a funnel whose steps' collections have no owner in common is refused (501: its actor sets
- *   are not partial states yet).
+ * - a funnel whose steps' collections have no owner in common is split: each step is scanned on
+ *   one live owner of its collection's partition (the node itself for what it stores, else as few
+ *   nodes as it can), which sends the actor sets of its steps as a funnel step state (the
+ *   partial-state codec's version 2), and the node that took the query combines them with the
+ *   engine's own step logic (engine.queries.finishPartials), so the answer is a single node's.
  *
  * Owners are asked in order (the node itself first); one that does not answer, or answers 503
  * (behind the topic, stopping), is skipped for the rest of the query. With no live owner left
@@ -38,8 +41,12 @@ interface ShareRequest {
   readonly params: Params;
   readonly nowMs: number;
   readonly partitions: readonly number[];
-  /** partial: the encoded partial state of an aggregate; whole: the query's body. */
-  readonly mode: 'partial' | 'whole';
+  /**
+   * partial: the encoded partial state of an aggregate; whole: the query's body; funnel: the
+   * encoded actor sets of the funnel's `steps` (indexes), whose collections are in `partitions`.
+   */
+  readonly mode: 'partial' | 'whole' | 'funnel';
+  readonly steps?: readonly number[];
 }
 
 export interface ClusterQueryOptions {
@@ -76,12 +83,11 @@ export class ClusterQueries {
     const { engine, assignment, self } = this.options;
     const nowMs = Date.now();
     const { kind, collections } = engine.queries.describe(project, analysis, params, nowMs);
-    const partitions = [...new Set(collections.map((c) => assignment.partitionOf(messageKey(project, c))))].sort((a, b) => a - b);
+    const ofSteps = collections.map((c) => assignment.partitionOf(messageKey(project, c)));
+    const partitions = [...new Set(ofSteps)].sort((a, b) => a - b);
     const candidates = this.ownersOfAll(partitions);
-    if (candidates.length === 0) {
-      throw new ApiError('NotImplementedError', `This funnel reads partitions ${partitions.join(', ')} of ${assignment.topic}, `
-        + 'which no node of the cluster stores together; funnels across nodes are not supported yet (docs/cluster.md).');
-    }
+    // Only a funnel reads several collections, so only a funnel can have no owner of them all.
+    if (candidates.length === 0) return this.funnelAcross(project, params, nowMs, ofSteps);
     const down: string[] = [];
     for (const node of candidates) {
       if (node.id === self) return engine.queries.run(project, analysis, params);
@@ -95,9 +101,63 @@ export class ClusterQueries {
         down.push(error.message);
       }
     }
-    throw new ApiError('ServiceUnavailableError', `Partition${partitions.length > 1 ? 's' : ''} ${partitions.join(', ')} `
-      + `of ${assignment.topic} ${partitions.length > 1 ? 'are' : 'is'} unavailable: no node that stores `
-      + `${partitions.length > 1 ? 'them' : 'it'} answered (${down.join('; ')}). Retry later.`);
+    throw this.unavailable(partitions, down);
+  }
+
+  /**
+   * A funnel whose steps' partitions no node stores together (`ofSteps`: each step's partition):
+   * each node chosen (sharesOf) scans the steps it stores; their states are combined here. A node
+   * that is down is skipped and its partitions asked of their other owners.
+   */
+  private async funnelAcross(project: string, params: Params, nowMs: number, ofSteps: readonly number[]): Promise<unknown> {
+    const { engine, self } = this.options;
+    const down = new Map<number, string>();
+    const states: Uint8Array[] = [];
+    let left = [...new Set(ofSteps)].sort((a, b) => a - b);
+    while (left.length > 0) {
+      const shares = this.sharesOf(left, down);
+      const answers = await Promise.allSettled(shares.map(async ({ node, partitions }) => {
+        const steps = ofSteps.flatMap((p, index) => (partitions.includes(p) ? [index] : []));
+        if (node.id === self) return engine.queries.runPartial(project, 'funnel', params, nowMs, steps);
+        const answer = await this.ask(node, { project, analysis: 'funnel', params, nowMs, partitions, mode: 'funnel', steps });
+        if (answer instanceof Uint8Array) return answer;
+        throw new ApiError('InternalServerError', `node ${node.id} (${node.url}) answered a funnel's steps with a body, not their actor sets`);
+      }));
+      const failed = answers.find((answer) => answer.status === 'rejected' && !(answer.reason instanceof PeerDown));
+      if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+      answers.forEach((answer, k) => {
+        if (answer.status === 'fulfilled') states.push(answer.value);
+        else down.set(shares[k].node.id, (answer.reason as PeerDown).message);
+      });
+      left = left.filter((p) => shares.some(({ node, partitions }) => partitions.includes(p) && down.has(node.id)));
+    }
+    return engine.queries.finishPartials(project, 'funnel', params, nowMs, states);
+  }
+
+  /**
+   * Who scans which of `partitions`: for each, this node if it stores it, else an owner already
+   * chosen, else its first owner not `down`; 503 for a partition none of whose owners is left.
+   */
+  private sharesOf(partitions: readonly number[], down: ReadonlyMap<number, string>): { node: Member; partitions: number[] }[] {
+    const { assignment, self } = this.options;
+    const shares = new Map<number, { node: Member; partitions: number[] }>();
+    for (const p of partitions) {
+      const owners = assignment.ownersOf(p).filter((node) => !down.has(node.id));
+      if (owners.length === 0) throw this.unavailable([p], assignment.ownersOf(p).map((node) => down.get(node.id)!));
+      const node = owners.find((m) => m.id === self) ?? owners.find((m) => shares.has(m.id)) ?? owners[0];
+      const share = shares.get(node.id);
+      if (share === undefined) shares.set(node.id, { node, partitions: [p] });
+      else share.partitions.push(p);
+    }
+    return [...shares.values()];
+  }
+
+  /** 503 naming the partitions no live node stores, and why each owner was skipped. */
+  private unavailable(partitions: readonly number[], down: readonly string[]): ApiError {
+    const many = partitions.length > 1;
+    return new ApiError('ServiceUnavailableError', `Partition${many ? 's' : ''} ${partitions.join(', ')} `
+      + `of ${this.options.assignment.topic} ${many ? 'are' : 'is'} unavailable: no node that stores `
+      + `${many ? 'them' : 'it'} answered (${down.join('; ')}). Retry later.`);
   }
 
   /** Serves another node's request for this node's share of a query: a partial state or a body. */
@@ -112,8 +172,24 @@ export class ClusterQueries {
       throw new ApiError('ServiceUnavailableError', `Node ${this.options.self} has not caught up with the events topic yet.`);
     }
     const { engine } = this.options;
+    if (request.mode === 'funnel') return this.serveFunnel(request);
     if (request.mode === 'partial') return engine.queries.runPartial(request.project, request.analysis, request.params, request.nowMs);
     return engine.queries.run(request.project, request.analysis, request.params);
+  }
+
+  /** The actor sets of a funnel's steps, each checked to read a collection of the partitions this node was asked for. */
+  private async serveFunnel(request: ShareRequest): Promise<Uint8Array> {
+    const { engine, assignment } = this.options;
+    const { project, params, nowMs, partitions } = request;
+    const steps = request.steps ?? [];
+    const { kind, collections } = engine.queries.describe(project, request.analysis, params, nowMs);
+    const elsewhere = steps.filter((index) => kind !== 'funnel' || index >= collections.length
+      || !partitions.includes(assignment.partitionOf(messageKey(project, collections[index]))));
+    if (kind !== 'funnel' || elsewhere.length > 0) {
+      throw new ApiError('InvalidQueryError', `Funnel steps ${elsewhere.join(', ')} do not read partitions ${partitions.join(', ')} `
+        + '(do the nodes have the same --cluster-nodes and topic?).');
+    }
+    return engine.queries.runPartial(project, 'funnel', params, nowMs, steps);
   }
 
   /** Nodes that store every one of `partitions`: this node first, then in the first partition's order. */
@@ -165,7 +241,11 @@ function parseShareRequest(body: unknown): ShareRequest {
   const r = body as Partial<ShareRequest> | null;
   const ok = r !== null && typeof r === 'object' && typeof r.project === 'string' && typeof r.analysis === 'string'
     && r.params !== null && typeof r.params === 'object' && typeof r.nowMs === 'number' && Array.isArray(r.partitions)
-    && r.partitions.every((p) => Number.isInteger(p) && p >= 0) && (r.mode === 'partial' || r.mode === 'whole');
-  if (!ok) throw new ApiError('InvalidQueryError', 'A cluster query share needs project, analysis, params, nowMs, partitions and mode.');
+    && r.partitions.every((p) => Number.isInteger(p) && p >= 0) && (r.mode === 'partial' || r.mode === 'whole'
+      || (r.mode === 'funnel' && Array.isArray(r.steps) && r.steps.every((index) => Number.isInteger(index) && index >= 0)));
+  if (!ok) {
+    throw new ApiError('InvalidQueryError',
+      'A cluster query share needs project, analysis, params, nowMs, partitions and mode (and steps for a funnel).');
+  }
   return r as ShareRequest;
 }

@@ -3,8 +3,10 @@
  * (`--cluster-nodes 0=...,1=... --cluster-replicas 1`): events written to both nodes over HTTP;
  * every analysis asked of either node answers what a single (non-cluster) node holding the same
  * events answers, whichever node stores the collection (the other computes it there, as a partial
- * state, and finishes it). A funnel over collections of both nodes is refused (501); with one
- * node stopped, queries of its collections answer 503 naming the partition, the others still 200.
+ * state, and finishes it). Funnels over collections of both nodes answer what the single node
+ * answers (each node scans its steps, the asking node combines their actor sets); with one node
+ * stopped, queries of its collections (funnels too) answer 503 naming the partition, the others
+ * still 200.
  */
 import t from 'tap';
 import { Assignment } from '../../server/cluster/assignment.js';
@@ -33,7 +35,8 @@ t.teardown(async () => {
 function eventsOf(collection: string): Record<string, unknown>[] {
   return Array.from({ length: PER_COLLECTION }, (_, i) => ({
     id: `${collection}-${i}`, n: i, price: Math.round(((i * 37) % 101) * 1.25 * 100) / 100,
-    user: `u${(i * 7) % 11}`, city: ['Paris', 'Oslo', 'Lima'][i % 3], ...(i % 5 === 0 ? {} : { plan: i % 2 === 0 ? 'pro' : 'free' }),
+    // Users overlap differently from collection to collection (c0 u0-u10, c1 u4-u14, ...): funnels count something.
+    user: `u${((i * 7) % 11) + (Number(collection.slice(1)) % 4) * 4}`, city: ['Paris', 'Oslo', 'Lima'][i % 3], ...(i % 5 === 0 ? {} : { plan: i % 2 === 0 ? 'pro' : 'free' }),
     svc: { timestamp: new Date(Date.UTC(2024, 4, 2 + (i % 4), (i * 5) % 24, i % 60)).toISOString() },
   }));
 }
@@ -63,6 +66,34 @@ function queriesOf(collection: string): [string, Record<string, unknown>][] {
       { event_collection: collection, actor_property: 'user', timeframe: TIMEFRAME, filters: [{ property_name: 'plan', operator: 'eq', property_value: 'pro' }] },
     ] }],
   ];
+}
+
+const lt = (value: number) => [{ property_name: 'n', operator: 'lt', property_value: value }];
+
+/** Funnels whose steps read collections of both nodes (x0, y0 on node 0; x1, y1 on node 1). */
+function funnelsAcross(x0: string, y0: string, x1: string, y1: string): [string, Record<string, unknown>][] {
+  const step = (collection: string, more: Record<string, unknown> = {}) => ({ event_collection: collection, actor_property: 'user', ...more });
+  return [
+    ['2 steps', { timeframe: TIMEFRAME, steps: [step(x0), step(x1)] }],
+    ['2 steps, filtered', { timeframe: TIMEFRAME, steps: [step(x1, { filters: lt(20) }), step(x0, { filters: lt(9) })] }],
+    ['3 steps', { timeframe: TIMEFRAME, steps: [step(x0, { filters: lt(30) }), step(x1), step(y0, { filters: lt(12) })] }],
+    ['an optional step', { timeframe: TIMEFRAME, steps: [step(x1, { filters: lt(25) }), step(x0, { optional: true, filters: lt(4) }), step(y1, { filters: lt(15) })] }],
+    ['an inverted step', { timeframe: TIMEFRAME, steps: [step(y0), step(x1, { inverted: true, filters: lt(6) }), step(y1)] }],
+    ['with_actors', { timeframe: TIMEFRAME, steps: [step(x0, { with_actors: true, filters: lt(40) }), step(x1, { with_actors: true }),
+      step(y1, { inverted: true, with_actors: true, filters: [{ property_name: 'city', operator: 'eq', property_value: 'Oslo' }] })] }],
+    ['a step with a filter and its own timeframe and timezone', { timeframe: TIMEFRAME, timezone: 'Europe/Paris', steps: [
+      step(y1, { filters: [{ property_name: 'plan', operator: 'eq', property_value: 'pro' }] }),
+      step(x0, { timeframe: { start: '2024-05-03T00:00:00Z', end: '2024-05-04T12:00:00Z' }, timezone: 'Asia/Tokyo',
+        filters: [{ property_name: 'city', operator: 'ne', property_value: 'Lima' }] }),
+      step(x1, { timeframe: 'previous_1000_years', with_actors: true }),
+    ] }],
+  ];
+}
+
+/** A funnel's result and its actors as sets (their order is each store's scan order). */
+function funnelAnswer(body: any): unknown {
+  return { result: body?.result, steps: body?.steps,
+    actors: body?.actors?.map((list: unknown[] | null) => (list === null ? null : [...list].map(String).sort())) };
 }
 
 /** The result of a query; an extraction's sorted by id (nodes store in the partition's order). */
@@ -127,16 +158,35 @@ t.test('two nodes, each with its partitions, answer as one node', async (t) => {
     }
   }
 
-  // A funnel over collections of both nodes: not supported yet.
-  const on0 = COLLECTIONS.find((c) => ownerOf(c) === 0)!;
-  const on1 = COLLECTIONS.find((c) => ownerOf(c) === 1)!;
-  const funnel = await ask(a, a.keys.read, 'funnel', { steps: [on0, on1].map((c) => ({ event_collection: c, actor_property: 'user', timeframe: TIMEFRAME })) });
-  t.equal(funnel.status, 501);
-  t.equal(funnel.body.error_code, 'NotImplementedError');
+  // Funnels over collections of both nodes: each node scans the steps it stores, the asking node combines them.
+  const [on0, y0] = COLLECTIONS.filter((c) => ownerOf(c) === 0);
+  const [on1, y1] = COLLECTIONS.filter((c) => ownerOf(c) === 1);
+  const counts = new Set<string>();
+  for (const [shape, body] of funnelsAcross(on0, y0, on1, y1)) {
+    const expected = await ask(reference, reference.keys.read, 'funnel', body);
+    t.equal(expected.status, 200, `reference funnel, ${shape}`);
+    counts.add(JSON.stringify(expected.result));
+    for (const [name, node] of [['node 0', a], ['node 1', b]] as const) {
+      const got = await ask(node, node.keys.read, 'funnel', body);
+      t.equal(got.status, 200, `${name} funnel, ${shape}: ${JSON.stringify(got.body).slice(0, 300)}`);
+      t.same(funnelAnswer(got.body), funnelAnswer(expected.body), `${name}: funnel across both nodes, ${shape}`);
+    }
+  }
+  t.ok(counts.size >= 5, `the funnels count different things (${[...counts].join(' ')})`);
 
   // The internal endpoint wants the secret.
   const internal = await client(a.url).post('/internal/cluster/query', { key: 'wrong-secret-wrong-secret', body: {} });
   t.equal(internal.status, 401);
+  // A funnel share naming a step whose collection is not in the partitions asked for is a 400, not an empty set.
+  const share = { project: a.projectId, analysis: 'funnel', params: funnelsAcross(on0, y0, on1, y1)[0][1], nowMs: Date.now(), mode: 'funnel' };
+  const wrong = await client(a.url).post('/internal/cluster/query', { key: SECRET, body: { ...share, partitions: [partitionOf(on0)], steps: [1] } });
+  t.equal(wrong.status, 400, JSON.stringify(wrong.body));
+  t.match(wrong.body, { error_code: 'InvalidQueryError', message: /^Funnel steps 1 do not read partitions/ });
+  const noSteps = await client(a.url).post('/internal/cluster/query', { key: SECRET, body: { ...share, partitions: [partitionOf(on0)] } });
+  t.equal(noSteps.status, 400, 'a funnel share without steps');
+  const right = await client(a.url).post('/internal/cluster/query', { key: SECRET, body: { ...share, partitions: [partitionOf(on0)], steps: [0] } });
+  t.equal(right.status, 200, 'the steps it stores');
+  t.equal(right.headers.get('content-type'), 'application/octet-stream');
 
   // Node 1 down: its collections are unavailable from node 0 (503 naming the partition), node 0's still answer.
   t.equal(await b.stop(), 0);
@@ -147,4 +197,8 @@ t.test('two nodes, each with its partitions, answer as one node', async (t) => {
   const up = await ask(a, a.keys.read, 'count', { event_collection: on0, timeframe: TIMEFRAME });
   t.equal(up.status, 200);
   t.equal(up.result, PER_COLLECTION);
+  const funnelDown = await ask(a, a.keys.read, 'funnel', funnelsAcross(on0, y0, on1, y1)[0][1]);
+  t.equal(funnelDown.status, 503, 'a funnel with a step on node 1');
+  t.equal(funnelDown.body.error_code, 'ServiceUnavailableError');
+  t.match(funnelDown.body.message, new RegExp(`^Partition ${partitionOf(on1)} of tally\\.events is unavailable: .*node 1 .*did not answer`));
 });

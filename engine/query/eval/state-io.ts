@@ -210,6 +210,12 @@ export class StateReader {
     }
   }
 
+  /** Moves past `bytes` bytes (read elsewhere, or not at all). */
+  skip(bytes: number, what: string): void {
+    this.need(bytes, what);
+    this.at += bytes;
+  }
+
   u8(what = 'a byte'): number {
     this.need(1, what);
     return this.bytes[this.at++];

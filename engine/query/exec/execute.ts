@@ -44,7 +44,8 @@ export function executePlan(plan: Plan, sources: readonly ScanSource[], env: Exe
   return body;
 }
 
-function addMetadata(
+/** Adds execution_metadata to a body (include_metadata). */
+export function addMetadata(
   body: Record<string, unknown>, startedMs: number, eventsScanned: number, propertiesPerEvent: number,
 ): void {
   body.execution_metadata = {

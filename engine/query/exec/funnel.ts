@@ -3,23 +3,36 @@
  * step's timeframe; step i counts the actors of every earlier non-optional step that did (or,
  * inverted, did not do) step i. Optional steps do not narrow later steps. Order in time is not
  * enforced (docs/api.md §6). Over funnelActorsMax actors in a step → TooManyGroupsError.
+ *
+ * Two halves: stepActors scans one step's actor set; combineFunnel is the step logic over sets,
+ * however they were found: scanned here (runFunnel) or, in a cluster, scanned by the nodes that
+ * store the steps' collections and sent as partial states (partial-codec.ts, service.ts).
  */
 import { ApiError } from '../../base/errors.js';
 import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Primitive, type ScanSource } from '../../storage/chunk.js';
 import type { FunnelPlan, FunnelStepPlan } from '../plan/plan.js';
 import { scanSource, type ExecEnv, type ScanBuffers } from './scan.js';
 
-type Actor = Primitive | string;
+/** An actor as a set member: strings, numbers (-0 as 0), booleans, and lists as LIST_MARK + JSON. */
+export type Actor = Primitive | string;
 
 export function runFunnel(
   plan: FunnelPlan, sources: readonly ScanSource[], env: ExecEnv, buffers: ScanBuffers,
 ): Record<string, unknown> {
-  let current: Set<Actor> | null = null;
+  return combineFunnel(plan, (index) => stepActors(plan.steps[index], sources[index], env, buffers));
+}
+
+/**
+ * The funnel's body from its steps' actor sets, asked for once each, in step order (so at most
+ * two sets need to be alive at once: the actors still in the funnel and the step's).
+ */
+export function combineFunnel(plan: FunnelPlan, actorsOf: (index: number) => ReadonlySet<Actor>): Record<string, unknown> {
+  let current: ReadonlySet<Actor> | null = null;
   const result: number[] = [];
   const actors: (unknown[] | null)[] = [];
   plan.steps.forEach((step, index) => {
-    const did = actorsOf(step, sources[index], env, buffers);
-    const base: Set<Actor> = current ?? did;
+    const did = actorsOf(index);
+    const base: ReadonlySet<Actor> = current ?? did;
     const counted = new Set<Actor>();
     for (const actor of base) if (did.has(actor) !== step.inverted) counted.add(actor);
     result.push(counted.size);
@@ -31,7 +44,8 @@ export function runFunnel(
   return body;
 }
 
-function actorsOf(step: FunnelStepPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers): Set<Actor> {
+/** The actors with an event matching the step in its timeframe; TooManyGroupsError past funnelActorsMax. */
+export function stepActors(step: FunnelStepPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers): Set<Actor> {
   const actors = new Set<Actor>();
   const max = env.limits.funnelActorsMax;
   scanSource(source, { range: step.range, filters: step.filters, columns: [step.actorProperty] }, env, buffers,

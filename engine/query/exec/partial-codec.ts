@@ -15,10 +15,21 @@
  * Typed arrays are u32 element counts followed by raw elements at an 8-aligned offset from the
  * start of the state, so decoding views them in the received buffer rather than copying them.
  *
+ * Format version 2 adds a second kind of state, a funnel's step actor sets (what the nodes of a
+ * cluster that store a funnel's collections send the node that combines them, funnel.ts); the
+ * header's u16 after the version, reserved in version 1, is then the kind (1 = funnel steps).
+ * Aggregate states are still written as version 1, byte for byte as before:
+ *   FunnelState => Header(version 2, kind 1) stepCount:u32 Step[stepCount] eventsScanned:f64
+ *   Step        => index:u32 length:u32 actorCount:u32 Actor[actorCount]   (length: bytes after it)
+ *   Actor       => 0 utf8:u32 length + bytes | 1 number:f64 | 2 false | 3 true | 4 null
+ *                | 5 a string with a lone surrogate, as UTF-16: u32 units + u16[units]
+ * A list actor is a string (funnel.ts marks it). A step's actors are decoded when the funnel
+ * asks for that step, so the combining node holds two sets at a time, as a single node does.
+ *
  * Anything else is refused with a PartialStateError naming what is wrong: another magic or
- * version, an unknown tag, a short or long buffer, a state that does not fit the plan. A change
- * to any encode() needs a new VERSION here and a decoder for the old one, or a deliberate break
- * the golden states of test/fixtures/partial-state will report.
+ * version, an unknown tag or kind, a short or long buffer, a state that does not fit the plan. A
+ * change to any encode() needs a new VERSION here and a decoder for the old one, or a deliberate
+ * break the golden states of test/fixtures/partial-state will report.
  */
 import { AverageAggregator } from '../aggregate/average.js';
 import { CountUniqueAggregator } from '../aggregate/count-unique.js';
@@ -36,12 +47,19 @@ import { FixedAggregator } from './execute.js';
 import { GroupTable } from '../eval/group-by.js';
 import type { AggregatePlan } from '../plan/plan.js';
 import type { AggregateOutcome } from './result.js';
+import type { Actor } from './funnel.js';
+import { ApiError } from '../../base/errors.js';
 import { PartialStateError, StateReader, StateWriter } from '../eval/state-io.js';
 
 export { PartialStateError } from '../eval/state-io.js';
 
 export const MAGIC = 'TPS1';
+/** The version aggregate states are written in. */
 export const VERSION = 1;
+/** The version funnel step states are written in (and the only one they have). */
+export const FUNNEL_VERSION = 2;
+/** Version 2's kinds of state. */
+const KIND_FUNNEL_STEPS = 1;
 const MAGIC_BYTES = Uint8Array.from(MAGIC, (c) => c.charCodeAt(0));
 
 /** What decoding needs besides the bytes: where count_unique states read columns (unused once decoded). */
@@ -76,11 +94,7 @@ export interface DecodedPartial {
 
 /** The encoded state, alone in its ArrayBuffer (exactly as long), ready to transfer. */
 export function encodeOutcome(outcome: AggregateOutcome, eventsScanned = 0): Uint8Array<ArrayBuffer> {
-  const writer = new StateWriter();
-  for (const byte of MAGIC_BYTES) writer.u8(byte);
-  writer.u16(VERSION);
-  writer.u16(0);
-  writer.f64(0); // byteLength, set below
+  const writer = headerWriter(VERSION, 0);
   writer.f64(eventsScanned);
   writer.u32(outcome.bucketCount);
   writer.u32(outcome.aggregators.length);
@@ -90,6 +104,20 @@ export function encodeOutcome(outcome: AggregateOutcome, eventsScanned = 0): Uin
   outcome.groups?.encode(writer);
   for (const aggregator of outcome.aggregators) writeAggregate(writer, aggregator);
   if (rowsAt === -1) writeAggregate(writer, outcome.rowsPerCell);
+  return finishState(writer);
+}
+
+/** A writer with the header written, its byte length to be set by finishState. */
+function headerWriter(version: number, kind: number): StateWriter {
+  const writer = new StateWriter();
+  for (const byte of MAGIC_BYTES) writer.u8(byte);
+  writer.u16(version);
+  writer.u16(kind);
+  writer.f64(0); // byteLength, set by finishState
+  return writer;
+}
+
+function finishState(writer: StateWriter): Uint8Array<ArrayBuffer> {
   const bytes = writer.finish();
   new DataView(bytes.buffer).setFloat64(8, bytes.length, true);
   return bytes;
@@ -116,29 +144,7 @@ let sharedViews: ColumnViews | null = null;
  * (its aggregates, groups and buckets). Typed arrays of the result may view `bytes`' buffer.
  */
 export function decodePartial(bytes: Uint8Array, plan?: AggregatePlan, context?: DecodeContext): DecodedPartial {
-  const reader = new StateReader(bytes);
-  reader.need(4, 'the magic');
-  for (let k = 0; k < 4; k++) {
-    if (bytes[k] !== MAGIC_BYTES[k]) {
-      const found = Array.from(bytes.subarray(0, 4), (b) => b.toString(16).padStart(2, '0')).join(' ');
-      throw new PartialStateError(`not a partial state: magic is ${found}, not "${MAGIC}"`);
-    }
-  }
-  reader.u8();
-  reader.u8();
-  reader.u8();
-  reader.u8();
-  const version = reader.u16('the format version');
-  if (version !== VERSION) {
-    throw new PartialStateError(`format version ${version} is not supported (this build reads version ${VERSION})`);
-  }
-  if (reader.u16('the reserved field') !== 0) throw new PartialStateError('the reserved header field is not 0');
-  const declared = reader.f64('the byte length');
-  if (declared !== bytes.length) {
-    throw new PartialStateError(declared > bytes.length
-      ? `truncated: the header says ${declared} bytes, only ${bytes.length} arrived`
-      : `the header says ${declared} bytes, but ${bytes.length} arrived`);
-  }
+  const reader = readHeader(bytes, 'aggregate');
   const ctx = context ?? { views: (sharedViews ??= new ColumnViews()) };
   const eventsScanned = reader.f64('events scanned');
   const bucketCount = reader.u32('the bucket count');
@@ -157,6 +163,40 @@ export function decodePartial(bytes: Uint8Array, plan?: AggregatePlan, context?:
   const outcome: AggregateOutcome = { aggregators, rowsPerCell, groups, bucketCount };
   if (plan !== undefined) checkAgainst(plan, outcome);
   return { outcome, eventsScanned };
+}
+
+/** The two kinds of state, as named in refusals. */
+const KIND_NAMES = { aggregate: 'an aggregate state', funnel: "a funnel's step actor sets" } as const;
+
+/** Reads and checks the header of a state of kind `want`; the reader is then at its body. */
+function readHeader(bytes: Uint8Array, want: keyof typeof KIND_NAMES): StateReader {
+  const reader = new StateReader(bytes);
+  reader.need(4, 'the magic');
+  for (let k = 0; k < 4; k++) {
+    if (bytes[k] !== MAGIC_BYTES[k]) {
+      const found = Array.from(bytes.subarray(0, 4), (b) => b.toString(16).padStart(2, '0')).join(' ');
+      throw new PartialStateError(`not a partial state: magic is ${found}, not "${MAGIC}"`);
+    }
+  }
+  reader.skip(4, 'the magic');
+  const version = reader.u16('the format version');
+  if (version !== VERSION && version !== FUNNEL_VERSION) {
+    throw new PartialStateError(`format version ${version} is not supported (this build reads versions ${VERSION} and ${FUNNEL_VERSION})`);
+  }
+  const kind = reader.u16(version === VERSION ? 'the reserved field' : 'the state kind');
+  if (version === VERSION && kind !== 0) throw new PartialStateError('the reserved header field is not 0');
+  if (version === FUNNEL_VERSION && kind !== KIND_FUNNEL_STEPS) {
+    throw new PartialStateError(`unknown state kind ${kind} (format version ${FUNNEL_VERSION})`);
+  }
+  const found = version === VERSION ? 'aggregate' : 'funnel';
+  if (found !== want) throw new PartialStateError(`this is ${KIND_NAMES[found]}, not ${KIND_NAMES[want]}`);
+  const declared = reader.f64('the byte length');
+  if (declared !== bytes.length) {
+    throw new PartialStateError(declared > bytes.length
+      ? `truncated: the header says ${declared} bytes, only ${bytes.length} arrived`
+      : `the header says ${declared} bytes, but ${bytes.length} arrived`);
+  }
+  return reader;
 }
 
 function readAggregate(reader: StateReader, context: DecodeContext, what: string): Aggregator {
@@ -202,5 +242,133 @@ function checkAgainst(plan: AggregatePlan, outcome: AggregateOutcome): void {
   const want = plan.groupBy;
   if ((paths === null) !== (want === null) || (paths !== null && paths.join('\u0000') !== want!.join('\u0000'))) {
     throw new PartialStateError(`grouped by ${JSON.stringify(paths)}, the plan by ${JSON.stringify(want)}`);
+  }
+}
+
+/** Actor kinds of a funnel step state (format version 2). */
+const ActorKind = { utf8: 0, number: 1, false: 2, true: 3, null: 4, utf16: 5 } as const;
+/** A string UTF-8 cannot carry as it is (encodeInto would replace the surrogate). */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * The actor sets of a funnel's `steps` (indexes), each asked of `actorsOf` in turn and let go
+ * once written, then the events the scans read (asked last). Past `bytesMax` bytes (what one node
+ * may send another, and hold while it does) → ResponseTooLargeError, a 400.
+ */
+export function encodeFunnelSteps(
+  steps: readonly number[], actorsOf: (index: number) => ReadonlySet<Actor>, eventsScanned: () => number, bytesMax: number,
+): Uint8Array<ArrayBuffer> {
+  const writer = headerWriter(FUNNEL_VERSION, KIND_FUNNEL_STEPS);
+  writer.u32(steps.length);
+  for (const index of steps) {
+    writer.u32(index);
+    const lengthAt = writer.length;
+    writer.u32(0);
+    const start = writer.length;
+    const actors = actorsOf(index);
+    writer.u32(actors.size);
+    for (const actor of actors) {
+      writeActor(writer, actor);
+      if (writer.length > bytesMax) {
+        throw new ApiError('ResponseTooLargeError', `the actors of this funnel's steps stored on one node take more than ${bytesMax} `
+          + 'bytes, more than a node sends another; narrow the steps\' timeframes or filters');
+      }
+    }
+    writer.patchU32(lengthAt, writer.length - start);
+  }
+  writer.f64(eventsScanned());
+  return finishState(writer);
+}
+
+function writeActor(writer: StateWriter, actor: Actor): void {
+  if (typeof actor === 'string') {
+    if (!LONE_SURROGATE.test(actor)) {
+      writer.u8(ActorKind.utf8);
+      writer.string(actor);
+      return;
+    }
+    writer.u8(ActorKind.utf16);
+    writer.u32(actor.length);
+    for (let k = 0; k < actor.length; k++) writer.u16(actor.charCodeAt(k));
+  } else if (typeof actor === 'number') {
+    writer.u8(ActorKind.number);
+    writer.f64(actor);
+  } else {
+    writer.u8(actor === null ? ActorKind.null : actor ? ActorKind.true : ActorKind.false);
+  }
+}
+
+/** A decoded funnel step state: each step's actors, decoded when asked for (a PartialStateError if garbled). */
+export interface FunnelSteps {
+  readonly steps: ReadonlyMap<number, () => Set<Actor>>;
+  readonly eventsScanned: number;
+}
+
+/** The state encodeFunnelSteps wrote; with `stepCount` (the plan's), its indexes are checked against it. */
+export function decodeFunnelSteps(bytes: Uint8Array, stepCount?: number): FunnelSteps {
+  const reader = readHeader(bytes, 'funnel');
+  const count = reader.u32('the step count');
+  reader.need(count * 8, `${count} steps`);
+  const steps = new Map<number, () => Set<Actor>>();
+  for (let s = 0; s < count; s++) {
+    const index = reader.u32(`step ${s}'s index`);
+    if (stepCount !== undefined && index >= stepCount) throw new PartialStateError(`step index ${index}, the funnel has ${stepCount} steps`);
+    if (steps.has(index)) throw new PartialStateError(`step ${index} twice`);
+    const length = reader.u32(`step ${index}'s length`);
+    reader.need(length, `step ${index}'s actors`);
+    const body = bytes.subarray(reader.offset, reader.offset + length);
+    reader.skip(length, `step ${index}'s actors`);
+    steps.set(index, () => readActors(body, index));
+  }
+  const eventsScanned = reader.f64('events scanned');
+  if (reader.remaining !== 0) throw new PartialStateError(`${reader.remaining} bytes left over after the state`);
+  return { steps, eventsScanned };
+}
+
+function readActors(body: Uint8Array, index: number): Set<Actor> {
+  const reader = new StateReader(body);
+  const what = `step ${index}`;
+  const count = reader.u32(`${what}'s actor count`);
+  reader.need(count, `${what}'s ${count} actors`); // each takes a byte at least: a garbled count fails here
+  const actors = new Set<Actor>();
+  for (let a = 0; a < count; a++) actors.add(readActor(reader, what));
+  if (reader.remaining !== 0) throw new PartialStateError(`${reader.remaining} bytes left over after ${what}'s actors`);
+  if (actors.size !== count) throw new PartialStateError(`${what} has ${count - actors.size} actors twice`);
+  return actors;
+}
+
+function readActor(reader: StateReader, what: string): Actor {
+  const at = reader.offset;
+  const kind = reader.u8(`${what}'s actor kind`);
+  switch (kind) {
+    case ActorKind.utf8: {
+      const length = reader.u32(`${what}'s actor's length`);
+      const start = reader.offset;
+      reader.skip(length, `${what}'s actor`);
+      return utf8Actor(reader.bytes.subarray(start, start + length), `${what}'s actor at offset ${at}`);
+    }
+    case ActorKind.number: return reader.f64(`${what}'s actor`);
+    case ActorKind.false: return false;
+    case ActorKind.true: return true;
+    case ActorKind.null: return null;
+    case ActorKind.utf16: {
+      const units = reader.u32(`${what}'s actor's length`);
+      reader.need(units * 2, `${what}'s actor`);
+      let text = '';
+      for (let k = 0; k < units; k++) text += String.fromCharCode(reader.u16());
+      return text;
+    }
+    default: throw new PartialStateError(`unknown actor kind ${kind} in ${what} at offset ${at}`);
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A UTF-8 actor; bytes that are not UTF-8 are a PartialStateError. */
+function utf8Actor(bytes: Uint8Array, what: string): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new PartialStateError(`${what} is not UTF-8`);
   }
 }

@@ -4,13 +4,17 @@
  * worker's partial states cross the thread boundary (encoded by partial-codec.ts into one
  * ArrayBuffer that is transferred, not cloned), and how the coordinator merges the partial
  * states: group ids are worker-local, so groups are merged by their values and cells
- * renumbered before merging.
+ * renumbered before merging. A funnel's steps scanned on several cluster nodes are combined
+ * here too (finishFunnel).
  */
 import type { ScanSource, SegmentRef } from '../../storage/chunk.js';
 import type { Aggregator } from '../aggregate/index.js';
 import { FixedAggregator } from './execute.js';
-import type { AggregatePlan } from '../plan/plan.js';
+import type { AggregatePlan, FunnelPlan } from '../plan/plan.js';
 import type { AggregateOutcome } from './result.js';
+import { combineFunnel, type Actor } from './funnel.js';
+import { decodeFunnelSteps, PartialStateError } from './partial-codec.js';
+import { addMetadata } from './execute.js';
 
 /** The worker (0 .. workers-1) that scans a segment file: stable for the file's lifetime. */
 export function workerOfSegment(file: string, workers: number): number {
@@ -86,4 +90,27 @@ export function mergeOutcomes(plan: AggregatePlan, outcomes: readonly AggregateO
   }
   void plan;
   return base;
+}
+
+/**
+ * The body of a funnel from the step states (partial-codec.ts, version 2) of the nodes that
+ * scanned its steps: every step in exactly one state, combined by the same step logic as on one
+ * node (funnel.ts), each step's actors decoded when the logic reaches it.
+ */
+export function finishFunnel(plan: FunnelPlan, states: readonly Uint8Array[], startedMs: number): Record<string, unknown> {
+  const byStep = new Map<number, () => Set<Actor>>();
+  let eventsScanned = 0;
+  for (const state of states) {
+    const decoded = decodeFunnelSteps(state, plan.steps.length);
+    for (const [index, read] of decoded.steps) {
+      if (byStep.has(index)) throw new PartialStateError(`step ${index} is in two states`);
+      byStep.set(index, read);
+    }
+    eventsScanned += decoded.eventsScanned;
+  }
+  const missing = plan.steps.map((_, index) => index).filter((index) => !byStep.has(index));
+  if (missing.length > 0) throw new PartialStateError(`no state has step${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`);
+  const body = combineFunnel(plan, (index) => byStep.get(index)!());
+  if (plan.includeMetadata) addMetadata(body, startedMs, eventsScanned, 1);
+  return body;
 }

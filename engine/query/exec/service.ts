@@ -18,7 +18,7 @@ import { queryIncomplete } from './scan.js';
 import { loadSegmentFiles } from './segment-reader.js';
 import { checkResponseBytes, runTask, type QueryTask } from './task.js';
 import { FixedAggregator, finishAggregate } from './execute.js';
-import { mergeOutcomes, splitSource, type PartialBody } from './partial.js';
+import { finishFunnel, mergeOutcomes, splitSource, type PartialBody } from './partial.js';
 import { decodePartial, encodeOutcome } from './partial-codec.js';
 import { mayCountFromSketches } from './footer-sketch.js';
 import { ApiError } from '../../base/errors.js';
@@ -42,6 +42,7 @@ export const DEFAULT_QUERY_LIMITS: QueryLimits = Object.freeze({
   extractionScanMax: L.EXTRACTION_SCAN_MAX,
   extractionResultMax: L.EXTRACTION_RESULT_MAX,
   funnelActorsMax: L.FUNNEL_ACTORS_MAX,
+  funnelStateBytesMax: L.FUNNEL_STATE_BYTES_MAX,
   responseBytesMax: L.RESPONSE_BYTES_MAX,
   queriesPerMinute: L.QUERIES_PER_MINUTE,
   extractionsPerMinute: L.EXTRACTIONS_PER_MINUTE,
@@ -145,7 +146,7 @@ export class QueryService {
   /** Plans a query, counts it, waits for its turn and runs `work` on its task, its files leased. */
   private async admitted<T>(
     projectId: string, analysis: string, params: Readonly<Record<string, unknown>>,
-    how: { counted: boolean; nowMs: number }, work: (task: QueryTask) => Promise<T>,
+    how: { counted: boolean; nowMs: number; steps?: readonly number[] }, work: (task: QueryTask) => Promise<T>,
   ): Promise<T> {
     const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
     const plan = parseRequest(analysis, params, { nowMs: how.nowMs, intervalsMax: limits.intervalsMax });
@@ -156,7 +157,7 @@ export class QueryService {
     const lease = this.opts.lease?.();
     try {
       return await work({
-        plan, sources: this.sourcesOf(projectId, plan), limits,
+        plan, sources: this.sourcesOf(projectId, plan, how.steps), limits,
         deadlineMs: Date.now() + limits.timeoutMs, timeoutMs: limits.timeoutMs,
       });
     } finally {
@@ -177,14 +178,18 @@ export class QueryService {
   }
 
   /**
-   * A cluster node's share of an aggregate query: the partial state (partial-codec.ts) of the
-   * query over this store, not its body. `nowMs` is the coordinator's, so a relative timeframe
-   * means the same range and buckets on every node. Counted as a query of the project.
+   * A cluster node's share of a query: the partial state (partial-codec.ts) of the query over
+   * this store, not its body; for a funnel, the actor sets of its `steps` (indexes, default all).
+   * `nowMs` is the coordinator's, so a relative timeframe means the same range and buckets on
+   * every node. Counted as a query of the project.
    */
-  async runPartial(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs: number): Promise<Uint8Array<ArrayBuffer>> {
+  async runPartial(
+    projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs: number, steps?: readonly number[],
+  ): Promise<Uint8Array<ArrayBuffer>> {
     this.active++;
     try {
-      return await this.admitted(projectId, analysis, params, { counted: true, nowMs }, async (task) => {
+      return await this.admitted(projectId, analysis, params, { counted: true, nowMs, steps }, async (task) => {
+        if (task.plan.kind === 'funnel') return this.funnelSteps(task, steps ?? task.plan.steps.map((_, index) => index));
         if (task.plan.kind !== 'aggregate') throw new ApiError('InvalidQueryError', `A ${analysis} has no partial state.`);
         const whole = task.sources[0];
         if (this.pool === null) {
@@ -204,16 +209,28 @@ export class QueryService {
     }
   }
 
-  /** The body of an aggregate query from the partial states of its shares (runPartial on each node). */
+  /** A funnel's `steps` scanned on one worker, encoded (partial-codec.ts, version 2). */
+  private async funnelSteps(task: QueryTask, steps: readonly number[]): Promise<Uint8Array<ArrayBuffer>> {
+    const share: QueryTask = { ...task, funnelSteps: steps };
+    const body = this.pool !== null ? await this.pool.run(share) : runTask(share, await (this.local ??= this.openLocal()));
+    return (body as unknown as PartialBody).state;
+  }
+
+  /** The body of a query from the partial states of its shares (runPartial on each node; a funnel's steps on theirs). */
   finishPartials(
     projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs: number, states: readonly Uint8Array[],
   ): Record<string, unknown> {
     const startedMs = Date.now();
     const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
     const plan = parseRequest(analysis, params, { nowMs, intervalsMax: limits.intervalsMax });
-    if (plan.kind !== 'aggregate' || states.length === 0) throw new ApiError('InvalidQueryError', `A ${analysis} has no partial state.`);
-    const { outcome, eventsScanned } = mergePartials(plan, states);
-    const body = finishAggregate(plan, outcome, eventsScanned, startedMs);
+    if (plan.kind === 'extraction' || states.length === 0) throw new ApiError('InvalidQueryError', `A ${analysis} has no partial state.`);
+    let body: Record<string, unknown>;
+    if (plan.kind === 'funnel') {
+      body = finishFunnel(plan, states, startedMs);
+    } else {
+      const { outcome, eventsScanned } = mergePartials(plan, states);
+      body = finishAggregate(plan, outcome, eventsScanned, startedMs);
+    }
     checkResponseBytes(body, limits.responseBytesMax);
     return body;
   }
@@ -265,10 +282,15 @@ export class QueryService {
     return body;
   }
 
-  private sourcesOf(projectId: string, plan: Plan): ScanSource[] {
+  /** The plan's sources; a funnel's steps not among `steps` (when given) read nothing. */
+  private sourcesOf(projectId: string, plan: Plan, steps?: readonly number[]): ScanSource[] {
     const source = (collection: string, range: { startMs: number; endMs: number }) =>
       this.opts.source(projectId, collection, range.startMs, range.endMs);
-    if (plan.kind === 'funnel') return plan.steps.map((step) => source(step.collection, step.range));
+    if (plan.kind === 'funnel') {
+      if (steps !== undefined) checkSteps(steps, plan.steps.length);
+      return plan.steps.map((step, index) => (steps === undefined || steps.includes(index) ? source(step.collection, step.range)
+        : { idKey: 0, segments: [], memory: null, memoryVersion: 0, schema: {} }));
+    }
     return [source(plan.collection, plan.range)];
   }
 
@@ -292,4 +314,11 @@ function mergePartials(plan: AggregatePlan, states: readonly Uint8Array[]): { ou
     ? partials[outcomes.indexOf(outcome)].eventsScanned
     : partials.reduce((total, partial) => total + partial.eventsScanned, 0);
   return { outcome, eventsScanned };
+}
+
+/** A funnel share's step indexes: distinct steps of the plan, at least one. */
+function checkSteps(steps: readonly number[], count: number): void {
+  const ok = steps.length > 0 && new Set(steps).size === steps.length
+    && steps.every((index) => Number.isInteger(index) && index >= 0 && index < count);
+  if (!ok) throw new ApiError('InvalidQueryError', `A funnel share names steps ${JSON.stringify(steps)} of a ${count}-step funnel.`);
 }

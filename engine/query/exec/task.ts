@@ -8,7 +8,8 @@ import type { ScanSource } from '../../storage/chunk.js';
 import { aggregateOver, executePlan } from './execute.js';
 import { extractToFile, type ExtractionOutput } from './extraction.js';
 import type { PartialBody } from './partial.js';
-import { encodeOutcome } from './partial-codec.js';
+import { encodeFunnelSteps, encodeOutcome } from './partial-codec.js';
+import { stepActors } from './funnel.js';
 import type { ExecLimits, Plan } from '../plan/plan.js';
 import { ScanBuffers, type ExecEnv } from './scan.js';
 
@@ -50,6 +51,11 @@ export interface QueryTask {
    * and the task returns its encoded partial states (partial-codec.ts) instead of a response body.
    */
   readonly whole?: ScanSource;
+  /**
+   * Cluster: set on a funnel's task to scan only these steps (indexes); the task returns their
+   * encoded actor sets (partial-codec.ts, version 2) instead of a response body.
+   */
+  readonly funnelSteps?: readonly number[];
   /** Set on an asynchronous extraction's task: the events go to this file, the body is {events}. */
   readonly output?: ExtractionOutput;
 }
@@ -63,6 +69,14 @@ export function runTask(task: QueryTask, env: Omit<ExecEnv, 'limits' | 'deadline
     }, buffers, task.whole);
     const partial: PartialBody = { state: encodeOutcome(outcome, buffers.eventsScanned) };
     return partial as unknown as Record<string, unknown>;
+  }
+  if (task.funnelSteps !== undefined && task.plan.kind === 'funnel') {
+    const { plan, sources, limits } = task;
+    const buffers = new ScanBuffers();
+    const execEnv: ExecEnv = { ...env, limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs };
+    const state = encodeFunnelSteps(task.funnelSteps, (index) => stepActors(plan.steps[index], sources[index], execEnv, buffers),
+      () => buffers.eventsScanned, limits.funnelStateBytesMax);
+    return { state } satisfies PartialBody as unknown as Record<string, unknown>;
   }
   if (task.output !== undefined && task.plan.kind === 'extraction') {
     const events = extractToFile(task.plan, task.sources[0], {

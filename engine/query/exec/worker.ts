@@ -90,7 +90,7 @@ async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promis
     }
     const body = runTask(task, { views, cache });
     // A fan-out share's partial state is one ArrayBuffer (partial-codec.ts): moved, not copied.
-    if (task.whole !== undefined) transfer = transferablesOf(body);
+    if (task.whole !== undefined || task.funnelSteps !== undefined) transfer = transferablesOf(body);
     reply = { id, ok: true, body };
   } catch (error) {
     reply = isApiError(error)

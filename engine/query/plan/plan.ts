@@ -122,5 +122,7 @@ export interface ExecLimits {
   readonly extractionScanMax: number;
   readonly extractionResultMax: number;
   readonly funnelActorsMax: number;
+  /** Bytes of one node's funnel step actor sets (cluster). */
+  readonly funnelStateBytesMax: number;
   readonly responseBytesMax: number;
 }

@@ -17,7 +17,7 @@ const CELLS = 4;
 function limits(exact: number): ExecLimits {
   return {
     countUniqueExactMax: exact, percentileExactMax: exact, groupsMax: 1e6, extractionScanMax: 1e6,
-    extractionResultMax: 1e5, funnelActorsMax: 1e6, responseBytesMax: 1.5e8,
+    extractionResultMax: 1e5, funnelActorsMax: 1e6, funnelStateBytesMax: 1e8, responseBytesMax: 1.5e8,
   };
 }
 

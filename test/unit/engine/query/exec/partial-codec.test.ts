@@ -11,7 +11,7 @@ import { MessageChannel } from 'node:worker_threads';
 import t from 'tap';
 import { finishAggregate } from '../../../../../engine/query/exec/execute.js';
 import { mergeOutcomes } from '../../../../../engine/query/exec/partial.js';
-import { decodeOutcome, decodePartial, encodeOutcome, MAGIC, PartialStateError, VERSION } from '../../../../../engine/query/exec/partial-codec.js';
+import { decodeOutcome, decodePartial, encodeOutcome, FUNNEL_VERSION, MAGIC, PartialStateError, VERSION } from '../../../../../engine/query/exec/partial-codec.js';
 import type { AggregatePlan, ExecLimits } from '../../../../../engine/query/plan/plan.js';
 import { parseRequest } from '../../../../../engine/query/plan/request.js';
 import type { AggregateOutcome } from '../../../../../engine/query/exec/result.js';
@@ -212,10 +212,18 @@ t.test('refuses what it cannot decode, naming what is wrong', async (t) => {
   t.equal(MAGIC, 'TPS1');
 
   const version = copy();
-  new DataView(version.buffer).setUint16(4, VERSION + 1, true);
-  refused(version, new RegExp(`format version ${VERSION + 1} is not supported`), 'a newer version');
+  new DataView(version.buffer).setUint16(4, FUNNEL_VERSION + 1, true);
+  refused(version, new RegExp(`format version ${FUNNEL_VERSION + 1} is not supported`), 'a newer version');
   new DataView(version.buffer).setUint16(4, 0, true);
   refused(version, /format version 0 is not supported/, 'version 0');
+  // Version 2 holds funnel step states: its kind field must say so, and an aggregate reader refuses them by name.
+  new DataView(version.buffer).setUint16(4, FUNNEL_VERSION, true);
+  refused(version, /unknown state kind 0 \(format version 2\)/, 'version 2 of kind 0');
+  new DataView(version.buffer).setUint16(6, 1, true);
+  refused(version, /this is a funnel's step actor sets, not an aggregate state/, 'a funnel state read as an aggregate\'s');
+  const reserved = copy();
+  new DataView(reserved.buffer).setUint16(6, 1, true);
+  refused(reserved, /the reserved header field is not 0/, 'version 1 with a kind');
 
   // count without groups: header 16, eventsScanned 8, buckets 4, aggregates 4, rowsPerCell 4, groups 1.
   const tag = copy();
