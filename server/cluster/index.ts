@@ -10,7 +10,7 @@
  * each node stores only its partitions (assignment.ts) and queries run on a node that stores what
  * they read (queries.ts); shared metadata is not there yet (docs/cluster.md).
  */
-import { Kafka, logLevel } from 'kafkajs';
+import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
 import {
   ApiError, parseBatchBody, type AppendResult, type BatchAppendResult, type EventToWrite, type Logger, type TallyEngine,
   type WriteContext,
@@ -20,6 +20,7 @@ import { LogConsumer, messageKey } from './consumer.js';
 import { ClusterQueries } from './queries.js';
 import { ConsumedOffsets } from './offsets.js';
 import { EventLogProducer, type LogMessage } from './producer.js';
+import { ClusterStatus } from './status.js';
 import { CLUSTER_START_TIMEOUT_MS, CLUSTER_TOPIC_MESSAGE_BYTES_MAX, CLUSTER_WRITE_TIMEOUT_MS } from '../common/limits.js';
 
 
@@ -30,6 +31,8 @@ export interface ClusterOptions {
   readonly topic: string;
   /** Partitions of the topic if this node creates it. */
   readonly partitions: number;
+  /** The topic's retention.ms if this node creates it; -1 (the default): every record is kept. */
+  readonly retentionMs?: number;
   readonly dataDir: string;
   readonly fsync: boolean;
   readonly logger: Logger;
@@ -57,6 +60,8 @@ export interface ClusterNode {
   readonly queries: ClusterQueries | undefined;
   /** The partitions this node stores. */
   readonly owned: readonly number[];
+  /** Lag per partition and the nodes' membership (/metrics, /health). */
+  readonly status: ClusterStatus;
   /** Stops producing and consuming and makes the offsets durable. */
   close(): Promise<void>;
 }
@@ -80,8 +85,23 @@ async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promi
   }
 }
 
-/** Creates the events topic when missing; its partition count and replication factor. */
-async function ensureTopic(kafka: Kafka, options: ClusterOptions): Promise<{ partitions: number; replicationFactor: number; created: boolean }> {
+type Log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+
+interface TopicFacts {
+  partitions: number;
+  replicationFactor: number;
+  created: boolean;
+  /** Its retention.ms as Kafka has it (-1: forever), or null when it could not be read. */
+  retentionMs: number | null;
+}
+
+/**
+ * Creates the events topic when missing; its partition count, replication factor and retention.
+ * The topic is the write-ahead log and the source a node is rebuilt from (a wiped data dir, a node
+ * added), so it keeps every record by default (retention.ms=-1, retention.bytes=-1); Kafka's tiered
+ * storage, not retention, is the way to bound the brokers' disks.
+ */
+async function ensureTopic(kafka: Kafka, options: ClusterOptions): Promise<TopicFacts> {
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -98,12 +118,19 @@ async function ensureTopic(kafka: Kafka, options: ClusterOptions): Promise<{ par
           // With acks = all, a write needs two copies; without it one broker left would do.
           ...(brokers >= 3 ? [{ name: 'min.insync.replicas', value: '2' }] : []),
           { name: 'unclean.leader.election.enable', value: 'false' },
+          { name: 'retention.ms', value: String(options.retentionMs ?? -1) },
+          ...(options.retentionMs ?? -1) === -1 ? [{ name: 'retention.bytes', value: '-1' }] : [],
         ],
       }],
     });
     const [meta] = (await admin.fetchTopicMetadata({ topics: [options.topic] })).topics;
     if (meta === undefined || meta.partitions.length === 0) throw new Error(`topic ${options.topic} has no partitions`);
-    return { partitions: meta.partitions.length, replicationFactor: meta.partitions[0]!.replicas.length, created };
+    const config = await admin.describeConfigs({
+      includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: options.topic, configNames: ['retention.ms'] }],
+    }).catch(() => null);
+    const retention = config?.resources[0]?.configEntries.find((e) => e.configName === 'retention.ms')?.configValue;
+    const retentionMs = retention === undefined || retention === null || !/^-?\d+$/.test(retention) ? null : Number(retention);
+    return { partitions: meta.partitions.length, replicationFactor: meta.partitions[0]!.replicas.length, created, retentionMs };
   } finally {
     await admin.disconnect().catch(() => {});
   }
@@ -144,6 +171,20 @@ function producedWrite(engine: TallyEngine, producer: EventLogProducer) {
   };
 }
 
+/** The start's log line on the events topic; a warning when it does not keep every record. */
+function logTopic(log: Log, options: ClusterOptions, topic: TopicFacts, assignment: Assignment | null, owned: readonly number[]): void {
+  log('info', topic.created ? 'cluster: created the events topic' : 'cluster: using the events topic', {
+    topic: options.topic, partitions: topic.partitions, replication_factor: topic.replicationFactor, retention_ms: topic.retentionMs,
+    ...(assignment !== null && { nodes: assignment.members.length, replicas: assignment.replicas, owned }),
+  });
+  if (topic.retentionMs !== null && topic.retentionMs !== -1) {
+    log('warn', 'cluster: the events topic does not keep every record: a node down longer than its retention, or '
+      + 'rebuilt from an empty data directory, cannot read what Kafka deleted (docs/cluster.md)', {
+      topic: options.topic, retention_ms: topic.retentionMs,
+    });
+  }
+}
+
 export async function startCluster(options: ClusterOptions): Promise<ClusterNode> {
   const { engine, logger } = options;
   // Before anything awaits: what the WAL proved is written to the offsets file before any flush
@@ -151,7 +192,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
   const offsets = new ConsumedOffsets(options.dataDir, { fsync: options.fsync, replayed: engine.events.replayedTags() });
   const unTagged = engine.events.onTagged((_project, tag) => offsets.recordTag(tag));
   const unHook = engine.events.beforeWalRemove(() => offsets.persist());
-  const log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => logger.write(level, msg, fields);
+  const log: Log = (level, msg, fields) => logger.write(level, msg, fields);
 
   const kafka = kafkaClient(options);
   let producer: EventLogProducer | null = null;
@@ -176,16 +217,18 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
     throw new ClusterStartError(`cannot use the Kafka cluster at ${options.brokers.join(',')} `
       + `(topic ${options.topic}): ${(error as Error).message}`, { cause: error });
   }
-  log('info', topic.created ? 'cluster: created the events topic' : 'cluster: using the events topic', {
-    topic: options.topic, partitions: topic.partitions, replication_factor: topic.replicationFactor,
-    ...(assignment !== null && { nodes: assignment.members.length, replicas: assignment.replicas, owned }),
-  });
+  logTopic(log, options, topic, assignment, owned);
   const p = producer;
   const c = consumer;
 
   const write = producedWrite(engine, p);
+  const status = new ClusterStatus({
+    kafka, topic: options.topic, self: options.nodeId, members: assignment?.members ?? [], owned, offsets, caughtUp: () => c.caughtUp,
+  });
+  status.start();
   const queries = assignment === null ? undefined : new ClusterQueries({
     engine, assignment, self: options.nodeId, secret: options.secret ?? '', caughtUp: () => c.caughtUp,
+    seenDown: (id) => status.seenDown(id),
   });
 
   return {
@@ -198,6 +241,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
     write,
     queries,
     owned,
+    status,
     async writeBatch(projectId, body, ctx) {
       // As events.appendBatch: an unknown project before a body that is no batch.
       if (!engine.projects.get(projectId)) throw new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`);
@@ -205,6 +249,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
       return { collections, results: await write(projectId, events, ctx) };
     },
     async close() {
+      await status.close();
       await p.close();
       await c.close();
       unTagged();
