@@ -167,9 +167,15 @@ export class LogConsumer {
       for (const { partition, high, low } of ends) {
         if (!this.owned.has(partition)) continue;
         const end = Number(high);
-        const last = this.options.offsets.last(this.options.topic, partition);
+        const earliest = Number(low);
+        let last = this.options.offsets.last(this.options.topic, partition);
+        if (last + 1 < earliest) {
+          // Gone for good: the node reads on from the earliest record (and is caught up without them).
+          this.logGap(partition, last + 1, earliest - 1, 'at start');
+          this.options.offsets.advance(this.options.topic, partition, earliest - 1);
+          last = earliest - 1;
+        }
         if (last + 1 < end) this.catchUp.set(partition, end);
-        if (last + 1 < Number(low)) this.logGap(partition, last + 1, Number(low) - 1, 'at start');
       }
     } finally {
       await admin.disconnect();

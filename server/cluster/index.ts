@@ -10,7 +10,7 @@
  * each node stores only its partitions (assignment.ts) and queries run on a node that stores what
  * they read (queries.ts); shared metadata is not there yet (docs/cluster.md).
  */
-import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
+import kafkajs, { Kafka, logLevel } from 'kafkajs';
 import {
   ApiError, parseBatchBody, type AppendResult, type BatchAppendResult, type EventToWrite, type Logger, type TallyEngine,
   type WriteContext,
@@ -126,7 +126,7 @@ async function ensureTopic(kafka: Kafka, options: ClusterOptions): Promise<Topic
     const [meta] = (await admin.fetchTopicMetadata({ topics: [options.topic] })).topics;
     if (meta === undefined || meta.partitions.length === 0) throw new Error(`topic ${options.topic} has no partitions`);
     const config = await admin.describeConfigs({
-      includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: options.topic, configNames: ['retention.ms'] }],
+      includeSynonyms: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: options.topic, configNames: ['retention.ms'] }],
     }).catch(() => null);
     const retention = config?.resources[0]?.configEntries.find((e) => e.configName === 'retention.ms')?.configValue;
     const retentionMs = retention === undefined || retention === null || !/^-?\d+$/.test(retention) ? null : Number(retention);
