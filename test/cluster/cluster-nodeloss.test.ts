@@ -130,12 +130,12 @@ const ackedOf = (w: Writers) => [...w.outcomes.values()].reduce((n, o) => n + o.
 
 t.test('a node and a broker killed mid-ingest: replicas answer, every acknowledged event counted once on every node', async (t) => {
   nodes[0] = await startServer({ args: argsOf(0) });
-  for (const id of [1, 2]) {
+  await Promise.all([1, 2].map(async (id) => {
     // The same project (id and keys) on every node: projects are not shared through Kafka yet.
     const dataDir = mkdtempSync(join(tmpdir(), 'tally-test-'));
-    copyFileSync(join(nodes[0].dataDir, 'projects.json'), join(dataDir, 'projects.json'));
-    nodes[id] = await startServer({ dataDir, orgKey: nodes[0].orgKey, args: argsOf(id) });
-  }
+    copyFileSync(join(nodes[0]!.dataDir, 'projects.json'), join(dataDir, 'projects.json'));
+    nodes[id] = await startServer({ dataDir, orgKey: nodes[0]!.orgKey, args: argsOf(id) });
+  }));
   await Promise.all(nodes.map((node) => caughtUp(node)));
   mark(t, 'three nodes up');
   const [a, b] = nodes as [TestServer, TestServer, TestServer];
@@ -179,8 +179,9 @@ t.test('a node and a broker killed mid-ingest: replicas answer, every acknowledg
   t.ok(await eventually(async () => ackedOf(w) >= ackedAtKill + 200, 45_000), `writes through the survivors acknowledged (${ackedOf(w) - ackedAtKill} since the kills)`);
 
   mark(t, 'writes acknowledged by the survivors');
+  const restarted = nodes[2]!.restart(argsOf(2)).then((node) => (nodes[2] = node));
   await kafka.startNode(3);
-  nodes[2] = await nodes[2]!.restart(argsOf(2));
+  await restarted;
   mark(t, 'broker 3 and node 2 restarted');
   startWriters(collections, [nodes[2]], 'c', w);
   await caughtUp(nodes[2]);
