@@ -8,7 +8,9 @@
  * (consumer.ts), keeping how far it read with the store (offsets.ts), so each acknowledged event is
  * stored exactly once across crashes, restarts and redeliveries. With `nodes` (--cluster-nodes)
  * each node stores only its partitions (assignment.ts) and queries run on a node that stores what
- * they read (queries.ts); shared metadata is not there yet (docs/cluster.md).
+ * they read (queries.ts); shared metadata is not there yet (docs/cluster.md). Each node watches
+ * its partitions' lag and the other nodes (status.ts: /metrics, /health). The topic keeps every
+ * record by default: it is the source a node is rebuilt from.
  */
 import kafkajs, { Kafka, logLevel } from 'kafkajs';
 import {
