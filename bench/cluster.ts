@@ -20,9 +20,6 @@
  *   node dist/bench/cluster.js [--seconds 8] [--batch-connections 2] [--concurrency 64] [--runs 15]
  *                              [--modes single,cluster,cluster3]
  */
-import { copyFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Assignment } from '../server/cluster/assignment.js';
 import { caughtUp, clusterArgs } from '../test/helpers/cluster.js';
@@ -184,12 +181,8 @@ async function startNodes(mode: string, kafka: RealKafka): Promise<{ nodes: Test
     '--cluster-nodes', list, '--cluster-replicas', '2', '--cluster-secret', SECRET, '--cluster-topic', 'bench3.events',
     '--cluster-partitions', String(PARTITIONS)];
   const nodes = [await startServer({ args: argsOf(0) })];
-  for (const id of [1, 2]) {
-    // The same project and keys on every node (a no-op once they share metadata through Kafka).
-    const dataDir = mkdtempSync(join(tmpdir(), 'tally-bench-'));
-    copyFileSync(join(nodes[0]!.dataDir, 'projects.json'), join(dataDir, 'projects.json'));
-    nodes.push(await startServer({ dataDir, orgKey: nodes[0]!.orgKey, args: argsOf(id) }));
-  }
+  // The same organization and project on every node, through the shared metadata topic.
+  for (const id of [1, 2]) nodes.push(await startServer({ orgKey: nodes[0]!.orgKey, args: argsOf(id) }));
   await Promise.all(nodes.map((node) => caughtUp(node)));
   const members = ports.map((_, id) => ({ id, url: '' }));
   return { nodes, assignment: new Assignment(members, 2, PARTITIONS, 'bench3.events') };

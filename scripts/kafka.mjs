@@ -325,16 +325,17 @@ function nodeOf(dir, node) {
 /**
  * Stops one node of a cluster startKafka made in `dir` (SIGTERM: a controlled shutdown, so its
  * partitions' leadership moves and it leaves the in-sync replicas at once; SIGKILL after
- * `graceMs`). Its data stays for startKafkaNode.
+ * `graceMs`; with `kill`, SIGKILL at once: a crash, no controlled shutdown, its partitions led
+ * elsewhere only once the controller notices). Its data stays for startKafkaNode.
  */
-export async function stopKafkaNode({ dir, node, graceMs = 15_000 } = {}) {
+export async function stopKafkaNode({ dir, node, graceMs = 15_000, kill = false } = {}) {
   if (!dir || !node) throw new Error('stopKafkaNode needs a dir and a node');
   const entries = readPids(dir);
   const mine = entries.filter((p) => p.node === node);
   for (const e of mine.filter((p) => p.watchdog && ours(p.pid, p.marker))) signal(e.pid, 'SIGKILL');
   const procs = mine.filter((p) => !p.watchdog && ours(p.pid, p.marker));
-  for (const e of procs) signal(e.pid, 'SIGTERM');
-  const deadline = Date.now() + graceMs;
+  for (const e of procs) signal(e.pid, kill ? 'SIGKILL' : 'SIGTERM');
+  const deadline = Date.now() + (kill ? 0 : graceMs);
   while (procs.some((e) => alive(e.pid)) && Date.now() < deadline) await sleep(100);
   for (const e of procs) if (ours(e.pid, e.marker)) signal(e.pid, 'SIGKILL');
   while (procs.some((e) => alive(e.pid))) await sleep(50);

@@ -55,6 +55,8 @@ export interface ClusterConfig {
   readonly metaTopic: string;
   /** Partitions of the events topic when this node creates it (--cluster-partitions, default 12). */
   readonly partitions: number;
+  /** The events topic's retention.ms when this node creates it (--cluster-retention-ms; -1, the default: forever). */
+  readonly retentionMs: number;
   /** Every node of the cluster by id (--cluster-nodes), sorted by id; empty: this node alone, reading every partition. */
   readonly nodes: readonly ClusterMember[];
   /** Nodes that store each partition (--cluster-replicas; default min(2, nodes)). */
@@ -101,6 +103,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'cluster-topic', arg: 'NAME', help: `the events topic (default ${CLUSTER_TOPIC_DEFAULT})` },
   { name: 'cluster-meta-topic', arg: 'NAME', help: `the shared metadata topic (default ${CLUSTER_META_TOPIC_DEFAULT})` },
   { name: 'cluster-partitions', arg: 'N', help: `its partitions when created (default ${CLUSTER_PARTITIONS_DEFAULT})` },
+  { name: 'cluster-retention-ms', arg: 'MS', help: 'the events topic\'s retention.ms when created (default -1: keep every record; nodes are rebuilt from it)' },
   { name: 'cluster-nodes', arg: 'ID=URL,...', help: 'every node of the cluster and its internal URL (partitions are spread over them)' },
   { name: 'cluster-replicas', arg: 'R', help: 'nodes that store each partition (default min(2, nodes))' },
   { name: 'cluster-secret', arg: 'SECRET', help: 'shared secret of the nodes\' internal queries (needed with --cluster-nodes)' },
@@ -232,7 +235,7 @@ function parseBrokers(raw: string): string[] {
 function parseCluster(flags: Map<string, string>): ClusterConfig | undefined {
   const raw = flags.get('cluster-brokers');
   if (raw === undefined) {
-    const stray = ['node-id', 'cluster-topic', 'cluster-meta-topic', 'cluster-partitions', 'cluster-nodes', 'cluster-replicas', 'cluster-secret']
+    const stray = ['node-id', 'cluster-topic', 'cluster-meta-topic', 'cluster-partitions', 'cluster-retention-ms', 'cluster-nodes', 'cluster-replicas', 'cluster-secret']
       .find((name) => flags.has(name));
     if (stray !== undefined) throw new ConfigError(`--${stray} is for cluster mode: it needs --cluster-brokers`);
     return undefined;
@@ -252,8 +255,13 @@ function parseCluster(flags: Map<string, string>): ClusterConfig | undefined {
   if (!Number.isInteger(partitions) || partitions < 1 || partitions > 1024) {
     throw new ConfigError(`--cluster-partitions must be an integer 1-1024, got "${partitionsRaw}"`);
   }
+  const retentionRaw = flags.get('cluster-retention-ms') ?? '-1';
+  const retentionMs = Number(retentionRaw);
+  if (!/^(-1|[1-9]\d*)$/.test(retentionRaw) || !Number.isSafeInteger(retentionMs)) {
+    throw new ConfigError(`--cluster-retention-ms must be -1 (keep every record) or a positive integer of milliseconds, got "${retentionRaw}"`);
+  }
   if (flags.has('kafka-bridge')) throw new ConfigError('--kafka-bridge does not work in cluster mode (--cluster-brokers) yet');
-  return Object.freeze({ brokers: Object.freeze(brokers), nodeId, topic, metaTopic, partitions, ...parseMembers(flags, nodeId) });
+  return Object.freeze({ brokers: Object.freeze(brokers), nodeId, topic, metaTopic, partitions, retentionMs, ...parseMembers(flags, nodeId) });
 }
 
 function topicFlag(flags: Map<string, string>, name: string, fallback: string): string {

@@ -135,6 +135,13 @@ async function startClusterMode(config: Config, engine: TallyEngine): Promise<Cl
   });
 }
 
+/** Prometheus metrics; in cluster mode with the partitions' lag and the nodes' membership. */
+function metricsOf(engine: TallyEngine, cluster: ClusterNode | null): Metrics {
+  const metrics = new Metrics(engine);
+  if (cluster !== null) metrics.addCluster(cluster.status);
+  return metrics;
+}
+
 async function main(): Promise<void> {
   // Files and directories the server creates are the owner's only (the keys are in projects.json).
   process.umask(0o077);
@@ -160,7 +167,7 @@ async function main(): Promise<void> {
   // after the engine opened: it takes the offsets the engine's WAL replay recovered.
   const cluster = await startClusterMode(config, engine);
   const http = await startHttp({
-    engine, host: config.host, port: config.httpPort, trustProxy: config.trustProxy, logger, metrics: new Metrics(engine),
+    engine, host: config.host, port: config.httpPort, trustProxy: config.trustProxy, logger, metrics: metricsOf(engine, cluster),
     ...(cluster !== null && { cluster }),
     ...(config.tlsCert && config.tlsKey
       && { tls: { certFile: config.tlsCert, keyFile: config.tlsKey } }),

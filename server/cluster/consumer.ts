@@ -98,6 +98,9 @@ export class LogConsumer {
   stored = 0;
   refused = 0;
   skipped = 0;
+  /** Records gone from Kafka before this node stored them, since start (logGap). */
+  gaps = 0;
+  private readonly gapsLogged = new Set<string>();
   private refusalLoggedAt = 0;
   private closed = false;
   /** Per partition, the offset before which it counts as caught up (its end when we started). */
@@ -161,7 +164,7 @@ export class LogConsumer {
     try {
       // A topic just created may not be served by every leader yet ("does not host this
       // topic-partition"): asked again until start-up's own bound gives up.
-      let ends: { partition: number; high: string }[];
+      let ends: { partition: number; high: string; low: string }[];
       for (;;) {
         try {
           ends = await admin.fetchTopicOffsets(this.options.topic);
@@ -171,10 +174,18 @@ export class LogConsumer {
           await new Promise((resolve) => setTimeout(resolve, 500));
         }
       }
-      for (const { partition, high } of ends) {
+      for (const { partition, high, low } of ends) {
         if (!this.owned.has(partition)) continue;
         const end = Number(high);
-        if (this.options.offsets.last(this.options.topic, partition) + 1 < end) this.catchUp.set(partition, end);
+        const earliest = Number(low);
+        let last = this.options.offsets.last(this.options.topic, partition);
+        if (last + 1 < earliest) {
+          // Gone for good: the node reads on from the earliest record (and is caught up without them).
+          this.logGap(partition, last + 1, earliest - 1, 'at start');
+          this.options.offsets.advance(this.options.topic, partition, earliest - 1);
+          last = earliest - 1;
+        }
+        if (last + 1 < end) this.catchUp.set(partition, end);
       }
     } finally {
       await admin.disconnect();
@@ -184,6 +195,22 @@ export class LogConsumer {
       topic: this.options.topic, partitions: this.options.partitions.length, records_behind: behind,
     });
     if (this.catchUp.size === 0) this.options.log('info', 'cluster: caught up with the events topic');
+  }
+
+  /**
+   * Records `from`..`to` of `partition` are gone from Kafka (retention, deleted records) before this
+   * node stored them: its store misses them for good. Logged once per partition and range.
+   */
+  private logGap(partition: number, from: number, to: number, when: 'at start' | 'reading'): void {
+    const key = `${partition}:${from}`;
+    if (this.gapsLogged.has(key)) return;
+    this.gapsLogged.add(key);
+    this.gaps += to - from + 1;
+    this.options.log('warn', 'cluster: records of the events topic are gone before this node stored them', {
+      topic: this.options.topic, partition, from, to, records: to - from + 1, when,
+      hint: 'this node will never store them: the topic\'s retention is shorter than this node was away '
+        + '(or its records were deleted); keep retention.ms=-1 on the events topic (docs/cluster.md)',
+    });
   }
 
   private noteProgress(partition: number, lastOffset: number): void {
@@ -205,12 +232,8 @@ export class LogConsumer {
     if (batch.messages.length > 0 && had >= Number(batch.messages[0]!.offset)) resolveOffset(String(had));
     const first = batch.messages.find((m) => Number(m.offset) > last);
     if (first === undefined) return;
-    if (last >= 0 && Number(first.offset) > last + 1) {
-      // Kafka no longer has them (retention) or never will (compaction): nothing to wait for.
-      this.options.log('warn', 'cluster: records of the events topic are gone before this node stored them', {
-        partition, from: last + 1, to: Number(first.offset) - 1,
-      });
-    }
+    // Kafka no longer has them (retention) or never will (compaction): nothing to wait for.
+    if (Number(first.offset) > last + 1) this.logGap(partition, last + 1, Number(first.offset) - 1, 'reading');
     let run: Run = { projectId: null, events: [], lastOffset: last };
     for (const message of batch.messages) {
       const offset = Number(message.offset);

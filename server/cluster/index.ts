@@ -10,9 +10,11 @@
  * each node stores only its partitions (assignment.ts) and queries run on a node that stores what
  * they read (queries.ts). The organization and its catalog are shared through a compacted topic
  * (default `tally.meta`, meta.ts): a change asked of any node is produced there before it is
- * applied, and every node applies every change.
+ * applied, and every node applies every change. Each node watches its partitions' lag and the
+ * other nodes (status.ts: /metrics, /health). The events topic keeps every record by default: it
+ * is the source a node is rebuilt from.
  */
-import { Kafka, logLevel } from 'kafkajs';
+import kafkajs, { Kafka, logLevel } from 'kafkajs';
 import {
   ApiError, parseBatchBody, type AppendResult, type BatchAppendResult, type EventToWrite, type Logger, type TallyEngine,
   type WriteContext,
@@ -23,6 +25,7 @@ import { ClusterQueries } from './queries.js';
 import { ConsumedOffsets } from './offsets.js';
 import { EventLogProducer, type LogMessage } from './producer.js';
 import { SharedCatalog } from './meta.js';
+import { ClusterStatus } from './status.js';
 import { CLUSTER_START_TIMEOUT_MS, CLUSTER_TOPIC_MESSAGE_BYTES_MAX, CLUSTER_WRITE_TIMEOUT_MS } from '../common/limits.js';
 
 
@@ -35,6 +38,8 @@ export interface ClusterOptions {
   readonly metaTopic: string;
   /** Partitions of the topic if this node creates it. */
   readonly partitions: number;
+  /** The topic's retention.ms if this node creates it; -1 (the default): every record is kept. */
+  readonly retentionMs?: number;
   readonly dataDir: string;
   readonly fsync: boolean;
   readonly logger: Logger;
@@ -62,6 +67,8 @@ export interface ClusterNode {
   readonly queries: ClusterQueries | undefined;
   /** The partitions this node stores. */
   readonly owned: readonly number[];
+  /** Lag per partition and the nodes' membership (/metrics, /health). */
+  readonly status: ClusterStatus;
   /** Stops producing and consuming and makes the offsets durable. */
   close(): Promise<void>;
 }
@@ -85,11 +92,33 @@ async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promi
   }
 }
 
+type Log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+
+interface TopicFacts {
+  partitions: number;
+  replicationFactor: number;
+  created: boolean;
+  /** Its retention.ms as Kafka has it (-1: forever), or null when it could not be read. */
+  retentionMs: number | null;
+}
+
+interface TopicSpec {
+  readonly topic: string;
+  readonly partitions: number;
+  /** The metadata topic: compacted, so it keeps each object's latest state. */
+  readonly compact?: boolean;
+  /** The events topic's retention.ms; default -1. */
+  readonly retentionMs?: number;
+}
+
 /**
  * Creates a topic when missing (the events topic, or with `compact` the metadata topic); its
- * partition count and replication factor.
+ * partition count, replication factor and retention. The events topic is the write-ahead log and
+ * the source a node is rebuilt from (a wiped data dir, a node added), so it keeps every record by
+ * default (retention.ms=-1, retention.bytes=-1); Kafka's tiered storage, not retention, is the way
+ * to bound the brokers' disks.
  */
-async function ensureTopic(kafka: Kafka, topic: string, partitions: number, compact = false): Promise<{ partitions: number; replicationFactor: number; created: boolean }> {
+async function ensureTopic(kafka: Kafka, spec: TopicSpec): Promise<TopicFacts> {
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -98,22 +127,29 @@ async function ensureTopic(kafka: Kafka, topic: string, partitions: number, comp
     const created = await admin.createTopics({
       waitForLeaders: true,
       topics: [{
-        topic,
-        numPartitions: partitions,
+        topic: spec.topic,
+        numPartitions: spec.partitions,
         replicationFactor,
         configEntries: [
-          ...(compact ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
+          ...(spec.compact ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
           { name: 'max.message.bytes', value: String(CLUSTER_TOPIC_MESSAGE_BYTES_MAX) },
           // With acks = all, a write needs two copies; without it one broker left would do.
           ...(brokers >= 3 ? [{ name: 'min.insync.replicas', value: '2' }] : []),
           { name: 'unclean.leader.election.enable', value: 'false' },
+          ...(spec.compact ? [] : [{ name: 'retention.ms', value: String(spec.retentionMs ?? -1) }]),
+          ...(!spec.compact && (spec.retentionMs ?? -1) === -1 ? [{ name: 'retention.bytes', value: '-1' }] : []),
         ],
       }],
     });
-    await served(admin, topic);
-    const [meta] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
-    if (meta === undefined || meta.partitions.length === 0) throw new Error(`topic ${topic} has no partitions`);
-    return { partitions: meta.partitions.length, replicationFactor: meta.partitions[0]!.replicas.length, created };
+    await served(admin, spec.topic);
+    const [meta] = (await admin.fetchTopicMetadata({ topics: [spec.topic] })).topics;
+    if (meta === undefined || meta.partitions.length === 0) throw new Error(`topic ${spec.topic} has no partitions`);
+    const config = await admin.describeConfigs({
+      includeSynonyms: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: spec.topic, configNames: ['retention.ms'] }],
+    }).catch(() => null);
+    const retention = config?.resources[0]?.configEntries.find((e) => e.configName === 'retention.ms')?.configValue;
+    const retentionMs = retention === undefined || retention === null || !/^-?\d+$/.test(retention) ? null : Number(retention);
+    return { partitions: meta.partitions.length, replicationFactor: meta.partitions[0]!.replicas.length, created, retentionMs };
   } finally {
     await admin.disconnect().catch(() => {});
   }
@@ -175,7 +211,7 @@ function producedWrite(engine: TallyEngine, producer: EventLogProducer) {
  * before the events consumer starts, as it appends to projects it must know.
  */
 async function startShared(kafka: Kafka, options: ClusterOptions, log: ConstructorParameters<typeof SharedCatalog>[0]['log']): Promise<SharedCatalog> {
-  await withTimeout(ensureTopic(kafka, options.metaTopic, 1, true), CLUSTER_START_TIMEOUT_MS, 'the Kafka cluster');
+  await withTimeout(ensureTopic(kafka, { topic: options.metaTopic, partitions: 1, compact: true }), CLUSTER_START_TIMEOUT_MS, 'the Kafka cluster');
   const shared = new SharedCatalog({ kafka, engine: options.engine, topic: options.metaTopic, nodeId: options.nodeId, log });
   try {
     await withTimeout(shared.start(), CLUSTER_START_TIMEOUT_MS, 'the metadata topic');
@@ -186,6 +222,20 @@ async function startShared(kafka: Kafka, options: ClusterOptions, log: Construct
   return shared;
 }
 
+/** The start's log line on the events topic; a warning when it does not keep every record. */
+function logTopic(log: Log, options: ClusterOptions, topic: TopicFacts, assignment: Assignment | null, owned: readonly number[]): void {
+  log('info', topic.created ? 'cluster: created the events topic' : 'cluster: using the events topic', {
+    topic: options.topic, partitions: topic.partitions, replication_factor: topic.replicationFactor, retention_ms: topic.retentionMs,
+    ...(assignment !== null && { nodes: assignment.members.length, replicas: assignment.replicas, owned }),
+  });
+  if (topic.retentionMs !== null && topic.retentionMs !== -1) {
+    log('warn', 'cluster: the events topic does not keep every record: a node down longer than its retention, or '
+      + 'rebuilt from an empty data directory, cannot read what Kafka deleted (docs/cluster.md)', {
+      topic: options.topic, retention_ms: topic.retentionMs,
+    });
+  }
+}
+
 export async function startCluster(options: ClusterOptions): Promise<ClusterNode> {
   const { engine, logger } = options;
   // Before anything awaits: what the WAL proved is written to the offsets file before any flush
@@ -193,7 +243,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
   const offsets = new ConsumedOffsets(options.dataDir, { fsync: options.fsync, replayed: engine.events.replayedTags() });
   const unTagged = engine.events.onTagged((_project, tag) => offsets.recordTag(tag));
   const unHook = engine.events.beforeWalRemove(() => offsets.persist());
-  const log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => logger.write(level, msg, fields);
+  const log: Log = (level, msg, fields) => logger.write(level, msg, fields);
 
   const kafka = kafkaClient(options);
   let producer: EventLogProducer | null = null;
@@ -203,7 +253,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
   let assignment: Assignment | null;
   let owned: readonly number[];
   try {
-    topic = await withTimeout(ensureTopic(kafka, options.topic, options.partitions), CLUSTER_START_TIMEOUT_MS, 'the Kafka cluster');
+    topic = await withTimeout(ensureTopic(kafka, { topic: options.topic, partitions: options.partitions, ...(options.retentionMs !== undefined && { retentionMs: options.retentionMs }) }), CLUSTER_START_TIMEOUT_MS, 'the Kafka cluster');
     const meta = await startShared(kafka, options, log);
     shared = meta;
     assignment = options.nodes !== undefined && options.nodes.length > 0
@@ -216,23 +266,21 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
   } catch (error) {
     unTagged();
     unHook();
-    await producer?.close().catch(() => {});
-    await consumer?.close().catch(() => {});
-    await shared?.close().catch(() => {});
+    await Promise.all([producer?.close(), consumer?.close(), shared?.close()].map((closing) => closing?.catch(() => {})));
     throw new ClusterStartError(`cannot use the Kafka cluster at ${options.brokers.join(',')} `
       + `(topic ${options.topic}): ${(error as Error).message}`, { cause: error });
   }
-  log('info', topic.created ? 'cluster: created the events topic' : 'cluster: using the events topic', {
-    topic: options.topic, partitions: topic.partitions, replication_factor: topic.replicationFactor,
-    ...(assignment !== null && { nodes: assignment.members.length, replicas: assignment.replicas, owned }),
-  });
-  const p = producer;
-  const c = consumer;
-  const m = shared;
+  logTopic(log, options, topic, assignment, owned);
+  const [p, c, m] = [producer, consumer, shared] as const;
 
   const write = producedWrite(engine, p);
+  const status = new ClusterStatus({
+    kafka, topic: options.topic, self: options.nodeId, members: assignment?.members ?? [], owned, offsets, caughtUp: () => c.caughtUp,
+  });
+  status.start();
   const queries = assignment === null ? undefined : new ClusterQueries({
     engine, assignment, self: options.nodeId, secret: options.secret ?? '', caughtUp: () => c.caughtUp,
+    seenDown: (id) => status.seenDown(id),
   });
 
   return {
@@ -245,6 +293,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
     write,
     queries,
     owned,
+    status,
     async writeBatch(projectId, body, ctx) {
       // As events.appendBatch: an unknown project before a body that is no batch.
       if (!engine.projects.get(projectId)) throw new ApiError('ResourceNotFoundError', `Project ${projectId} does not exist.`);
@@ -252,6 +301,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
       return { collections, results: await write(projectId, events, ctx) };
     },
     async close() {
+      await status.close();
       await p.close();
       await c.close();
       await m.close();

@@ -18,7 +18,8 @@
  *   partial-state codec's version 2), and the node that took the query combines them with the
  *   engine's own step logic (engine.queries.finishPartials), so the answer is a single node's.
  *
- * Owners are asked in order (the node itself first); one that does not answer, or answers 503
+ * Owners are asked in order (the node itself first, nodes the membership probe last found down
+ * last); one that does not answer, or answers 503
  * (behind the topic, stopping), is skipped for the rest of the query. With no live owner left
  * the answer is 503 naming the partitions and why. Peers are called on POST
  * CLUSTER_QUERY_PATH with `Authorization: <--cluster-secret>`, compared in constant time.
@@ -56,6 +57,8 @@ export interface ClusterQueryOptions {
   readonly self: number;
   readonly secret: string;
   readonly caughtUp: () => boolean;
+  /** True when node `id` did not answer its last membership probe (status.ts): it is asked last. */
+  readonly seenDown?: (id: number) => boolean;
 }
 
 class PeerDown extends Error {
@@ -192,13 +195,19 @@ export class ClusterQueries {
     return engine.queries.runPartial(project, 'funnel', params, nowMs, steps);
   }
 
-  /** Nodes that store every one of `partitions`: this node first, then in the first partition's order. */
+  /**
+   * Nodes that store every one of `partitions`: this node first, then in the first partition's
+   * order, those the last membership probe found down last (still asked: the probe may be stale).
+   */
   private ownersOfAll(partitions: readonly number[]): Member[] {
     const { assignment, self } = this.options;
     const [first = 0, ...rest] = partitions;
     const owners = assignment.ownersOf(first)
       .filter((node) => rest.every((p) => assignment.ownersOf(p).some((m) => m.id === node.id)));
-    return [...owners.filter((node) => node.id === self), ...owners.filter((node) => node.id !== self)];
+    const seenDown = this.options.seenDown ?? (() => false);
+    const others = owners.filter((node) => node.id !== self);
+    return [...owners.filter((node) => node.id === self),
+      ...others.filter((node) => !seenDown(node.id)), ...others.filter((node) => seenDown(node.id))];
   }
 
   /** A peer's share: bytes of a partial state, or a body; PeerDown when it cannot give it now. */

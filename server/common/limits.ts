@@ -97,6 +97,10 @@ export const CLUSTER_NODE_ID_MAX = 1023;
 export const CLUSTER_SECRET_LENGTH_MIN = 16;
 /** How long a node waits for another's share of a query (the engine's own query timeout is 300 s) before it counts it down. */
 export const CLUSTER_PEER_QUERY_TIMEOUT_MS = 310_000;
+/** How often a node asks Kafka its partitions' end offsets (lag) and the other nodes' /ready (membership). */
+export const CLUSTER_PROBE_INTERVAL_MS = 2_000;
+/** How long one such ask may take before the node counts as down (or the lag stays as it was). */
+export const CLUSTER_PROBE_TIMEOUT_MS = 1_500;
 /** Bytes of a peer's answer to a share of a query at most (a partial state or a body: responses are bounded too). */
 export const CLUSTER_PEER_ANSWER_BYTES_MAX = 256 * 1024 * 1024;
 

@@ -10,6 +10,14 @@ import client from 'prom-client';
 import { ANALYSES as ANALYSES_LIST, type TallyEngine } from '../../engine/index.js';
 import { WRITE_PATHS, writeCounts, type WritePathName } from './write-counts.js';
 
+/** A cluster node's numbers (server/cluster/status.ts), read at scrape time. */
+export interface ClusterGauges {
+  /** Per partition this node stores: records in Kafka its store does not hold. */
+  lags(): readonly { readonly partition: number; readonly lag: number }[];
+  /** Per node of --cluster-nodes: it answered its last probe (up), with 200 (ready). */
+  members(): readonly { readonly id: number; readonly up: boolean; readonly ready: boolean }[];
+}
+
 /** Analyses as labels; anything else a client puts in the path is `other` (labels stay bounded). */
 const ANALYSES: ReadonlySet<string> = new Set(ANALYSES_LIST);
 
@@ -81,6 +89,28 @@ export class Metrics {
     fromStats('tally_segment_bytes', 'Bytes of segment files', () => stats.segmentBytes, 'gauge');
     fromStats('tally_compaction_backlog', 'Day partitions with more than one segment', () => stats.compactionBacklog, 'gauge');
     fromStats('tally_memory_budget_bytes', 'The memory budget for caches and buffers', () => stats.memoryBudgetBytes, 'gauge');
+  }
+
+  /** Cluster mode: per-partition lag and the nodes' membership. */
+  addCluster(cluster: ClusterGauges): void {
+    const registers = [this.registry];
+    new client.Gauge({
+      name: 'tally_cluster_partition_lag', help: 'Records of each partition this node stores that are in Kafka but not yet in its store',
+      labelNames: ['partition'], registers,
+      collect() {
+        this.reset();
+        for (const { partition, lag } of cluster.lags()) this.set({ partition: String(partition) }, lag);
+      },
+    });
+    const byNode = (name: string, help: string, read: (m: { up: boolean; ready: boolean }) => boolean) => new client.Gauge({
+      name, help, labelNames: ['node'], registers,
+      collect() {
+        this.reset();
+        for (const member of cluster.members()) this.set({ node: String(member.id) }, read(member) ? 1 : 0);
+      },
+    });
+    byNode('tally_cluster_node_up', 'Per node of --cluster-nodes: 1 if it answered its last probe (every 2 s), else 0', (m) => m.up);
+    byNode('tally_cluster_node_ready', 'Per node of --cluster-nodes: 1 if it answered its last probe ready (caught up), else 0', (m) => m.ready);
   }
 
   /** Children of the request histogram by route, method and status: a label lookup once, not per request. */

@@ -57,6 +57,8 @@ export interface ClusterWrites {
   writeBatch(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult>;
   /** With --cluster-nodes: queries are answered by the nodes that store what they read. */
   readonly queries?: ClusterQueryRoutes | undefined;
+  /** The `cluster` section of /health (node id, owned partitions, caught up, peers up and down). */
+  readonly status?: { health(): object };
 }
 
 /** Cluster queries as the HTTP routes use them (server/cluster/queries.ts). */

@@ -31,14 +31,22 @@ export function emptyOutcome(): WriteOutcome {
   return { acked: [], refused: [], unanswered: [], refusalMs: [] };
 }
 
+/** The event a writer sends for `id`; with `tokens`, its svc.uniqueness_token is its id. */
+export function testEvent(id: string, writer: string, tokens = false): Record<string, unknown> {
+  return tokens ? { id, writer, svc: { uniqueness_token: id } } : { id, writer };
+}
+
 /**
  * Writes events `${name}-${i}` to `collection` (single POSTs, or batches of `batchSize`) until
- * `until()` is true or the server stops answering; notes each id's outcome in `out`.
+ * `until()` is true or the server stops answering; notes each id's outcome in `out`. With
+ * `tokens`, each event carries its id as svc.uniqueness_token (a retry is stored once).
  */
 export async function writeUntil(
   server: TestServer, collection: string, name: string, batchSize: number, until: () => boolean, out: WriteOutcome,
+  options: { tokens?: boolean } = {},
 ): Promise<void> {
   const api = client(server.url);
+  const event = (id: string) => testEvent(id, name, options.tokens);
   for (let seq = 0; !until(); seq += batchSize) {
     const ids = Array.from({ length: batchSize }, (_, index) => `${name}-${seq + index}`);
     const started = Date.now();
@@ -47,10 +55,10 @@ export async function writeUntil(
     try {
       const response = batchSize === 1
         ? await api.post(`/3.0/projects/${server.projectId}/events/${collection}`, {
-          key: server.keys.write, body: { id: ids[0], writer: name },
+          key: server.keys.write, body: event(ids[0]!),
         })
         : await api.post(`/3.0/projects/${server.projectId}/events`, {
-          key: server.keys.write, body: { [collection]: ids.map((id) => ({ id, writer: name })) },
+          key: server.keys.write, body: { [collection]: ids.map(event) },
         });
       status = response.status;
       body = response.body;

@@ -17,7 +17,7 @@ interface KafkaScript {
     nodes: number; dir: string; exitWithParent?: boolean; log?: (msg: string) => void;
   }): Promise<{ bootstrap: string[]; stop(): Promise<number[]> }>;
   stopKafka(options: { dir: string; graceMs?: number }): Promise<number[]>;
-  stopKafkaNode(options: { dir: string; node: number; graceMs?: number }): Promise<void>;
+  stopKafkaNode(options: { dir: string; node: number; graceMs?: number; kill?: boolean }): Promise<void>;
   startKafkaNode(options: { dir: string; node: number; exitWithParent?: boolean }): Promise<void>;
 }
 
@@ -29,6 +29,8 @@ export interface RealKafka {
   stop(): Promise<void>;
   /** Stops node `node` (1-based; a controlled shutdown); its data stays. */
   stopNode(node: number): Promise<void>;
+  /** kill -9 of node `node` (1-based): a crash, no controlled shutdown; its data stays. */
+  killNode(node: number): Promise<void>;
   /** Starts a stopped node again; resolves once the cluster lists it. */
   startNode(node: number): Promise<void>;
 }
@@ -45,6 +47,7 @@ export async function startKafka(options: { nodes?: 1 | 3; log?: (msg: string) =
       bootstrap: cluster.bootstrap,
       version: script.KAFKA_VERSION,
       stopNode: (node) => script.stopKafkaNode({ dir, node, graceMs: 20_000 }),
+      killNode: (node) => script.stopKafkaNode({ dir, node, kill: true }),
       startNode: (node) => script.startKafkaNode({ dir, node, exitWithParent: true }),
       stop: () => stopped ??= (async () => {
         await script.stopKafka({ dir, graceMs: 10_000 });

@@ -48,7 +48,7 @@ const nodeCases: [string[], RegExp][] = [
 
 t.test('cluster nodes: --cluster-nodes sorted by id, replicas default min(2, nodes), the secret', async (t) => {
   t.same(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://b:8002, 0=https://[::1]:8001/'], {}).cluster,
-    { brokers: ['k1:9092'], nodeId: 1, topic: 'tally.events', metaTopic: 'tally.meta', partitions: 12,
+    { brokers: ['k1:9092'], nodeId: 1, topic: 'tally.events', metaTopic: 'tally.meta', partitions: 12, retentionMs: -1,
       nodes: [{ id: 0, url: 'https://[::1]:8001' }, { id: 1, url: 'http://b:8002' }], replicas: 2, secret: '0123456789abcdef' });
   t.equal(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://b:1'], {}).cluster?.replicas, 1, 'one node: one replica');
   t.equal(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '0=http://a:1,1=http://b:1,2=http://c:1', '--cluster-replicas', '3'], {}).cluster?.replicas, 3);
@@ -57,9 +57,11 @@ t.test('cluster nodes: --cluster-nodes sorted by id, replicas default min(2, nod
 t.test('cluster mode: --cluster-brokers with --node-id; defaults; every bad value named', async (t) => {
   t.equal(readConfig([], {}).cluster, undefined, 'single node by default');
   t.same(readConfig(['--cluster-brokers', 'k1:9092, k2:9092,[::1]:9094', '--node-id', '3'], {}).cluster,
-    { brokers: ['k1:9092', 'k2:9092', '[::1]:9094'], nodeId: 3, topic: 'tally.events', metaTopic: 'tally.meta', partitions: 12, nodes: [], replicas: 1, secret: '' });
+    { brokers: ['k1:9092', 'k2:9092', '[::1]:9094'], nodeId: 3, topic: 'tally.events', metaTopic: 'tally.meta', partitions: 12, retentionMs: -1, nodes: [], replicas: 1, secret: '' });
   t.match(readConfig(['--cluster-brokers=127.0.0.1:1', '--node-id=0', '--cluster-topic', 'my_events.v2', '--cluster-partitions', '3',
     '--cluster-meta-topic', 'my_meta'], {}).cluster, { brokers: ['127.0.0.1:1'], nodeId: 0, topic: 'my_events.v2', metaTopic: 'my_meta', partitions: 3 });
+  t.equal(readConfig(['--cluster-brokers', 'k1:9092', '--node-id', '3', '--cluster-retention-ms', '604800000'], {}).cluster?.retentionMs, 604_800_000);
+  t.equal(readConfig(['--cluster-brokers', 'k1:9092', '--node-id', '3', '--cluster-retention-ms=-1'], {}).cluster?.retentionMs, -1);
   const cases: [string[], RegExp][] = [
     [['--cluster-brokers', 'k1:9092'], /^--cluster-brokers needs --node-id N/],
     [['--node-id', '1'], /^--node-id is for cluster mode: it needs --cluster-brokers$/],
@@ -78,6 +80,9 @@ t.test('cluster mode: --cluster-brokers with --node-id; defaults; every bad valu
     [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--cluster-meta-topic', 'a/b'], /^--cluster-meta-topic must be a Kafka topic name/],
     [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--cluster-meta-topic', 'tally.events'], /^--cluster-meta-topic must differ from the events topic/],
     [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--cluster-partitions', '0'], /^--cluster-partitions must be an integer 1-1024, got "0"$/],
+    [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--cluster-retention-ms', '0'], /^--cluster-retention-ms must be -1 \(keep every record\) or a positive integer of milliseconds, got "0"$/],
+    [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--cluster-retention-ms', '1e9'], /got "1e9"$/],
+    [['--cluster-retention-ms=-1'], /^--cluster-retention-ms is for cluster mode: it needs --cluster-brokers$/],
     [['--cluster-brokers', 'k1:9092', '--node-id', '1', '--kafka-bridge', 'k1:9092'], /^--kafka-bridge does not work in cluster mode/],
     [['--cluster-nodes', '0=http://a:1'], /^--cluster-nodes is for cluster mode: it needs --cluster-brokers$/],
     ...nodeCases,
