@@ -170,6 +170,8 @@ t.test('any node\'s outbound listener serves every collection of the cluster', a
     const got = await consume({ clientId: 'outbound-test', brokers: [...kafka.bootstrap] }, 'g-real', ['tally.events'], (g) => g.get('tally.events')!.length >= total);
     const of1 = got.get('tally.events')!.filter((r) => r.key === `${a.projectId}/${on1}`);
     t.same(ns(of1), range(0, PER_COLLECTION + 3), 'key <project>/<collection>, value the stamped event, in order');
-    t.match(JSON.parse(of1[0]!.value), { tag: on1, svc: { timestamp: String, created_at: String } });
+    const stamped = JSON.parse(of1[0]!.value);
+    t.match(stamped, { tag: on1, svc: { timestamp: String, created_at: String } });
+    t.equal(stamped.svc.id, undefined, 'svc.id is given where the event is stored');
   });
 });
