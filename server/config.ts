@@ -99,7 +99,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'node-id', arg: 'N', help: `this node's id in the cluster, 0-${CLUSTER_NODE_ID_MAX} (needed with --cluster-brokers)` },
   { name: 'cluster-topic', arg: 'NAME', help: `the events topic (default ${CLUSTER_TOPIC_DEFAULT})` },
   { name: 'cluster-partitions', arg: 'N', help: `its partitions when created (default ${CLUSTER_PARTITIONS_DEFAULT})` },
-  { name: 'cluster-nodes', arg: 'ID=URL[@HOST:PORT],...', help: 'every node of the cluster, its internal URL and its outbound Kafka address' },
+  { name: 'cluster-nodes', arg: 'ID=URL,...', help: 'every node of the cluster and its internal URL; ID=URL@HOST:PORT adds its outbound Kafka address' },
   { name: 'cluster-replicas', arg: 'R', help: 'nodes that store each partition (default min(2, nodes))' },
   { name: 'cluster-secret', arg: 'SECRET', help: 'shared secret of the nodes\' internal queries (needed with --cluster-nodes)' },
   { name: 'trust-proxy', help: 'client IP from the first X-Forwarded-For entry' },
