@@ -69,6 +69,8 @@ export interface ClusterMember {
   readonly id: number;
   /** Where the other nodes reach this one's HTTP API (http://host:port). */
   readonly url: string;
+  /** HOST:PORT of its outbound Kafka listener (`ID=URL@HOST:PORT`); absent: the URL's host, port 9093. */
+  readonly kafka?: string;
 }
 
 const CLUSTER_TOPIC_DEFAULT = 'tally.events';
@@ -104,7 +106,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'cluster-meta-topic', arg: 'NAME', help: `the shared metadata topic (default ${CLUSTER_META_TOPIC_DEFAULT})` },
   { name: 'cluster-partitions', arg: 'N', help: `its partitions when created (default ${CLUSTER_PARTITIONS_DEFAULT})` },
   { name: 'cluster-retention-ms', arg: 'MS', help: 'the events topic\'s retention.ms when created (default -1: keep every record; nodes are rebuilt from it)' },
-  { name: 'cluster-nodes', arg: 'ID=URL,...', help: 'every node of the cluster and its internal URL (partitions are spread over them)' },
+  { name: 'cluster-nodes', arg: 'ID=URL,...', help: 'every node of the cluster and its internal URL; ID=URL@HOST:PORT adds its outbound Kafka address' },
   { name: 'cluster-replicas', arg: 'R', help: 'nodes that store each partition (default min(2, nodes))' },
   { name: 'cluster-secret', arg: 'SECRET', help: 'shared secret of the nodes\' internal queries (needed with --cluster-nodes)' },
   { name: 'trust-proxy', help: 'client IP from the first X-Forwarded-For entry' },
@@ -272,19 +274,24 @@ function topicFlag(flags: Map<string, string>, name: string, fallback: string): 
   return topic;
 }
 
-/** `ID=URL` per node, comma-separated: ids 0-1023 once each, URLs http(s)://host:port without a path. */
+/**
+ * `ID=URL[@HOST:PORT]` per node, comma-separated: ids 0-1023 once each, URLs http(s)://host:port
+ * without a path, and optionally the node's outbound Kafka address.
+ */
 function parseNodes(raw: string): ClusterMember[] {
+  const host = '(?:\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9._-]+)';
+  const form = new RegExp(`^(\\d{1,4})=(https?://${host}:\\d{1,5})/?(?:@(${host}:(\\d{1,5})))?$`);
   const nodes: ClusterMember[] = [];
   for (const item of raw.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
-    const match = /^(\d{1,4})=(https?:\/\/(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):\d{1,5})\/?$/.exec(item);
-    if (match === null || Number(match[1]) > CLUSTER_NODE_ID_MAX) {
-      throw new ConfigError(`--cluster-nodes must be ID=http://HOST:PORT[,...] with ids 0-${CLUSTER_NODE_ID_MAX}, got "${item}"`);
+    const match = form.exec(item);
+    if (match === null || Number(match[1]) > CLUSTER_NODE_ID_MAX || (match[4] !== undefined && !(Number(match[4]) >= 1 && Number(match[4]) <= 65535))) {
+      throw new ConfigError(`--cluster-nodes must be ID=http://HOST:PORT[@KAFKAHOST:PORT][,...] with ids 0-${CLUSTER_NODE_ID_MAX} and ports 1-65535, got "${item}"`);
     }
     const id = Number(match[1]);
     if (nodes.some((node) => node.id === id)) throw new ConfigError(`--cluster-nodes names node ${id} twice`);
-    nodes.push(Object.freeze({ id, url: match[2]! }));
+    nodes.push(Object.freeze({ id, url: match[2]!, ...(match[3] !== undefined && { kafka: match[3] }) }));
   }
-  if (nodes.length === 0) throw new ConfigError(`--cluster-nodes must be ID=http://HOST:PORT[,...], got "${raw}"`);
+  if (nodes.length === 0) throw new ConfigError(`--cluster-nodes must be ID=http://HOST:PORT[@KAFKAHOST:PORT][,...], got "${raw}"`);
   return nodes.sort((a, b) => a.id - b.id);
 }
 

@@ -15,6 +15,7 @@ import { Metrics } from './common/metrics.js';
 import { bannerText, keysNotShown, keysText, markKeysNotShown, markKeysShown, readKeys } from './keys.js';
 import { StartupError, checkDataDir, listenError } from './startup.js';
 import { ClusterStartError, startCluster, type ClusterNode } from './cluster/index.js';
+import { outboundView } from './cluster/outbound.js';
 
 /** The package's version (package.json two folders up from dist/server/main.js). */
 function packageVersion(): string {
@@ -51,7 +52,7 @@ type KafkaStart = (options: Record<string, unknown>) => Promise<{ port: number }
 type BridgeStart = (options: Record<string, unknown>) => Promise<Closable>;
 
 async function startKafka(
-  config: Config, engine: TallyEngine, role: 'in' | 'out', port: number,
+  config: Config, engine: TallyEngine, role: 'in' | 'out', port: number, extra: Record<string, unknown> = {},
 ): Promise<{ address: string; listener: Closable | null }> {
   if (port === 0) return { address: 'off', listener: null };
   const broker = await importOptional('./kafka/broker/index.js');
@@ -64,7 +65,7 @@ async function startKafka(
     ? { cert: readFileSync(config.kafkaTlsCert), key: readFileSync(config.kafkaTlsKey) }
     : undefined;
   const listener = await start({
-    engine, host: config.host, port, role, log, stateDir: config.dataDir,
+    engine, host: config.host, port, role, log, stateDir: config.dataDir, ...extra,
     ...(config.kafkaAdvertisedHost !== undefined && { advertisedHost: config.kafkaAdvertisedHost }),
     ...(tls !== undefined && { tls }),
   }).catch((error: unknown) => {
@@ -142,6 +143,13 @@ function metricsOf(engine: TallyEngine, cluster: ClusterNode | null): Metrics {
   return metrics;
 }
 
+/** With --cluster-nodes, the outbound listener's view of the cluster: every node a broker (cluster/outbound.ts). */
+function outboundOptions(config: Config, cluster: ClusterNode | null): Record<string, unknown> {
+  if (cluster === null || config.cluster === undefined || config.cluster.nodes.length === 0) return {};
+  const { nodes, nodeId: self, replicas } = config.cluster;
+  return { cluster: outboundView({ nodes, self, replicas, topic: cluster.topic, partitions: cluster.partitions }) };
+}
+
 async function main(): Promise<void> {
   // Files and directories the server creates are the owner's only (the keys are in projects.json).
   process.umask(0o077);
@@ -177,7 +185,7 @@ async function main(): Promise<void> {
   // Kafka-protocol produce would store past the events topic: not in cluster mode (yet).
   if (cluster !== null && config.kafkaInPort !== 0) log('kafka_in is off in cluster mode (writes go through the events topic)');
   const kafkaIn = await startKafka(config, engine, 'in', cluster !== null ? 0 : config.kafkaInPort);
-  const kafkaOut = await startKafka(config, engine, 'out', config.kafkaOutPort);
+  const kafkaOut = await startKafka(config, engine, 'out', config.kafkaOutPort, outboundOptions(config, cluster));
   const bridge = await startBridge(config, engine);
   if (keysNotShown(config.dataDir)) {
     const view = { orgId: engine.organization.id, orgKey: engine.organization.key, projects: engine.projects.list() };

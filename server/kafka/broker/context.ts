@@ -22,6 +22,31 @@ export interface BrokerContext {
   readonly now: () => number;
   /** Idempotent producers' batches and the producer ids handed out (durable on inbound). */
   readonly sequences: ProducerSequences;
+  /** In cluster mode with --cluster-nodes (outbound only): the nodes and who stores what. */
+  readonly cluster?: ClusterView | undefined;
+}
+
+/** A node of the cluster as a broker: its id and its outbound listener's address. */
+export interface ClusterBroker {
+  readonly nodeId: number;
+  readonly host: string;
+  /** Absent for this node when --cluster-nodes gave no port: the listener's own. */
+  readonly port?: number | undefined;
+}
+
+/**
+ * The cluster as the outbound listener shows it to Kafka clients (docs/cluster.md "The outbound
+ * stream"): every node is a broker; a collection's topic is led by the first node that stores it.
+ */
+export interface ClusterView {
+  /** This node's id (its broker id). */
+  readonly self: number;
+  /** Every node, sorted by id. */
+  readonly brokers: readonly ClusterBroker[];
+  /** The nodes that store a collection's log, the leader first. */
+  ownersOf(projectId: string, collection: string): readonly number[];
+  /** The node that coordinates a consumer group (and keeps its offsets). */
+  coordinatorOf(projectId: string, groupId: string): number;
 }
 
 export interface Session {

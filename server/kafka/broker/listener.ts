@@ -6,7 +6,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { TallyEngine } from '../../../engine/index.js';
 import { Connection } from './connection.js';
-import type { BrokerContext, ListenerRole } from './context.js';
+import type { BrokerContext, ClusterView, ListenerRole } from './context.js';
 import { FetchWaiters } from './fetch-waiters.js';
 import { GroupCoordinator } from './group-coordinator.js';
 import { ProducerSequences } from './producer-sequences.js';
@@ -29,6 +29,8 @@ export interface KafkaListenerOptions {
    * are recognised across a restart. Without it that state is in memory only.
    */
   stateDir?: string;
+  /** Cluster mode with --cluster-nodes (outbound): every node is a broker, each serving what it stores. */
+  cluster?: ClusterView;
 }
 
 export interface KafkaListener {
@@ -55,7 +57,7 @@ export async function startKafkaListener(opts: KafkaListenerOptions): Promise<Ka
   const ctx: BrokerContext = {
     engine: opts.engine,
     role: opts.role,
-    nodeId: 1,
+    nodeId: opts.cluster?.self ?? 1,
     advertisedHost: opts.advertisedHost ?? defaultAdvertisedHost(opts.host),
     advertisedPort: opts.port,
     groups: new GroupCoordinator({ initialDelayMs: opts.groupInitialDelayMs, log }),
@@ -63,6 +65,7 @@ export async function startKafkaListener(opts: KafkaListenerOptions): Promise<Ka
     log,
     now: Date.now,
     sequences,
+    cluster: opts.cluster,
   };
   const connections = new Set<Connection>();
   const accept = (socket: net.Socket): void => {

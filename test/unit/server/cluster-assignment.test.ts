@@ -5,6 +5,7 @@
 import t from 'tap';
 import { Partitioners } from 'kafkajs';
 import { Assignment } from '../../../server/cluster/assignment.js';
+import { outboundView } from '../../../server/cluster/outbound.js';
 
 const nodes = [{ id: 2, url: 'http://a:1' }, { id: 5, url: 'http://b:1' }, { id: 9, url: 'http://c:1' }];
 
@@ -26,4 +27,18 @@ t.test('a key goes to the partition the producer sends it to', async (t) => {
   for (const key of ['p1/clicks', 'abc/views', 'x/y/z', 'project/ünïcode']) {
     t.equal(assignment.partitionOf(key), producer({ topic: 'tally.events', partitionMetadata: metadata as never, message: { key: Buffer.from(key), value: null } }), key);
   }
+});
+
+t.test('the outbound view: every node a broker, a collection led by its first owner, one coordinator per group', async (t) => {
+  const members = [{ id: 2, url: 'http://a:1', kafka: 'ka:19093' }, { id: 5, url: 'http://[::1]:8080' }, { id: 9, url: 'https://c:443' }];
+  const view = outboundView({ nodes: members, self: 9, replicas: 2, topic: 'tally.events', partitions: 7 });
+  t.equal(view.self, 9);
+  t.same(view.brokers, [{ nodeId: 2, host: 'ka', port: 19093 }, { nodeId: 5, host: '::1', port: 9093 }, { nodeId: 9, host: 'c' }],
+    'the given address; else the URL\'s host and 9093, and this node\'s own listener port');
+  const assignment = new Assignment(members, 2, 7, 'tally.events');
+  for (const collection of ['clicks', 'views', 'a/b']) {
+    t.same(view.ownersOf('p1', collection), assignment.ownersOf(assignment.partitionOf(`p1/${collection}`)).map((m) => m.id), collection);
+    t.equal(view.ownersOf('p1', collection).length, 2);
+  }
+  t.equal(view.coordinatorOf('p1', 'g'), assignment.ownersOf(assignment.partitionOf('p1/g'))[0]!.id, 'the group\'s key decides');
 });

@@ -36,7 +36,11 @@ const SECRET = ['--cluster-secret', '0123456789abcdef'];
 const nodeCases: [string[], RegExp][] = [
   [[...CLUSTER, '--cluster-replicas', '1'], /^--cluster-replicas needs --cluster-nodes$/],
   [[...CLUSTER, '--cluster-secret', 'x'.repeat(20)], /^--cluster-secret needs --cluster-nodes$/],
-  [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=a:1'], /^--cluster-nodes must be ID=http:\/\/HOST:PORT\[,\.\.\.\] with ids 0-1023, got "1=a:1"$/],
+  [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=a:1'], /^--cluster-nodes must be ID=http:\/\/HOST:PORT\[@KAFKAHOST:PORT\]\[,\.\.\.\] with ids 0-1023 and ports 1-65535, got "1=a:1"$/],
+  [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://a:1@b'], /got "1=http:\/\/a:1@b"$/],
+  [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://a:1@b:0'], /ports 1-65535, got "1=http:\/\/a:1@b:0"$/],
+  [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://a:1@b:70000'], /got "1=http:\/\/a:1@b:70000"$/],
+  [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://a:1@http://b:2'], /got "1=http:\/\/a:1@http:\/\/b:2"$/],
   [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://a:1/path'], /got "1=http:\/\/a:1\/path"$/],
   [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://a:1,1=http://b:1'], /^--cluster-nodes names node 1 twice$/],
   [[...CLUSTER, ...SECRET, '--cluster-nodes', '0=http://a:1,2=http://b:1'], /^--cluster-nodes must name this node \(--node-id 1\)/],
@@ -51,6 +55,8 @@ t.test('cluster nodes: --cluster-nodes sorted by id, replicas default min(2, nod
     { brokers: ['k1:9092'], nodeId: 1, topic: 'tally.events', metaTopic: 'tally.meta', partitions: 12, retentionMs: -1,
       nodes: [{ id: 0, url: 'https://[::1]:8001' }, { id: 1, url: 'http://b:8002' }], replicas: 2, secret: '0123456789abcdef' });
   t.equal(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://b:1'], {}).cluster?.replicas, 1, 'one node: one replica');
+  t.same(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '0=http://a:1/@k0:19093,1=http://b:1@[::1]:29093'], {}).cluster?.nodes,
+    [{ id: 0, url: 'http://a:1', kafka: 'k0:19093' }, { id: 1, url: 'http://b:1', kafka: '[::1]:29093' }], 'ID=URL@HOST:PORT: the outbound address');
   t.equal(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '0=http://a:1,1=http://b:1,2=http://c:1', '--cluster-replicas', '3'], {}).cluster?.replicas, 3);
 });
 

@@ -2,7 +2,9 @@
  * Fetch on the outbound listener: topic = a collection's log, read through engine.log.read and sent
  * as one uncompressed RecordBatch per partition (key = svc.id, value = the enriched event JSON,
  * timestamp = svc.created_at; offset gaps are fine). With nothing to return the request parks
- * until an append to one of its collections or max_wait_ms, then reads again.
+ * until an append to one of its collections or max_wait_ms, then reads again. In a cluster, a
+ * collection this node does not store answers NOT_LEADER_OR_FOLLOWER: the client asks Metadata again
+ * and goes to its leader.
  */
 import type { LogRecord } from '../../../../engine/index.js';
 import { KafkaError } from '../../protocol/errors.js';
@@ -10,7 +12,7 @@ import { encodeRecordBatch } from '../../protocol/record-batch.js';
 import type { Struct } from '../../protocol/schema.js';
 import type { BrokerContext, Session } from '../context.js';
 import { FETCH_PARTITION_BYTES_MAX, FETCH_RECORDS_MAX, FETCH_WAIT_MS_MAX } from '../../../common/limits.js';
-import { topicNameError } from './metadata.js';
+import { storedElsewhere, topicNameError } from './metadata.js';
 import { logBoundsOf } from './produce.js';
 import type { Handler } from './handler.js';
 
@@ -69,6 +71,7 @@ function readPartition(
   if (ctx.role !== 'out') return answer(KafkaError.TOPIC_AUTHORIZATION_FAILED);
   if (topicNameError(topic) !== KafkaError.NONE) return answer(KafkaError.INVALID_TOPIC_EXCEPTION);
   if (p.partition !== 0) return answer(KafkaError.UNKNOWN_TOPIC_OR_PARTITION);
+  if (storedElsewhere(ctx, session, topic)) return answer(KafkaError.NOT_LEADER_OR_FOLLOWER);
   const { start, end } = logBoundsOf(ctx, session.projectId!, topic);
   if (p.fetch_offset > end || p.fetch_offset < start) {
     return answer(KafkaError.OFFSET_OUT_OF_RANGE, start, end);

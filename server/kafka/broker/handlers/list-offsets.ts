@@ -1,12 +1,13 @@
 /**
  * ListOffsets on the outbound listener: -2 = the log start, -1 = the end (the high watermark, which
  * is also the last stable offset), else the first offset with svc.created_at ≥ the timestamp
- * (offset -1 when there is none, as Kafka answers).
+ * (offset -1 when there is none, as Kafka answers). In a cluster, a collection this node does not
+ * store answers NOT_LEADER_OR_FOLLOWER.
  */
 import { KafkaError } from '../../protocol/errors.js';
 import type { Struct } from '../../protocol/schema.js';
 import type { BrokerContext, Session } from '../context.js';
-import { topicNameError } from './metadata.js';
+import { storedElsewhere, topicNameError } from './metadata.js';
 import { logBoundsOf } from './produce.js';
 import type { Handler } from './handler.js';
 
@@ -31,6 +32,7 @@ function listOffset(ctx: BrokerContext, session: Session, topic: string, p: List
   if (ctx.role !== 'out') return answer(KafkaError.TOPIC_AUTHORIZATION_FAILED);
   if (topicNameError(topic) !== KafkaError.NONE) return answer(KafkaError.INVALID_TOPIC_EXCEPTION);
   if (p.partition_index !== 0) return answer(KafkaError.UNKNOWN_TOPIC_OR_PARTITION);
+  if (storedElsewhere(ctx, session, topic)) return answer(KafkaError.NOT_LEADER_OR_FOLLOWER);
   const projectId = session.projectId!;
   const { start, end } = logBoundsOf(ctx, projectId, topic);
   if (p.timestamp === -2) return answer(KafkaError.NONE, start);

@@ -1,10 +1,12 @@
 /**
  * OffsetCommit and OffsetFetch: committed offsets are validated against the group's state by the
  * coordinator and persisted per project and group through the engine, so they survive a restart.
+ * In a cluster they are kept by the group's coordinator only (another node answers NOT_COORDINATOR).
  */
 import type { CommittedOffset } from '../../../../engine/index.js';
 import { KafkaError } from '../../protocol/errors.js';
 import { OFFSET_METADATA_BYTES_MAX } from '../../../common/limits.js';
+import { notCoordinator } from './find-coordinator.js';
 import type { Handler } from './handler.js';
 
 interface CommitPartition {
@@ -30,6 +32,7 @@ export const handleOffsetCommit: Handler = async (ctx, session, request) => {
   });
   if (ctx.role !== 'out') return answer(() => KafkaError.GROUP_AUTHORIZATION_FAILED);
   if (b.group_id === '') return answer(() => KafkaError.INVALID_GROUP_ID);
+  if (notCoordinator(ctx, session, b.group_id)) return answer(() => KafkaError.NOT_COORDINATOR);
   const projectId = session.projectId!;
   const state = ctx.groups.validateCommit(
     projectId, b.group_id, b.generation_id ?? -1, b.member_id ?? '');
@@ -54,6 +57,17 @@ export const handleOffsetFetch: Handler = async (ctx, session, request) => {
   const b = request.body as { group_id: string; topics: TopicPartitions[] | null };
   if (ctx.role !== 'out') {
     return { throttle_time_ms: 0, topics: [], error_code: KafkaError.GROUP_AUTHORIZATION_FAILED };
+  }
+  if (notCoordinator(ctx, session, b.group_id)) {
+    // v0-1 carry the error per partition only.
+    const topics = (b.topics ?? []).map((t) => ({
+      name: t.name,
+      partitions: t.partition_indexes.map((partition) => ({
+        partition_index: partition, committed_offset: -1, committed_leader_epoch: -1, metadata: '',
+        error_code: KafkaError.NOT_COORDINATOR,
+      })),
+    }));
+    return { throttle_time_ms: 0, topics, error_code: KafkaError.NOT_COORDINATOR };
   }
   const committed = ctx.engine.groups.fetch(session.projectId!, b.group_id);
   const find = (topic: string, partition: number) =>
