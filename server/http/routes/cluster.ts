@@ -15,6 +15,13 @@ export const postClusterQuery: Handler = async (ctx, { cluster }) => {
   if (!queries.authenticate(ctx.key)) throw new ApiError('InvalidApiKeyError', 'The cluster secret is missing or wrong.');
   const answer = await queries.serve(parseJsonBody(ctx.body));
   if (answer instanceof Uint8Array) return { status: 200, body: answer, contentType: 'application/octet-stream' };
+  if (isJobFile(answer)) return { status: 200, file: answer.file, contentType: answer.contentType };
   const isObject = answer !== null && typeof answer === 'object' && !Array.isArray(answer);
   return json(200, isObject && 'result' in answer ? answer : { result: answer });
 };
+
+/** A finished extraction job's file (mode job_result), streamed as the public endpoint streams it. */
+function isJobFile(answer: unknown): answer is { file: string; contentType: string } {
+  const a = answer as { file?: unknown; contentType?: unknown; result?: unknown } | null;
+  return a !== null && typeof a === 'object' && !('result' in a) && typeof a.file === 'string' && typeof a.contentType === 'string';
+}
