@@ -18,6 +18,11 @@
  *   partial-state codec's version 2), and the node that took the query combines them with the
  *   engine's own step logic (engine.queries.finishPartials), so the answer is a single node's.
  *
+ * Saved queries' results and cached queries' refreshes run through run() (saved-runner.ts); a
+ * dataset's results and an asynchronous extraction job are asked of a live owner of the collection's
+ * partition (the dataset's buckets and the job's file live there), and a job's id names the node
+ * that runs it, so any node asks that node for its status and result.
+ *
  * Owners are asked in order (the node itself first, nodes the membership probe last found down
  * last); one that does not answer, or answers 503
  * (behind the topic, stopping), is skipped for the rest of the query. With no live owner left

@@ -1,7 +1,8 @@
 /**
  * The cluster's internal endpoint (server/cluster/queries.ts): another node asks this one for its
  * share of a query, with `Authorization: <--cluster-secret>`. Answers the partial state of an
- * aggregate (application/octet-stream) or a query's body (JSON); 404 on a node without
+ * aggregate (application/octet-stream), a query's body, a dataset's results or a job (JSON), or a
+ * finished extraction job's file (streamed); 404 on a node without
  * --cluster-nodes, 401 without the secret, 503 when this node cannot answer for its partitions now.
  */
 import { ApiError } from '../../../engine/index.js';
