@@ -16,6 +16,7 @@ import { bannerText, keysNotShown, keysText, markKeysNotShown, markKeysShown, re
 import { StartupError, checkDataDir, listenError } from './startup.js';
 import { ClusterStartError, startCluster, type ClusterNode } from './cluster/index.js';
 import { outboundView } from './cluster/outbound.js';
+import { SavedQueryRunner } from './cluster/saved-runner.js';
 
 /** The package's version (package.json two folders up from dist/server/main.js). */
 function packageVersion(): string {
@@ -90,7 +91,7 @@ async function startBridge(config: Config, engine: TallyEngine): Promise<Closabl
   return start({ engine, projectId: project.id, brokers, log });
 }
 
-function openOptions(config: Config): Parameters<typeof openEngine>[0] {
+function openOptions(config: Config, savedRunner: SavedQueryRunner | null): Parameters<typeof openEngine>[0] {
   return {
     dataDir: config.dataDir,
     orgId: config.orgId,
@@ -104,6 +105,9 @@ function openOptions(config: Config): Parameters<typeof openEngine>[0] {
     // Rule data at start: the first event that asks for an add-on must not wait ~0.6 s for it.
     addonData: 'at-open',
     logger,
+    // With --cluster-nodes: saved and cached queries read their events where they are stored, and
+    // a job's id names the node that runs it (server/cluster/queries.ts).
+    ...(savedRunner !== null && { savedQueryRunner: savedRunner.run, extractionJobPrefix: `n${config.cluster!.nodeId}-` }),
   };
 }
 
@@ -123,6 +127,22 @@ function watchParent(stop: (reason: string) => void): void {
     stop(`parent process ${parent} exited`);
   }, PARENT_POLL_MS);
   timer.unref();
+}
+
+/**
+ * The engine and, in cluster mode (server/cluster/, docs/cluster.md: Kafka is the write-ahead
+ * log), the cluster node, started at once after the engine opened: it takes the offsets the
+ * engine's WAL replay recovered. With --cluster-nodes, saved and cached queries run through the
+ * cluster's router once it is up and caught up.
+ */
+async function openNode(config: Config): Promise<{ engine: TallyEngine; cluster: ClusterNode | null }> {
+  const savedRunner = (config.cluster?.nodes.length ?? 0) > 0 ? new SavedQueryRunner() : null;
+  const engine = await openEngine(openOptions(config, savedRunner));
+  // Until the banner is shown, the next start shows it (this one may fail before it serves).
+  if (engine.created) markKeysNotShown(config.dataDir);
+  const cluster = await startClusterMode(config, engine);
+  if (cluster?.queries !== undefined) savedRunner?.bind(cluster.queries, () => cluster.caughtUp);
+  return { engine, cluster };
 }
 
 /** The cluster node when --cluster-brokers is given (null otherwise); a failed start closes the engine. */
@@ -168,12 +188,7 @@ async function main(): Promise<void> {
   }
   logger = jsonLogger(config.logLevel);
   checkDataDir(config.dataDir);
-  const engine = await openEngine(openOptions(config));
-  // Until the banner is shown, the next start shows it (this one may fail before it serves).
-  if (engine.created) markKeysNotShown(config.dataDir);
-  // Cluster mode: Kafka is the write-ahead log (server/cluster/, docs/cluster.md). Started at once
-  // after the engine opened: it takes the offsets the engine's WAL replay recovered.
-  const cluster = await startClusterMode(config, engine);
+  const { engine, cluster } = await openNode(config);
   const http = await startHttp({
     engine, host: config.host, port: config.httpPort, trustProxy: config.trustProxy, logger, metrics: metricsOf(engine, cluster),
     ...(cluster !== null && { cluster }),

@@ -172,6 +172,12 @@ export const CACHED_QUERIES_MAX = 100;
 /** A cached query's `refresh_rate` in seconds: 4 to 24 hours (docs/api.md §9) → InvalidQueryError. */
 export const REFRESH_RATE_MIN_S = 14_400;
 export const REFRESH_RATE_MAX_S = 86_400;
+/**
+ * A cached query whose refresh failed runs again this soon rather than a whole refresh rate later
+ * (in a cluster, the nodes storing its collection may have been down a moment); reads serve the
+ * last successful result meanwhile, or the failure when there is none.
+ */
+export const CACHED_QUERY_RETRY_MS = 60_000;
 /** Bytes of a saved query's `metadata` as JSON → InvalidQueryError. */
 export const SAVED_QUERY_METADATA_BYTES_MAX = 100_000;
 /** Cached datasets per project (docs/api.md §10) → 400; reported by organization-usage (§12). */

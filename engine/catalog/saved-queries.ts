@@ -11,7 +11,7 @@ import { ApiError } from '../base/errors.js';
 import type { Guards } from '../base/guards.js';
 import { splitId, type CatalogCommit, type CatalogRecord } from './records.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
-import { CACHED_QUERIES_MAX, REFRESH_RATE_MAX_S, REFRESH_RATE_MIN_S, SAVED_QUERY_METADATA_BYTES_MAX } from '../base/limits.js';
+import { CACHED_QUERIES_MAX, CACHED_QUERY_RETRY_MS, REFRESH_RATE_MAX_S, REFRESH_RATE_MIN_S, SAVED_QUERY_METADATA_BYTES_MAX } from '../base/limits.js';
 
 type Params = Readonly<Record<string, unknown>>;
 
@@ -227,7 +227,7 @@ export class SavedQueries {
       entry.running = this.refresh(projectId, def, entry, generation).finally(() => {
         entry.running = null;
         if (this.closed || entry.generation !== generation) return;
-        const nextMs = def.refresh_rate * 1000;
+        const nextMs = entry.info.last_run_status === 'failure' ? Math.min(CACHED_QUERY_RETRY_MS, def.refresh_rate * 1000) : def.refresh_rate * 1000;
         entry.info = { ...entry.info, next_run_date: new Date(this.host.clock() + nextMs).toISOString() };
         entry.timer = setTimeout(cycle, nextMs);
         entry.timer.unref();

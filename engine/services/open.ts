@@ -99,7 +99,7 @@ async function openLocked(options: EngineOptions, dataDir: string, unlock: () =>
   base.stores.load();
   core.events.replay(base.replay);
   core.deletes.recover();
-  const features = openFeatures(base, core);
+  const features = openFeatures(options, base, core);
   core.flusher.start(options.flushIntervalMs ?? FLUSH_INTERVAL_MS);
   return face(base, core, features, unlock);
 }
@@ -194,7 +194,7 @@ function wireCore(options: EngineOptions, base: Base): Core {
   return { events, deleted, deletes, log: reader, collections, runner, flusher };
 }
 
-function openFeatures(base: Base, core: Core): Features {
+function openFeatures(options: EngineOptions, base: Base, core: Core): Features {
   const { dataDir, clock, guards, logger } = base;
   const { runner, collections, log, events, deleted } = core;
   const catalog = new Catalog(logger);
@@ -202,7 +202,7 @@ function openFeatures(base: Base, core: Core): Features {
   const features: Features = {
     catalog,
     extractions: new ExtractionJobs({
-      dataDir, clock, queries: runner,
+      dataDir, clock, queries: runner, idPrefix: options.extractionJobPrefix ?? '',
       source: (project, collection, start, end) => collections.scanSource(project, collection, start, end),
       lease: () => base.retired.lease(),
       logFailure: (job, error) => logger.write('error', 'extraction job failed', { job: job.id, project: job.project, error }),
@@ -219,7 +219,7 @@ function openFeatures(base: Base, core: Core): Features {
     savedQueries: new SavedQueries({
       dataDir, clock, guards,
       validate: (project, analysis, params) => runner.validate(project, analysis, params),
-      run: (project, analysis, params, counted) => runner.run(project, analysis, params, counted),
+      run: options.savedQueryRunner ?? ((project, analysis, params, counted) => runner.run(project, analysis, params, counted)),
       commit,
     }),
   };
@@ -262,7 +262,7 @@ function face(base: Base, core: Core, features: Features, unlock: () => void): T
     events,
     collections: core.collections,
     queries: {
-      run: (project, analysis, params) => runner.run(project, analysis, params),
+      run: (project, analysis, params, counted) => runner.run(project, analysis, params, counted),
       describe: (project, analysis, params, nowMs) => runner.describe(project, analysis, params, nowMs),
       runPartial: (project, analysis, params, nowMs, steps) => runner.runPartial(project, analysis, params, nowMs, steps),
       finishPartials: (project, analysis, params, nowMs, states) => runner.finishPartials(project, analysis, params, nowMs, states),

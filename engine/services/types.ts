@@ -78,6 +78,14 @@ export interface EngineOptions {
   readonly fsync?: boolean;
   /** Where the engine reports recoveries and failures; JSON lines on stderr at info by default. */
   readonly logger?: Logger;
+  /**
+   * How saved queries' results and cached queries' refreshes are run; default this engine's own
+   * queries.run. A cluster of nodes gives its router, so they read the events wherever they are
+   * stored (server/cluster/queries.ts). `counted` false: a refresh, outside the rate limits.
+   */
+  readonly savedQueryRunner?: (projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, counted: boolean) => Promise<unknown>;
+  /** Put before every new asynchronous extraction job's id (a cluster node names itself: `n1-`); default none. */
+  readonly extractionJobPrefix?: string;
 }
 
 /** Numbers an operator watches (the server's /metrics); cheap to compute, plain data. */
@@ -250,8 +258,11 @@ export interface CollectionService {
 }
 
 export interface QueryService {
-  /** Runs an analysis (docs/api.md §6); throws ApiError for bad queries and limits. */
-  run(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown>;
+  /**
+   * Runs an analysis (docs/api.md §6); throws ApiError for bad queries and limits. `counted` false
+   * keeps it out of the rate limits (a cached query's refresh).
+   */
+  run(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, counted?: boolean): Promise<unknown>;
   /**
    * What a query reads, checked as run() checks it (the same 400s), nothing run nor counted: its
    * kind and collections (a funnel's steps'). `nowMs` (default now) resolves relative timeframes.

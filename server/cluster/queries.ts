@@ -18,6 +18,11 @@
  *   partial-state codec's version 2), and the node that took the query combines them with the
  *   engine's own step logic (engine.queries.finishPartials), so the answer is a single node's.
  *
+ * Saved queries' results and cached queries' refreshes run through run() (saved-runner.ts); a
+ * dataset's results and an asynchronous extraction job are asked of a live owner of the collection's
+ * partition (the dataset's buckets and the job's file live there), and a job's id names the node
+ * that runs it, so any node asks that node for its status and result.
+ *
  * Owners are asked in order (the node itself first, nodes the membership probe last found down
  * last); one that does not answer, or answers 503
  * (behind the topic, stopping), is skipped for the rest of the query. With no live owner left
@@ -25,7 +30,7 @@
  * CLUSTER_QUERY_PATH with `Authorization: <--cluster-secret>`, compared in constant time.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { ApiError, ERROR_STATUS, type ErrorCode, type TallyEngine } from '../../engine/index.js';
+import { ApiError, ERROR_STATUS, type ErrorCode, type ExtractionJob, type TallyEngine } from '../../engine/index.js';
 import type { Assignment, Member } from './assignment.js';
 import { messageKey } from './consumer.js';
 import { CLUSTER_PEER_ANSWER_BYTES_MAX, CLUSTER_PEER_QUERY_TIMEOUT_MS } from '../common/limits.js';
@@ -34,6 +39,9 @@ import { CLUSTER_PEER_ANSWER_BYTES_MAX, CLUSTER_PEER_QUERY_TIMEOUT_MS } from '..
 const CLUSTER_QUERY_PATH = '/internal/cluster/query';
 
 type Params = Readonly<Record<string, unknown>>;
+
+const MODES = ['partial', 'whole', 'funnel', 'dataset', 'job_submit', 'job', 'job_result'] as const;
+type Mode = typeof MODES[number];
 
 /** What a node asks another: the query as it took it, its `now`, the partitions it counts on. */
 interface ShareRequest {
@@ -44,10 +52,14 @@ interface ShareRequest {
   readonly partitions: readonly number[];
   /**
    * partial: the encoded partial state of an aggregate; whole: the query's body; funnel: the
-   * encoded actor sets of the funnel's `steps` (indexes), whose collections are in `partitions`.
+   * encoded actor sets of the funnel's `steps` (indexes), whose collections are in `partitions`;
+   * dataset: a dataset's results (params: name, index_by, timeframe); job_submit: an asynchronous
+   * extraction queued there (params: the query); job, job_result: a job there and its file (params: id).
    */
-  readonly mode: 'partial' | 'whole' | 'funnel';
+  readonly mode: Mode;
   readonly steps?: readonly number[];
+  /** false: a cached query's refresh, kept out of the rate limits. */
+  readonly counted?: boolean;
 }
 
 export interface ClusterQueryOptions {
@@ -81,24 +93,91 @@ export class ClusterQueries {
     return secret !== '' && timingSafeEqual(digest(secret), this.secretDigest);
   }
 
-  /** Runs a query on the node that owns what it reads (see the file's comment). */
-  async run(project: string, analysis: string, params: Params): Promise<unknown> {
-    const { engine, assignment, self } = this.options;
+  /**
+   * Runs a query on the node that owns what it reads (see the file's comment); `counted` false:
+   * a cached query's refresh, outside the rate limits there too.
+   */
+  async run(project: string, analysis: string, params: Params, counted = true): Promise<unknown> {
+    const { engine, assignment } = this.options;
     const nowMs = Date.now();
     const { kind, collections } = engine.queries.describe(project, analysis, params, nowMs);
     const ofSteps = collections.map((c) => assignment.partitionOf(messageKey(project, c)));
     const partitions = [...new Set(ofSteps)].sort((a, b) => a - b);
-    const candidates = this.ownersOfAll(partitions);
     // Only a funnel reads several collections, so only a funnel can have no owner of them all.
-    if (candidates.length === 0) return this.funnelAcross(project, params, nowMs, ofSteps);
+    if (this.ownersOfAll(partitions).length === 0) return this.funnelAcross(project, params, nowMs, ofSteps);
+    const mode = kind === 'aggregate' ? 'partial' : 'whole';
+    return this.onOwner(partitions, () => engine.queries.run(project, analysis, params, counted), async (node) => {
+      const answer = await this.ask(node, { project, analysis, params, nowMs, partitions, mode, ...(!counted && { counted }) });
+      return answer instanceof Uint8Array ? engine.queries.finishPartials(project, analysis, params, nowMs, [answer]) : answer;
+    });
+  }
+
+  /** A dataset's results (docs/api.md §10), from a live owner of its collection's partition: the buckets live there. */
+  async datasetResults(project: string, name: string, indexBy: string, timeframe: unknown): Promise<unknown> {
+    const { engine, assignment } = this.options;
+    const collection = engine.datasets.get(project, name).query.event_collection as string;
+    const partitions = [assignment.partitionOf(messageKey(project, collection))];
+    const params = { name, index_by: indexBy, timeframe };
+    return this.onOwner(partitions, () => engine.datasets.results(project, name, indexBy, timeframe), async (node) => {
+      const answer = await this.ask(node, { project, analysis: 'dataset', params, nowMs: Date.now(), partitions, mode: 'dataset' });
+      return (answer as { result?: unknown }).result;
+    });
+  }
+
+  /** Queues an asynchronous extraction on a live owner of its collection's partition (its id names that node). */
+  async submitExtraction(project: string, params: Params): Promise<ExtractionJob> {
+    const { engine, assignment } = this.options;
+    const nowMs = Date.now();
+    const { collections } = engine.queries.describe(project, 'extraction', params, nowMs);
+    const partitions = collections.map((c) => assignment.partitionOf(messageKey(project, c)));
+    return this.onOwner(partitions, () => engine.queries.submitExtraction(project, params), async (node) => {
+      const answer = await this.ask(node, { project, analysis: 'extraction', params, nowMs, partitions, mode: 'job_submit' });
+      return (answer as { result: ExtractionJob }).result;
+    });
+  }
+
+  /** A job, from the node that runs it (named by its id): undefined when unknown; 503 when that node does not answer. */
+  async extractionJob(project: string, id: string): Promise<ExtractionJob | undefined> {
+    const node = this.runnerOf(id);
+    if (node === null) return this.options.engine.queries.extractionJob(project, id);
+    const answer = await this.askRunner(node, id, { project, analysis: 'extraction', params: { id }, nowMs: Date.now(), partitions: [], mode: 'job' });
+    return (answer as { result: ExtractionJob | null }).result ?? undefined;
+  }
+
+  /** A finished job's file from the node that runs it: its path here, or its bytes from there. */
+  async extractionResult(project: string, id: string): Promise<{ file: string; contentType: string } | { body: Uint8Array; contentType: string }> {
+    const node = this.runnerOf(id);
+    if (node === null) return this.options.engine.queries.extractionResult(project, id);
+    const request: ShareRequest = { project, analysis: 'extraction', params: { id }, nowMs: Date.now(), partitions: [], mode: 'job_result' };
+    return this.askRunner(node, id, request, true) as Promise<{ body: Uint8Array; contentType: string }>;
+  }
+
+  /** The node a job id names when it is another node (null: this node, or an id of no node). */
+  private runnerOf(id: string): Member | null {
+    const match = /^n(\d+)-/.exec(id);
+    const node = match === null ? undefined : this.options.assignment.members.find((m) => m.id === Number(match[1]));
+    return node === undefined || node.id === this.options.self ? null : node;
+  }
+
+  private async askRunner(node: Member, id: string, request: ShareRequest, raw = false): Promise<unknown> {
+    try {
+      return await this.ask(node, request, raw);
+    } catch (error) {
+      if (!(error instanceof PeerDown)) throw error;
+      throw new ApiError('ServiceUnavailableError', `Extraction job "${id}" is kept by the node that runs it, and ${error.message}. Retry later.`);
+    }
+  }
+
+  /**
+   * `local()` when this node stores `partitions`, else `remote(node)` of their first live owner
+   * (see ownersOfAll); 503 naming the partitions when none answers.
+   */
+  private async onOwner<T>(partitions: readonly number[], local: () => T | Promise<T>, remote: (node: Member) => Promise<T>): Promise<T> {
     const down: string[] = [];
-    for (const node of candidates) {
-      if (node.id === self) return engine.queries.run(project, analysis, params);
-      const request: ShareRequest = { project, analysis, params, nowMs, partitions, mode: kind === 'aggregate' ? 'partial' : 'whole' };
+    for (const node of this.ownersOfAll(partitions)) {
+      if (node.id === this.options.self) return local();
       try {
-        const answer = await this.ask(node, request);
-        if (answer instanceof Uint8Array) return engine.queries.finishPartials(project, analysis, params, nowMs, [answer]);
-        return answer;
+        return await remote(node);
       } catch (error) {
         if (!(error instanceof PeerDown)) throw error;
         down.push(error.message);
@@ -163,9 +242,17 @@ export class ClusterQueries {
       + `${many ? 'them' : 'it'} answered (${down.join('; ')}). Retry later.`);
   }
 
-  /** Serves another node's request for this node's share of a query: a partial state or a body. */
+  /**
+   * Serves another node's request for this node's share of a query: a partial state or a body;
+   * for a job's file, `{file, contentType}`.
+   */
   async serve(body: unknown): Promise<Uint8Array | unknown> {
     const request = parseShareRequest(body);
+    const { engine } = this.options;
+    const { project, analysis, params, nowMs } = request;
+    // A job is kept by the node that runs it, whatever it stores or how far it has read.
+    if (request.mode === 'job') return { result: engine.queries.extractionJob(project, String(params.id)) ?? null };
+    if (request.mode === 'job_result') return engine.queries.extractionResult(project, String(params.id));
     const missing = request.partitions.filter((p) => !this.owned.has(p));
     if (missing.length > 0) {
       throw new ApiError('ServiceUnavailableError', `Node ${this.options.self} does not store partitions ${missing.join(', ')} `
@@ -174,10 +261,14 @@ export class ClusterQueries {
     if (!this.options.caughtUp()) {
       throw new ApiError('ServiceUnavailableError', `Node ${this.options.self} has not caught up with the events topic yet.`);
     }
-    const { engine } = this.options;
-    if (request.mode === 'funnel') return this.serveFunnel(request);
-    if (request.mode === 'partial') return engine.queries.runPartial(request.project, request.analysis, request.params, request.nowMs);
-    return engine.queries.run(request.project, request.analysis, request.params);
+    const counted = request.counted !== false;
+    switch (request.mode) {
+      case 'funnel': return this.serveFunnel(request);
+      case 'partial': return engine.queries.runPartial(project, analysis, params, nowMs);
+      case 'dataset': return engine.datasets.results(project, String(params.name), String(params.index_by), params.timeframe);
+      case 'job_submit': return { result: engine.queries.submitExtraction(project, params) };
+      default: return engine.queries.run(project, analysis, params, counted);
+    }
   }
 
   /** The actor sets of a funnel's steps, each checked to read a collection of the partitions this node was asked for. */
@@ -211,7 +302,7 @@ export class ClusterQueries {
   }
 
   /** A peer's share: bytes of a partial state, or a body; PeerDown when it cannot give it now. */
-  private async ask(node: Member, request: ShareRequest): Promise<Uint8Array | unknown> {
+  private async ask(node: Member, request: ShareRequest, raw = false): Promise<Uint8Array | unknown> {
     const who = `node ${node.id} (${node.url})`;
     let response: Response;
     try {
@@ -228,6 +319,9 @@ export class ClusterQueries {
     if (Number(response.headers.get('content-length') ?? 0) > CLUSTER_PEER_ANSWER_BYTES_MAX) {
       await response.body?.cancel();
       throw new ApiError('ResponseTooLargeError', `The answer of ${who} is larger than ${CLUSTER_PEER_ANSWER_BYTES_MAX} bytes.`);
+    }
+    if (response.status === 200 && raw) {
+      return { body: new Uint8Array(await response.arrayBuffer()), contentType: response.headers.get('content-type') ?? 'application/octet-stream' };
     }
     if (response.status === 200) {
       return response.headers.get('content-type') === 'application/octet-stream'
@@ -250,8 +344,9 @@ function parseShareRequest(body: unknown): ShareRequest {
   const r = body as Partial<ShareRequest> | null;
   const ok = r !== null && typeof r === 'object' && typeof r.project === 'string' && typeof r.analysis === 'string'
     && r.params !== null && typeof r.params === 'object' && typeof r.nowMs === 'number' && Array.isArray(r.partitions)
-    && r.partitions.every((p) => Number.isInteger(p) && p >= 0) && (r.mode === 'partial' || r.mode === 'whole'
-      || (r.mode === 'funnel' && Array.isArray(r.steps) && r.steps.every((index) => Number.isInteger(index) && index >= 0)));
+    && r.partitions.every((p) => Number.isInteger(p) && p >= 0) && MODES.includes(r.mode as Mode)
+    && (r.mode !== 'funnel' || (Array.isArray(r.steps) && r.steps.every((index) => Number.isInteger(index) && index >= 0)))
+    && (r.counted === undefined || typeof r.counted === 'boolean');
   if (!ok) {
     throw new ApiError('InvalidQueryError',
       'A cluster query share needs project, analysis, params, nowMs, partitions and mode (and steps for a funnel).');

@@ -106,3 +106,5 @@ export const CLUSTER_PEER_ANSWER_BYTES_MAX = 256 * 1024 * 1024;
 
 /** Paths whose match is remembered, at most; a full cache starts over. */
 export const ROUTER_CACHED_PATHS_MAX = 1024;
+/** How often a starting node checks whether it has caught up, before saved and cached queries run through the cluster. */
+export const CLUSTER_CATCH_UP_POLL_MS = 100;

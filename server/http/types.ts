@@ -2,7 +2,7 @@
  * The shapes shared by the HTTP layer: what a route handler receives (Ctx, copied out of uWS's
  * stack-allocated request) and what it returns (Reply). Handlers never touch uWS objects.
  */
-import type { AppendResult, BatchAppendResult, EventToWrite, Logger, TallyEngine, WriteContext } from '../../engine/index.js';
+import type { AppendResult, BatchAppendResult, EventToWrite, ExtractionJob, Logger, TallyEngine, WriteContext } from '../../engine/index.js';
 import type { Metrics } from '../common/metrics.js';
 
 export interface Ctx {
@@ -67,8 +67,16 @@ export interface ClusterQueryRoutes {
   run(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>): Promise<unknown>;
   /** True when `secret` is the cluster's. */
   authenticate(secret: string): boolean;
-  /** Another node's request for this one's share of a query: a partial state's bytes or a body. */
+  /** Another node's request for this one's share of a query: a partial state's bytes, a body, or a job's `{file, contentType}`. */
   serve(request: unknown): Promise<unknown>;
+  /** As engine.datasets.results, on a node that stores the dataset's collection. */
+  datasetResults(projectId: string, name: string, indexBy: string, timeframe: unknown): Promise<unknown>;
+  /** As engine.queries.submitExtraction, on a node that stores the collection; the job's id names that node. */
+  submitExtraction(projectId: string, params: Readonly<Record<string, unknown>>): Promise<ExtractionJob>;
+  /** As engine.queries.extractionJob, asked of the node the id names. */
+  extractionJob(projectId: string, id: string): Promise<ExtractionJob | undefined>;
+  /** As engine.queries.extractionResult; a job of another node comes as its bytes. */
+  extractionResult(projectId: string, id: string): Promise<{ file: string; contentType: string } | { body: Uint8Array; contentType: string }>;
 }
 
 export type Handler = (ctx: Ctx, deps: Deps) => Reply | Promise<Reply>;

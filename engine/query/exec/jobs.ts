@@ -40,6 +40,8 @@ export interface ExtractionJobsDeps {
   readonly dataDir: string;
   readonly clock: () => number;
   readonly queries: QueryService;
+  /** Put before every new job's id (a cluster node's name, so any node knows where a job runs). */
+  readonly idPrefix?: string;
   source(projectId: string, collection: string, startMs: number, endMs: number): ScanSource;
   /** Keeps the segment files the job lists on disk until the returned function is called. */
   lease?(): () => void;
@@ -118,7 +120,7 @@ export class ExtractionJobs {
     }
     this.deps.queries.takeExtraction(projectId);
     const job: ExtractionJob = {
-      id: randomBytes(12).toString('hex'),
+      id: `${this.deps.idPrefix ?? ''}${randomBytes(12).toString('hex')}`,
       project: projectId,
       status: 'queued',
       query,

@@ -86,7 +86,7 @@ export const deleteDataset: Handler = async (ctx, { engine }) => {
   return { status: 204 };
 };
 
-export const datasetResults: Handler = (ctx, { engine }) => {
+export const datasetResults: Handler = async (ctx, { engine, cluster }) => {
   const { project, name } = names(ctx);
   const access = authorize(engine, ctx, 'retrieve', name);
   const params = lenientParams(ctx.query);
@@ -94,5 +94,9 @@ export const datasetResults: Handler = (ctx, { engine }) => {
   if (indexBy === null || indexBy === '') throw new ApiError('MissingRequiredRequestFieldError', 'Results need an "index_by" value.');
   checkIndexValue(access, name, indexBy);
   if (params.timeframe === undefined) throw new ApiError('MissingRequiredRequestFieldError', 'Results need a "timeframe".');
-  return json(200, { result: engine.datasets.results(project, name, indexBy, params.timeframe) });
+  // With --cluster-nodes the buckets are kept by the nodes that store the collection (server/cluster/queries.ts).
+  const result = cluster?.queries === undefined
+    ? engine.datasets.results(project, name, indexBy, params.timeframe)
+    : await cluster.queries.datasetResults(project, name, indexBy, params.timeframe);
+  return json(200, { result });
 };

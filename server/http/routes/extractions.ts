@@ -7,7 +7,7 @@ import { ApiError, carriesForcedFilters, type ExtractionJob } from '../../../eng
 import type { Ctx } from '../types.js';
 import { requireScope } from '../auth.js';
 import { json } from '../respond.js';
-import type { Handler, Reply } from '../types.js';
+import type { ClusterQueryRoutes, Handler, Reply } from '../types.js';
 
 function jobPath(job: ExtractionJob): string {
   return `/3.0/projects/${job.project}/queries/extraction/jobs/${job.id}`;
@@ -30,13 +30,18 @@ function jobView(job: ExtractionJob): Record<string, unknown> {
   };
 }
 
-/** Called by the extraction route for an async request whose parameters it has parsed. */
-export function submitExtraction(
+/**
+ * Called by the extraction route for an async request whose parameters it has parsed. With
+ * --cluster-nodes (`cluster`) the job runs on a node that stores the collection, and its id names
+ * that node, so every node answers its status and result (server/cluster/queries.ts).
+ */
+export async function submitExtraction(
   engine: Parameters<Handler>[1]['engine'],
   project: string,
   params: Record<string, unknown>,
-): Reply {
-  const job = engine.queries.submitExtraction(project, params);
+  cluster: ClusterQueryRoutes | undefined,
+): Promise<Reply> {
+  const job = cluster === undefined ? engine.queries.submitExtraction(project, params) : await cluster.submitExtraction(project, params);
   const view = jobView(job);
   const handle = { id: view.id, url: view.url, status: view.status };
   return {
@@ -67,10 +72,10 @@ function emailSentence(job: ExtractionJob): string {
  * and cached results), so a key limited to one tenant never reads a job that another key, or the
  * Master Key, submitted over all of them (403, as for a saved query it may not read).
  */
-function requireJob(ctx: Ctx, engine: Parameters<Handler>[1]['engine']): ExtractionJob {
+async function requireJob(ctx: Ctx, { engine, cluster }: Parameters<Handler>[1]): Promise<ExtractionJob> {
   const { project, id } = ctx.params as { project: string; id: string };
   const { access } = requireScope(engine, project, ctx.key, ['read'], 'queries');
-  const job = engine.queries.extractionJob(project, id);
+  const job = cluster?.queries === undefined ? engine.queries.extractionJob(project, id) : await cluster.queries.extractionJob(project, id);
   if (job === undefined) {
     throw new ApiError('ResourceNotFoundError', `no extraction job "${id}" (jobs expire after 24 hours)`);
   }
@@ -81,10 +86,11 @@ function requireJob(ctx: Ctx, engine: Parameters<Handler>[1]['engine']): Extract
   return job;
 }
 
-export const getExtractionJob: Handler = (ctx, { engine }) => json(200, jobView(requireJob(ctx, engine)));
+export const getExtractionJob: Handler = async (ctx, deps) => json(200, jobView(await requireJob(ctx, deps)));
 
-export const getExtractionResult: Handler = (ctx, { engine }) => {
-  const job = requireJob(ctx, engine);
-  const { file, contentType } = engine.queries.extractionResult(job.project, job.id);
-  return { status: 200, file, contentType };
+export const getExtractionResult: Handler = async (ctx, deps) => {
+  const job = await requireJob(ctx, deps);
+  const queries = deps.cluster?.queries;
+  const answer = queries === undefined ? deps.engine.queries.extractionResult(job.project, job.id) : await queries.extractionResult(job.project, job.id);
+  return { status: 200, ...answer };
 };

@@ -50,7 +50,7 @@ export const runQuery: Handler = async (ctx, { engine, cluster }) => {
       `Unknown analysis "${analysis}"; see docs/api.md §6 for the list.`);
   }
   const params = scopedParams(analysis, queryParams(ctx), scope);
-  if (analysis === 'extraction' && isAsyncExtraction(params)) return submitExtraction(engine, project, params);
+  if (analysis === 'extraction' && isAsyncExtraction(params)) return submitExtraction(engine, project, params, cluster?.queries);
   // With --cluster-nodes, run where the events it reads are stored (server/cluster/queries.ts).
   const result = await (cluster?.queries ?? engine.queries).run(project, analysis, params);
   // The engine answers with the whole body ({result, ...}); a bare value gets the envelope.
