@@ -5,7 +5,7 @@
  * the collection's partition (events written after it stay, on both); property and collection
  * deletes too. A node killed -9 and restarted applies no delete again; a node whose data dir is
  * wiped is rebuilt from the topic to the same rows. A bad filter is the single node's 400 and
- * nothing is produced.
+ * nothing is produced. With the broker down a delete is 503.
  */
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -193,4 +193,13 @@ t.test('a node wiped is rebuilt from the topic to the same rows, deletes applied
   }
   t.notOk((await extraction(nodes[1], 'profiles')).some((e) => 'secret' in e), 'the property delete applied again');
   t.equal(await count(nodes[1], 'sessions'), 3, 'the collection delete applied again, the events after it kept');
+});
+
+t.test('with the broker down a delete is answered 503, as a write is', async (t) => {
+  const [a] = nodes as [TestServer];
+  await kafka.stopNode(1);
+  const r = await del(a, 'purchases', { filters: pro });
+  t.equal(r.status, 503);
+  t.equal(r.body.error_code, 'ServiceUnavailableError');
+  t.match(r.body.message, /Kafka did not acknowledge the delete/);
 });
