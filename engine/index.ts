@@ -3,7 +3,7 @@
  * programs import this file and nothing deeper.
  */
 export type {
-  AppendOptions, AppendResult, EngineStats, ExtractionJob, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
+  AppendOptions, AppendResult, DeletePlan, EngineStats, ExtractionJob, BatchAppendResult, CollectionSchema, CommittedOffset, EngineOptions, EventToWrite, KeyKind, LogRecord,
   ProjectInfo, ReplayedTag, StampResult, TallyEngine, WriteContext,
   AccessKeyService, CatalogKind, CatalogRecord, CatalogService, CollectionService, OrgState, DatasetService, EventService, GroupOffsetService, LogService, OrganizationService,
   ProjectService, QueryService, SavedQueryService,

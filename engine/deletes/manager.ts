@@ -19,6 +19,8 @@ import type { SchemaType, SegmentFooter, SegmentRef } from '../storage/chunk.js'
 import type { CollectionStore } from '../storage/collection.js';
 import { readJsonIfExists, writeFileDurable } from '../storage/files.js';
 import { touches, underPath, type DeleteEntry } from './predicate.js';
+import type { FilterNode } from '../query/plan/plan.js';
+import type { DeletePlan } from '../storage/delete-entry.js';
 
 /** Far past and far future in ms: a delete without a timeframe covers all time (JSON-safe). */
 const ALL_TIME = { startMs: -8.64e15, endMs: 8.64e15 };
@@ -93,50 +95,89 @@ export class DeleteManager {
     collection: string,
     params: Readonly<Record<string, unknown>>,
   ): Promise<void> {
-    const given = (name: string) =>
-      params[name] !== undefined && params[name] !== null && params[name] !== '';
-    const whole = !given('filters') && !given('timeframe') && !given('timezone');
-    let range = ALL_TIME;
-    const filters = whole ? [] : parseFilters(params.filters);
-    if (given('timeframe'))
-      range = resolveTimeframe(params.timeframe, parseTimezone(params.timezone), this.host.clock());
-    else if (given('timezone')) parseTimezone(params.timezone);
+    const plan = this.parse(params);
     this.requireCollection(project, collection);
-    if (whole) this.rates.take(project, 'collection_delete', COLLECTION_DELETES_PER_MINUTE);
-    else this.rates.take(project, 'delete', DELETES_PER_MINUTE);
+    this.take(project, plan);
     await this.host.idle();
-    const store = this.requireCollection(project, collection);
-    if (whole) return this.dropCollection(store);
-    this.append(store, {
-      kind: 'rows',
-      id: this.log.nextId,
-      seqBefore: store.nextSeq,
-      range,
-      filters,
-    });
+    this.applyTo(this.requireCollection(project, collection), plan);
   }
 
   /** DELETE .../events/<c>/properties/<p>: gone from the schema now, from the data for readers. */
   async deleteProperty(project: string, collection: string, property: string): Promise<void> {
-    const known = (store: CollectionStore) =>
-      Object.keys(store.schema.toJSON()).some((p) => underPath(p, property));
     const before = this.requireCollection(project, collection);
-    if (!known(before) || property.startsWith('svc.') || property === 'svc') {
-      throw new ApiError(
-        'ResourceNotFoundError',
-        `collection "${collection}" has no deletable property "${property}"`,
-      );
-    }
-    this.rates.take(project, 'delete', DELETES_PER_MINUTE);
+    if (!deletable(before, property)) throw noProperty(collection, property);
+    const plan: DeletePlan = { kind: 'property', property };
+    this.take(project, plan);
     await this.host.idle();
-    const store = this.requireCollection(project, collection);
+    this.applyTo(this.requireCollection(project, collection), plan);
+  }
+
+  /** A delete of events checked (400s, 429) and its timeframe resolved; nothing applied. */
+  planEvents(project: string, params: Readonly<Record<string, unknown>>): DeletePlan {
+    const plan = this.parse(params);
+    this.take(project, plan);
+    return plan;
+  }
+
+  /** A property delete checked as far as it can be without the data (svc paths, 429). */
+  planProperty(project: string, collection: string, property: string): DeletePlan {
+    if (property === '' || property === 'svc' || property.startsWith('svc.')) throw noProperty(collection, property);
+    const plan: DeletePlan = { kind: 'property', property };
+    this.take(project, plan);
+    return plan;
+  }
+
+  /**
+   * Applies a plan to the collection as stored now (no rate limit): rows and properties of the
+   * events stored so far (`seqBefore` = the store's next log offset), or the whole collection.
+   * False when the store has no such collection or property.
+   */
+  async apply(project: string, collection: string, plan: DeletePlan): Promise<boolean> {
+    const filters = plan.kind === 'rows' ? parseFilters(plan.filters) : [];
+    await this.host.idle();
+    const store = this.host.store(project, collection);
+    if (store === undefined || this.hidden(store)) return false;
+    if (plan.kind === 'property' && !deletable(store, plan.property)) return false;
+    this.applyTo(store, plan, filters);
+    return true;
+  }
+
+  private parse(params: Readonly<Record<string, unknown>>): DeletePlan {
+    const given = (name: string) =>
+      params[name] !== undefined && params[name] !== null && params[name] !== '';
+    if (!given('filters') && !given('timeframe') && !given('timezone')) return { kind: 'collection' };
+    parseFilters(params.filters);
+    let range = ALL_TIME;
+    if (given('timeframe'))
+      range = resolveTimeframe(params.timeframe, parseTimezone(params.timezone), this.host.clock());
+    else if (given('timezone')) parseTimezone(params.timezone);
+    return { kind: 'rows', startMs: range.startMs, endMs: range.endMs, filters: params.filters ?? [] };
+  }
+
+  private take(project: string, plan: DeletePlan): void {
+    if (plan.kind === 'collection') this.rates.take(project, 'collection_delete', COLLECTION_DELETES_PER_MINUTE);
+    else this.rates.take(project, 'delete', DELETES_PER_MINUTE);
+  }
+
+  /** Synchronous, after idle(): no flush or compaction runs meanwhile. */
+  private applyTo(store: CollectionStore, plan: DeletePlan, filters?: FilterNode[]): void {
+    if (plan.kind === 'collection') return this.dropCollection(store);
+    if (plan.kind === 'rows') {
+      return this.append(store, {
+        kind: 'rows',
+        id: this.log.nextId,
+        seqBefore: store.nextSeq,
+        range: { startMs: plan.startMs, endMs: plan.endMs },
+        filters: filters ?? parseFilters(plan.filters),
+      });
+    }
     this.append(store, {
       kind: 'property',
       id: this.log.nextId,
       seqBefore: store.nextSeq,
-      path: property,
+      path: plan.property,
     });
-    store.schema.forget(property);
+    store.schema.forget(plan.property);
     this.host.commitManifest();
   }
 
@@ -307,6 +348,16 @@ export class DeleteManager {
   private save(): void {
     writeFileDurable(path.join(this.host.dataDir, FILE), JSON.stringify(this.log));
   }
+}
+
+/** The collection has the property (or paths below it) and it is no svc path. */
+function deletable(store: CollectionStore, property: string): boolean {
+  return !property.startsWith('svc.') && property !== 'svc'
+    && Object.keys(store.schema.toJSON()).some((p) => underPath(p, property));
+}
+
+function noProperty(collection: string, property: string): ApiError {
+  return new ApiError('ResourceNotFoundError', `collection "${collection}" has no deletable property "${property}"`);
 }
 
 /** Whether a segment may hold rows or values the entry deletes, judging by its footer. */

@@ -11,7 +11,7 @@ import { collectionIdKey } from '../storage/event-ids.js';
 import type { RetiredFiles } from '../storage/retired-files.js';
 import { readSegment } from '../storage/segment/reader.js';
 import type { StoreSet } from '../storage/store-set.js';
-import type { CollectionSchema, CollectionService } from './types.js';
+import type { CollectionSchema, CollectionService, DeletePlan } from './types.js';
 
 export class Collections implements CollectionService {
   constructor(
@@ -67,6 +67,18 @@ export class Collections implements CollectionService {
 
   deleteProperty(projectId: string, collection: string, property: string): Promise<void> {
     return this.deletes.deleteProperty(projectId, collection, property);
+  }
+
+  planDeleteEvents(projectId: string, _collection: string, params: Readonly<Record<string, unknown>>): DeletePlan {
+    return this.deletes.planEvents(projectId, params);
+  }
+
+  planDeleteProperty(projectId: string, collection: string, property: string): DeletePlan {
+    return this.deletes.planProperty(projectId, collection, property);
+  }
+
+  applyDelete(projectId: string, collection: string, plan: DeletePlan): Promise<boolean> {
+    return this.deletes.apply(projectId, collection, plan);
   }
 
   onDelete(listener: (projectId: string, collection: string) => void): () => void {

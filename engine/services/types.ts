@@ -9,7 +9,10 @@ import type { DatasetView } from '../catalog/datasets.js';
 import type { ColumnChunk, SchemaType, ScanSource } from '../storage/chunk.js';
 import type { ExtractionJob } from '../query/exec/jobs.js';
 import type { FilterNode } from '../query/plan/plan.js';
+import type { DeletePlan } from '../storage/delete-entry.js';
 
+
+export type { DeletePlan };
 export type { ExtractionJob } from '../query/exec/jobs.js';
 
 import type { KeyKind, ProjectInfo } from '../catalog/project-info.js';
@@ -250,6 +253,20 @@ export interface CollectionService {
   deleteEvents(projectId: string, collection: string, params: Readonly<Record<string, unknown>>): Promise<void>;
   /** Deletes a property (and the paths below it) from the collection's schema and data. */
   deleteProperty(projectId: string, collection: string, property: string): Promise<void>;
+  /**
+   * A delete of events checked as deleteEvents checks it (the same 400s, the rate limit: 429) but
+   * not applied and whether or not this store has the collection: a relative timeframe resolved
+   * now, so every node that applies the plan later deletes the same range (cluster mode).
+   */
+  planDeleteEvents(projectId: string, collection: string, params: Readonly<Record<string, unknown>>): DeletePlan;
+  /** A property delete checked as deleteProperty checks what needs no data (svc paths: 404; 429). */
+  planDeleteProperty(projectId: string, collection: string, property: string): DeletePlan;
+  /**
+   * Applies a planned delete to this store now, bound to the events stored so far: no rate limit.
+   * False when the store has no such collection (or property): nothing to delete. Durable when it
+   * resolves.
+   */
+  applyDelete(projectId: string, collection: string, plan: DeletePlan): Promise<boolean>;
   /**
    * Calls listener after a delete of the collection's events, properties or the collection itself
    * is durable (results cached over it are stale); returns an unsubscribe function.

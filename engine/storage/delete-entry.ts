@@ -23,3 +23,13 @@ export interface PropertyDelete {
 }
 
 export type DeleteEntry = RowsDelete | PropertyDelete;
+
+/**
+ * A delete as data (CollectionService.planDeleteEvents/planDeleteProperty): the whole collection,
+ * events of an absolute time range [startMs, endMs) passing `filters` (the API's filters as sent,
+ * parsed again where applied), or a property. JSON-safe: cluster mode sends it through Kafka.
+ */
+export type DeletePlan =
+  | { readonly kind: 'collection' }
+  | { readonly kind: 'rows'; readonly startMs: number; readonly endMs: number; readonly filters: unknown }
+  | { readonly kind: 'property'; readonly property: string };

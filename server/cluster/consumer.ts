@@ -18,7 +18,9 @@
  * appended with `stamped: true` and keep their receipt time. A record that cannot be read (no
  * project/collection key, no JSON object, an unknown project) is logged and skipped; an event the
  * engine refuses is counted and logged, as a refusal here is final. An append that fails (the
- * disk) fails the batch: kafkajs fetches it again and the stored part is skipped.
+ * disk) fails the batch: kafkajs fetches it again and the stored part is skipped. A delete record
+ * (deletes.ts) ends the run before it: that run is stored, then the delete applied, then its
+ * offset made durable, and only then is the next record read.
  */
 import {
   AssignerProtocol, type Consumer, type EachBatchPayload, type Kafka, type KafkaMessage, type PartitionAssigner,
@@ -26,6 +28,7 @@ import {
 import { randomBytes } from 'node:crypto';
 import { isApiError, type EventToWrite, type TallyEngine } from '../../engine/index.js';
 import { ConsumedOffsets } from './offsets.js';
+import { decodeDelete, isDeleteRecord } from './deletes.js';
 import { CLUSTER_REFUSAL_LOG_MS, CLUSTER_RUN_EVENTS_MAX } from '../common/limits.js';
 
 const CONTEXT = Object.freeze({ ip: '', userAgent: 'tally-cluster' });
@@ -98,6 +101,8 @@ export class LogConsumer {
   stored = 0;
   refused = 0;
   skipped = 0;
+  /** Delete records applied since start (whether or not they found anything to delete). */
+  deletes = 0;
   /** Records gone from Kafka before this node stored them, since start (logGap). */
   gaps = 0;
   private readonly gapsLogged = new Set<string>();
@@ -239,6 +244,18 @@ export class LogConsumer {
       const offset = Number(message.offset);
       if (offset <= last) continue;
       if (!isRunning() || isStale()) return;
+      if (isDeleteRecord(message)) {
+        // Everything before it in the partition is stored first: the delete binds to exactly those.
+        if (run.lastOffset > last) {
+          await this.append(partition, run);
+          resolveOffset(String(run.lastOffset));
+        }
+        await this.applyDelete(partition, message);
+        resolveOffset(message.offset);
+        await heartbeat();
+        run = { projectId: null, events: [], lastOffset: offset };
+        continue;
+      }
       const decoded = this.decode(message, partition);
       if (decoded === null) {
         this.skipped++;
@@ -286,6 +303,37 @@ export class LogConsumer {
     }
     offsets.advance(topic, partition, run.lastOffset);
     this.noteProgress(partition, run.lastOffset);
+  }
+
+  /**
+   * Applies a delete record to this store, then makes its offset durable before anything after it
+   * is read (docs/cluster.md, "Deletes": why it is applied exactly once). A delete of a collection
+   * or property this store does not have deletes nothing.
+   */
+  private async applyDelete(partition: number, message: KafkaMessage): Promise<void> {
+    const { engine, topic, offsets } = this.options;
+    const offset = Number(message.offset);
+    const key = message.key === null ? null : parseMessageKey(message.key.toString('utf8'));
+    const plan = key === null ? null : decodeDelete(message);
+    if (key === null || plan === null) {
+      this.skipped++;
+      this.options.log('warn', 'cluster: a delete record of the events topic cannot be read; skipped', { partition, offset });
+    } else {
+      const fields = { partition, offset, project: key[0], collection: key[1], kind: plan.kind };
+      try {
+        const applied = await engine.collections.applyDelete(key[0], key[1], plan);
+        this.deletes++;
+        this.options.log('info', 'cluster: delete applied', { ...fields, applied });
+      } catch (error) {
+        // A plan the taking node checked is never refused; one that is would be refused again.
+        if (!isApiError(error)) throw error;
+        this.skipped++;
+        this.options.log('warn', 'cluster: a delete record refused by the store; skipped', { ...fields, error: error.message });
+      }
+    }
+    offsets.advance(topic, partition, offset);
+    await offsets.persist();
+    this.noteProgress(partition, offset);
   }
 
   private count(partition: number, run: Run, results: readonly { ok: boolean; error?: { error_code: string; message: string } }[]): void {

@@ -10,17 +10,19 @@
  * each node stores only its partitions (assignment.ts) and queries run on a node that stores what
  * they read (queries.ts). The organization and its catalog are shared through a compacted topic
  * (default `tally.meta`, meta.ts): a change asked of any node is produced there before it is
- * applied, and every node applies every change. Each node watches its partitions' lag and the
+ * applied, and every node applies every change. Deletes go through the events topic, ordered with
+ * the events of their collection (deletes.ts). Each node watches its partitions' lag and the
  * other nodes (status.ts: /metrics, /health). The events topic keeps every record by default: it
  * is the source a node is rebuilt from.
  */
 import kafkajs, { Kafka, logLevel } from 'kafkajs';
 import {
-  ApiError, parseBatchBody, type AppendResult, type BatchAppendResult, type EventToWrite, type Logger, type TallyEngine,
+  ApiError, parseBatchBody, type AppendResult, type DeletePlan, type BatchAppendResult, type EventToWrite, type Logger, type TallyEngine,
   type WriteContext,
 } from '../../engine/index.js';
 import { Assignment, type Member } from './assignment.js';
 import { LogConsumer, messageKey } from './consumer.js';
+import { deleteMessage, deleteUnavailable } from './deletes.js';
 import { ClusterQueries } from './queries.js';
 import { ConsumedOffsets } from './offsets.js';
 import { EventLogProducer, type LogMessage } from './producer.js';
@@ -63,6 +65,8 @@ export interface ClusterNode {
   write(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]>;
   /** A batch body (docs/api.md §4) as write() does. */
   writeBatch(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult>;
+  /** Produces a checked delete (engine.collections.planDelete*) to the collection's partition; resolves once Kafka acknowledged it. */
+  delete(projectId: string, collection: string, plan: DeletePlan): Promise<void>;
   /** With --cluster-nodes: queries answered by the nodes that store what they read (queries.ts). */
   readonly queries: ClusterQueries | undefined;
   /** The partitions this node stores. */
@@ -291,6 +295,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
     partitions: topic.partitions,
     replicationFactor: topic.replicationFactor,
     write,
+    delete: (projectId, collection, plan) => p.send([deleteMessage(messageKey(projectId, collection), plan)], deleteUnavailable),
     queries,
     owned,
     status,

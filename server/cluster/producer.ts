@@ -31,6 +31,8 @@ interface Pending {
   readonly deadline: number;
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
+  /** This request's 503, when not the producer's. */
+  readonly unavailable?: ((reason: string) => ApiError) | undefined;
 }
 
 
@@ -67,14 +69,14 @@ export class EventLogProducer {
 
   /**
    * Produces `messages` (in order) and resolves once Kafka acknowledged all of them (acks = all);
-   * rejects with a 503 ApiError when it cannot within the bound.
+   * rejects with a 503 ApiError when it cannot within the bound (`refused`'s, default the producer's).
    */
-  send(messages: readonly LogMessage[]): Promise<void> {
+  send(messages: readonly LogMessage[], refused?: (reason: string) => ApiError): Promise<void> {
     if (this.closed) return Promise.reject(new ApiError('ServiceUnavailableError', 'Tally is shutting down.'));
     let bytes = 0;
     for (const m of messages) bytes += m.key.length + (m.value?.length ?? 0);
     return new Promise((resolve, reject) => {
-      this.queue.push({ messages, bytes, deadline: Date.now() + this.options.timeoutMs, resolve, reject });
+      this.queue.push({ messages, bytes, deadline: Date.now() + this.options.timeoutMs, resolve, reject, unavailable: refused });
       this.pump();
     });
   }
@@ -115,7 +117,8 @@ export class EventLogProducer {
     // Requests whose time is up before they could go are refused now.
     const now = Date.now();
     while (this.queue.length > 0 && this.queue[0]!.deadline <= now) {
-      this.queue.shift()!.reject((this.options.unavailable ?? unavailable)('no time was left after the sends before it'));
+      const late = this.queue.shift()!;
+      late.reject((late.unavailable ?? this.options.unavailable ?? unavailable)('no time was left after the sends before it'));
       this.failed++;
     }
     if (this.queue.length === 0) return;
@@ -164,7 +167,7 @@ export class EventLogProducer {
       this.options.log('warn', 'cluster: a write to a topic failed; answered 503', {
         topic: this.options.topic, requests: batch.length, messages: messages.length, reason,
       });
-      for (const p of batch) p.reject((this.options.unavailable ?? unavailable)(reason));
+      for (const p of batch) p.reject((p.unavailable ?? this.options.unavailable ?? unavailable)(reason));
       this.failed += batch.length;
       if (!this.closed) this.replace(producer, attempt);
     } finally {

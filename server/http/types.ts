@@ -2,7 +2,9 @@
  * The shapes shared by the HTTP layer: what a route handler receives (Ctx, copied out of uWS's
  * stack-allocated request) and what it returns (Reply). Handlers never touch uWS objects.
  */
-import type { AppendResult, BatchAppendResult, EventToWrite, ExtractionJob, Logger, TallyEngine, WriteContext } from '../../engine/index.js';
+import type {
+  AppendResult, BatchAppendResult, DeletePlan, EventToWrite, ExtractionJob, Logger, TallyEngine, WriteContext,
+} from '../../engine/index.js';
 import type { Metrics } from '../common/metrics.js';
 
 export interface Ctx {
@@ -55,6 +57,8 @@ export interface ClusterWrites {
   readonly caughtUp: boolean;
   write(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]>;
   writeBatch(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult>;
+  /** Produces a checked delete to the collection's partition; every owner applies it there. */
+  delete(projectId: string, collection: string, plan: DeletePlan): Promise<void>;
   /** With --cluster-nodes: queries are answered by the nodes that store what they read. */
   readonly queries?: ClusterQueryRoutes | undefined;
   /** The `cluster` section of /health (node id, owned partitions, caught up, peers up and down). */

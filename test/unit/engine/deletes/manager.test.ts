@@ -134,3 +134,56 @@ t.test(
     await engine.close();
   },
 );
+
+t.test('planned deletes (cluster mode): checked and resolved once, applied to the events stored so far', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-deletes-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const engine = await open(dir);
+  t.teardown(() => engine.close());
+  const project = engine.projects.list()[0].id;
+  const c = engine.collections;
+  const odd = { filters: [{ property_name: 'odd', operator: 'eq', property_value: true }] };
+  const rows = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({
+    collection: 'p', event: { n: from + i, odd: (from + i) % 2 === 1, pii: 'x' },
+  }));
+  t.same(c.planDeleteEvents(project, 'nowhere', {}), { kind: 'collection' }, 'no collection needed to plan');
+  const week = c.planDeleteEvents(project, 'p', { timeframe: 'this_7_days' });
+  t.ok(week.kind === 'rows' && week.endMs - week.startMs === 7 * 86_400_000, 'a relative timeframe resolved to absolute times');
+  const codeOf = (f: () => unknown) => {
+    try {
+      f();
+      return 'none';
+    } catch (error) {
+      return (error as { error_code?: string }).error_code;
+    }
+  };
+  t.equal(codeOf(() => c.planDeleteEvents(project, 'p', { filters: [{ property_name: 'odd', operator: 'nope' }] })),
+    'InvalidFilterError', 'a bad filter refused when planned');
+  t.equal(codeOf(() => c.planDeleteProperty(project, 'p', 'svc.timestamp')), 'ResourceNotFoundError');
+  const plan = c.planDeleteEvents(project, 'p', odd);
+  t.equal(await c.applyDelete(project, 'p', plan), false, 'no such collection here: nothing to delete');
+  await engine.events.append(project, rows(0, 10), ctx);
+  t.equal(await c.applyDelete(project, 'p', plan), true);
+  // Applied again with no event stored in between (a crash before its offset was durable): nothing more.
+  t.equal(await c.applyDelete(project, 'p', plan), true);
+  await engine.events.append(project, rows(10, 10), ctx);
+  t.same(eventsOf(engine, project, 'p').map((e) => e.n), [0, 2, 4, 6, 8, ...Array.from({ length: 10 }, (_, i) => 10 + i)],
+    'the odd events before it gone, every later one kept');
+  const property = c.planDeleteProperty(project, 'p', 'pii');
+  t.equal(await c.applyDelete(project, 'p', property), true);
+  t.equal(await c.applyDelete(project, 'p', property), false, 'a property already gone: nothing to delete');
+  const none = { kind: 'rows', startMs: 0, endMs: 1, filters: [] } as const;
+  for (let i = 0; i < 20; i++) t.equal(await c.applyDelete(project, 'p', none), true); // applying is never rate-limited
+  let refused = 0;
+  for (let i = 0; i < 11; i++) {
+    try {
+      c.planDeleteEvents(project, 'p', odd);
+    } catch (error) {
+      if ((error as { error_code?: string }).error_code === 'RateLimitExceededError') refused++;
+    }
+  }
+  t.ok(refused >= 1, 'planning takes the rate limit (429)');
+  t.equal(await c.applyDelete(project, 'p', { kind: 'collection' }), true);
+  t.equal(c.get(project, 'p'), undefined);
+  t.equal(await c.applyDelete(project, 'p', { kind: 'collection' }), false, 'a collection already gone');
+});
