@@ -2,7 +2,8 @@
  * The WAL against real files in a temp directory: round trip, group commit, rotation, failure, and
  * the seeded crash fuzz (truncate at every byte offset, reopen, assert a clean prefix).
  */
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, mkdtemp, readFile, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -41,6 +42,37 @@ t.test('concurrent appends share fdatasyncs and keep call order', async (t) => {
   const { replay, wal: reopened } = await Wal.open(dir, durable);
   t.same(replay.map(text), Array.from({ length: count }, (_, i) => `event-${i}`));
   await reopened.close();
+});
+
+/** The open flags of this process's descriptor of `path` (from /proc/self/fdinfo), or null when it has none. */
+async function openFlags(path: string): Promise<number | null> {
+  for (const fd of await readdir('/proc/self/fd')) {
+    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
+    if (target !== path) continue;
+    const info = await readFile(`/proc/self/fdinfo/${fd}`, 'utf8');
+    return parseInt(/^flags:\s*([0-7]+)/m.exec(info)![1]!, 8);
+  }
+  return null;
+}
+
+t.test('a durable segment is written O_DSYNC: a group is one synchronized write, and only then acknowledged', {
+  skip: process.platform === 'linux' ? false : 'reads /proc/self/fdinfo',
+}, async (t) => {
+  const dir = await tempDir(t);
+  const { wal } = await Wal.open(dir, durable);
+  const path = segmentPath(dir, wal.currentIndex);
+  const flags = await openFlags(path);
+  t.not(flags, null, 'the current segment is open');
+  t.equal(flags! & constants.O_DSYNC, constants.O_DSYNC, 'with O_DSYNC');
+  await Promise.all([wal.append(bytes('a')), wal.append(bytes('b'))]);
+  t.equal(wal.stats.syncs, wal.stats.groups, 'each group counted as one fdatasync');
+  await wal.rotate();
+  t.equal((await openFlags(segmentPath(dir, wal.currentIndex)))! & constants.O_DSYNC, constants.O_DSYNC, 'a rotated-to segment too');
+  await wal.close();
+  const plainDir = await tempDir(t);
+  const plain = await Wal.open(plainDir, { fsync: false, log: quiet });
+  t.equal((await openFlags(segmentPath(plainDir, plain.wal.currentIndex)))! & constants.O_DSYNC, 0, 'without fsync it is not');
+  await plain.wal.close();
 });
 
 t.test('a frame built in place (room left for the header) equals encodeRecord and replays', async (t) => {
