@@ -140,9 +140,9 @@ t.test('a failed fdatasync rejects its whole group and every later append', asyn
   let release = () => {};
   const held = new Promise<void>((resolve) => (release = resolve));
   const beforeSync = async () => {
-    syncs += 1;
-    if (syncs === 1) await held; // keep the first group in flight while the next one queues
-    if (syncs === 2) throw new Error('EIO (simulated)');
+    const call = ++syncs; // this call's number: a second group's sync may begin while the first is held
+    if (call === 1) await held; // keep the first group in flight while the next one queues
+    if (call === 2) throw new Error('EIO (simulated)');
   };
   const { wal } = await Wal.open(dir, { ...durable, beforeSync });
   const first = wal.append(bytes('first'));
@@ -162,6 +162,68 @@ t.test('a failed fdatasync rejects its whole group and every later append', asyn
   const reopened = await Wal.open(dir, durable);
   t.same(reopened.replay.map(text), ['first', 'recovered'], 'nothing of the failed group replays');
   t.same(reopened.cuts, [], 'and no torn bytes were left behind');
+  await reopened.wal.close();
+});
+
+t.test('two groups are in flight at once; one behind a failed group is refused even though its own write succeeded', async (t) => {
+  const dir = await tempDir(t);
+  let syncs = 0;
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let secondWritten = () => {};
+  const second = new Promise<void>((resolve) => (secondWritten = resolve));
+  const beforeSync = async () => {
+    syncs += 1;
+    if (syncs === 2) secondWritten();
+    if (syncs === 1) {
+      await held; // the first group is held here while the second one starts
+      throw new Error('EIO (simulated)');
+    }
+  };
+  const { wal } = await Wal.open(dir, { ...durable, beforeSync });
+  const first = rejection(wal.append(bytes('first')));
+  let settled = false;
+  const behind = ['a', 'b'].map((x) => wal.append(bytes(x)));
+  const behindSettled = Promise.allSettled(behind).then((all) => { settled = true; return all; });
+  await second;
+  t.equal(syncs, 2, 'the second group started its write before the first one finished');
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  t.notOk(settled, 'and is not acknowledged before the first group settles');
+  release();
+  const error = await first;
+  t.match(error, { error_code: 'ServiceUnavailableError', cause: /EIO/ });
+  const outcomes = await behindSettled;
+  t.same(outcomes.map((o) => o.status), ['rejected', 'rejected'], 'the group behind a failed one is refused');
+  t.equal((outcomes[0] as PromiseRejectedResult).reason, error, 'with the same failure');
+  t.equal(wal.stats.appends, 0, 'nothing acknowledged');
+  await new Promise((resolve) => setTimeout(resolve, WAL_RECOVER_AFTER_MS + 20));
+  await wal.append(bytes('recovered'));
+  await wal.close();
+  const reopened = await Wal.open(dir, durable);
+  t.same(reopened.replay.map(text), ['recovered'], 'the refused group\'s bytes were cut back, nothing of it replays');
+  t.same(reopened.cuts, []);
+  await reopened.wal.close();
+});
+
+t.test('groups in flight are acknowledged in order and replay in order', async (t) => {
+  const dir = await tempDir(t);
+  const order: string[] = [];
+  let syncs = 0;
+  // The first group's sync is the slow one: the second finishes its write first, and still waits.
+  const beforeSync = async () => {
+    syncs += 1;
+    if (syncs === 1) await new Promise((resolve) => setTimeout(resolve, 30));
+  };
+  const { wal } = await Wal.open(dir, { ...durable, beforeSync });
+  const all = [wal.append(bytes('one')).then(() => order.push('one'))];
+  await new Promise((resolve) => setImmediate(resolve));
+  all.push(wal.append(bytes('two')).then(() => order.push('two')));
+  await Promise.all(all);
+  t.same(order, ['one', 'two']);
+  t.equal(wal.stats.groups, 2);
+  await wal.close();
+  const reopened = await Wal.open(dir, durable);
+  t.same(reopened.replay.map(text), ['one', 'two']);
   await reopened.wal.close();
 });
 
