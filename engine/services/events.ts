@@ -16,6 +16,7 @@ import type {
 } from './types.js';
 import type { Wal } from '../wal/wal.js';
 import { WritePath } from '../write/write-path.js';
+import { SingleAppends } from './single-appends.js';
 
 export interface EventsDeps {
   readonly clock: () => number;
@@ -41,6 +42,7 @@ export class Events implements EventService {
   private readonly tagged = new Listeners<[projectId: string, tag: string, firstOffset: number]>();
   private readonly walRemoveHooks = new Set<() => Promise<void>>();
   private replayed: readonly ReplayedTag[] = [];
+  private readonly singles = new SingleAppends((projectId, events, contexts) => this.appendNow(projectId, events, contexts));
 
   constructor(private readonly deps: EventsDeps) {
     this.writes = new WritePath({
@@ -63,10 +65,20 @@ export class Events implements EventService {
   }
 
   append(projectId: string, events: readonly EventToWrite[], ctx: WriteContext, options?: AppendOptions): Promise<AppendResult[]> {
+    // One event, no options: a tracking client's request, written with the others of this turn.
+    if (events.length === 1 && options === undefined) {
+      return guarded(() => this.check(projectId, null), () => this.singles.add(projectId, events[0]!, ctx));
+    }
+    return this.appendNow(projectId, events, ctx, options);
+  }
+
+  private appendNow(
+    projectId: string, events: readonly EventToWrite[], ctx: WriteContext | readonly WriteContext[], options?: AppendOptions,
+  ): Promise<AppendResult[]> {
     const tag = options?.tag ?? null;
     return guarded(() => this.check(projectId, tag), () => {
       const room = this.deps.room();
-      if (room !== null) return room.then(() => this.append(projectId, events, ctx, options));
+      if (room !== null) return room.then(() => this.appendNow(projectId, events, ctx, options));
       return this.writes.append(projectId, events, ctx, options?.atomic ?? false, tag, options?.stamped ?? false);
     });
   }

@@ -1,6 +1,8 @@
 /**
  * The write-ahead log: durable, ordered appends of opaque payloads to numbered segment files, with
- * group commit (appends that arrive while a write+fdatasync is in flight share the next one).
+ * group commit (appends that arrive while a group's synchronized write is in flight share the next
+ * one: one write and, the segment being O_DSYNC, one fdatasync in the same system call; up to
+ * WAL_GROUPS_IN_FLIGHT_MAX groups are in flight, acknowledged in order).
  * It owns ordering and durability; frames live in record.ts, files in segment-file.ts and recovery
  * in replay.ts. It never looks inside a payload.
  *
@@ -15,7 +17,7 @@
 import { rm, type FileHandle } from 'node:fs/promises';
 import { assert } from '../base/assert.js';
 import { ApiError } from '../base/errors.js';
-import { WAL_GROUP_BYTES_MAX, WAL_RECOVER_AFTER_MS } from '../base/limits.js';
+import { WAL_GROUP_BYTES_MAX, WAL_GROUPS_IN_FLIGHT_MAX, WAL_RECOVER_AFTER_MS } from '../base/limits.js';
 import { encodeRecord } from './record.js';
 import { replaySegments, type WalCut, type WalLog } from './replay.js';
 import { createSegment, listSegments, removeSegments, segmentPath } from './segment-file.js';
@@ -36,7 +38,7 @@ export interface WalOptions {
   readonly fsync: boolean;
   /** Receives recovery reports; defaults to stderr. */
   readonly log?: WalLog;
-  /** Test seam: runs before each fdatasync; a throw simulates a failed sync. */
+  /** Test seam: runs before each fdatasync (a group's synchronized write, or a recovery's sync); a throw simulates a failed sync. */
   readonly beforeSync?: () => void | Promise<void>;
 }
 
@@ -48,7 +50,7 @@ export interface WalStats {
   recoveries: number;
   /** Group commits written, one write each. */
   groups: number;
-  /** fdatasync calls on segment files. */
+  /** fdatasyncs of segment files: a group's synchronized write (O_DSYNC) or a recovery's fdatasync. */
   syncs: number;
   /** Frame bytes written. */
   bytes: number;
@@ -75,7 +77,7 @@ type Entry =
 
 export class Wal {
   readonly stats: WalStats = { appends: 0, groups: 0, syncs: 0, bytes: 0, failures: 0, recoveries: 0 };
-  /** Called with the seconds of each fdatasync (the metrics' histogram). */
+  /** Called with the seconds of each fdatasync, a group's synchronized write included (the metrics' histogram). */
   onSync: ((seconds: number) => void) | null = null;
   readonly #dir: string;
   readonly #options: WalOptions;
@@ -87,7 +89,13 @@ export class Wal {
   #currentIndex: number;
   /** Bytes of the current segment that have been written; the next write's position. */
   #currentBytes = 0;
+  /** Where the next group's bytes go: past those of the groups in flight. */
+  #reservedBytes = 0;
+  /** The commits in flight, oldest first; each settles (never rejects) after the one before it. */
+  readonly #inFlight: Promise<void>[] = [];
   #draining = false;
+  /** Wakes the drain loop waiting with room for a group (an append arrived); null when it waits for none. */
+  #wake: (() => void) | null = null;
   #closing = false;
   #failure: ApiError | null = null;
   #failedAt = 0;
@@ -164,23 +172,58 @@ export class Wal {
     return new Promise<T>((resolve, reject) => {
       this.#queue.push(make({ resolve, reject }));
       if (!this.#draining) void this.#drain();
+      else this.#wake?.();
     });
   }
 
-  /** The single consumer of the queue: one group commit or control entry at a time. */
+  /**
+   * The single consumer of the queue: starts group commits, up to WAL_GROUPS_IN_FLIGHT_MAX at once
+   * (the next group's write need not wait for the previous one's sync: two synchronized writes
+   * overlap on the device), and runs control entries with no group in flight.
+   */
   async #drain(): Promise<void> {
     assert(!this.#draining, 'only one drain loop may run');
     this.#draining = true;
-    // Bound: each iteration removes at least one entry; appends made meanwhile extend the loop.
-    while (this.#queue.length > 0) {
-      const head = this.#queue[0]!;
-      if (head.kind === 'append') await this.#commit(this.#takeGroup());
+    // Bound: each pass starts a group, runs a control entry or waits for the oldest group to
+    // settle; appends made meanwhile extend the loop.
+    while (this.#queue.length > 0 || this.#inFlight.length > 0) {
+      const head = this.#queue[0];
+      if (head === undefined || this.#mustWait(head)) {
+        // Until the oldest group settles or, with room for a group, an append arrives.
+        await new Promise<void>((resolve) => {
+          this.#wake = head === undefined ? resolve : null;
+          void this.#inFlight[0]!.then(resolve);
+        });
+        this.#wake = null;
+        continue;
+      }
+      if (head.kind === 'append') this.#start(this.#takeGroup());
       else {
         this.#queue.shift();
         await this.#control(head);
       }
     }
     this.#draining = false;
+  }
+
+  /** Whether `head` waits for a group in flight: a control entry, a recovery, or no room for another group. */
+  #mustWait(head: Entry): boolean {
+    if (this.#inFlight.length === 0) return false;
+    return head.kind !== 'append' || this.#failure !== null || this.#inFlight.length >= WAL_GROUPS_IN_FLIGHT_MAX;
+  }
+
+  /** Starts one group's commit after the bytes of those in flight; it settles after them, in order. */
+  #start(group: Extract<Entry, { kind: 'append' }>[]): void {
+    const previous = this.#inFlight.at(-1) ?? null;
+    if (previous === null) this.#reservedBytes = this.#currentBytes; // after a rejected group, its room is free again
+    let length = 0;
+    for (const entry of group) length += entry.frame.length;
+    const position = this.#reservedBytes;
+    this.#reservedBytes += length;
+    const done = this.#commit(group, position, length, previous).then(() => {
+      this.#inFlight.shift(); // this group: the ones before it settled first
+    });
+    this.#inFlight.push(done);
   }
 
   /** Takes the leading run of appends, up to WAL_GROUP_BYTES_MAX (but always at least one). */
@@ -199,27 +242,48 @@ export class Wal {
     return this.#queue.splice(0, count) as Extract<Entry, { kind: 'append' }>[];
   }
 
-  /** One write and one fdatasync for the whole group; all of it resolves or all of it rejects. */
-  async #commit(group: Extract<Entry, { kind: 'append' }>[]): Promise<void> {
-    if (this.#failure !== null && !(await this.#recover())) return rejectAll(group, this.#failure);
+  /**
+   * One write and one fdatasync for the whole group, at `position`; all of it resolves or all of it
+   * rejects, once `previous` (the group before, in flight) has settled. A group is acknowledged only
+   * if every group before it was: after a failure the groups behind it reject too, even one whose
+   * own write succeeded, since recovery cuts the segment back to the last acknowledged byte.
+   */
+  async #commit(group: Extract<Entry, { kind: 'append' }>[], position: number, length: number, previous: Promise<void> | null): Promise<void> {
+    if (previous === null && this.#failure !== null && !(await this.#recover())) return rejectAll(group, this.#failure);
     const frames = group.map((e) => e.frame);
-    let length = 0;
-    for (const frame of frames) length += frame.length;
     assert(group.length === 1 || length <= WAL_GROUP_BYTES_MAX, 'group over its bound');
+    let cause: unknown = null;
     try {
-      await writeFully(this.#handle, frames, length, this.#currentBytes);
-      if (this.#options.fsync) await this.#sync();
-    } catch (cause) {
-      this.#fail(walFailure('write its log', cause));
-      return rejectAll(group, this.#failure!);
+      await this.#syncedWrite(frames, length, position);
+    } catch (error) {
+      cause = error ?? new Error('WAL write failed');
     }
-    this.#currentBytes += length;
+    if (previous !== null) await previous;
+    if (cause !== null && this.#failure === null) this.#fail(walFailure('write its log', cause));
+    if (this.#failure !== null) return rejectAll(group, this.#failure);
+    assert(position === this.#currentBytes, 'groups are acknowledged in the order of their bytes');
+    this.#currentBytes = position + length;
     this.stats.groups += 1;
     this.stats.appends += group.length;
     this.stats.bytes += length;
     for (const entry of group) entry.resolve();
   }
 
+  /**
+   * The group's one write, durable when it returns: with fsync the segment is O_DSYNC
+   * (segment-file.ts createSegment), so the write is the group's fdatasync as well, and the
+   * metrics time it as one.
+   */
+  async #syncedWrite(frames: readonly Buffer[], length: number, position: number): Promise<void> {
+    if (!this.#options.fsync) return writeFully(this.#handle, frames, length, position);
+    const started = process.hrtime.bigint();
+    await this.#options.beforeSync?.();
+    await writeFully(this.#handle, frames, length, position);
+    this.stats.syncs += 1;
+    this.onSync?.(Number(process.hrtime.bigint() - started) / 1e9);
+  }
+
+  /** An fdatasync of its own, for what is not a group's write (a recovery's truncation). */
   async #sync(): Promise<void> {
     const started = process.hrtime.bigint();
     await this.#options.beforeSync?.();
@@ -287,6 +351,7 @@ export class Wal {
     this.#handle = handle;
     this.#currentIndex = closedIndex + 1;
     this.#currentBytes = 0;
+    this.#reservedBytes = 0;
     this.#closedIndexes.push(closedIndex);
     return closedIndex;
   }

@@ -123,22 +123,26 @@ export class WritePath {
 
   /**
    * Appends events; each gets its own result. With `atomic`, one refused event means none is
-   * stored: the refused ones carry their errors, the others `{ ok: true, offset: -1 }`.
+   * stored: the refused ones carry their errors, the others `{ ok: true, offset: -1 }`. `ctx` is
+   * every event's context, or one per event (the single-event requests services/single-appends.ts
+   * gathers into one call).
    */
   append(
-    project: string, events: readonly EventToWrite[], ctx: WriteContext, atomic = false, tag: string | null = null,
-    stamped = false,
+    project: string, events: readonly EventToWrite[], ctx: WriteContext | readonly WriteContext[], atomic = false,
+    tag: string | null = null, stamped = false,
   ): Promise<AppendResult[]> {
     const failure = this.deps.wal.failure;
     if (failure !== null) return Promise.reject(failure); // a full disk: refuse before any work
     const batch = this.batchState(this.receiptTime());
     const preparer = this.preparer;
     const staged: Staged[] = [];
+    const contexts = isContextList(ctx) ? ctx : null;
     const results = this.validateAll(events.length, atomic, staged, (i) => {
       batch.leaves.start = batch.leaves.count; // a refusal rolls back to here
       const store = this.storeFor(project, events[i].collection, batch);
       if (!stamped) {
-        const row = preparer.prepare(events[i].event, ctx, batch.now, batch.nowIso, batch.leaves);
+        const context = contexts === null ? ctx as WriteContext : contexts[i]!;
+        const row = preparer.prepare(events[i].event, context, batch.now, batch.nowIso, batch.leaves);
         return this.checked(store, events[i].collection, row, batch);
       }
       // Received where it was stamped: its svc.created_at is its receipt time, here too.
@@ -481,6 +485,10 @@ export class WritePath {
     }
     return tags;
   }
+}
+
+function isContextList(ctx: WriteContext | readonly WriteContext[]): ctx is readonly WriteContext[] {
+  return Array.isArray(ctx);
 }
 
 /** svc.created_at of a stamped event (WritePath.stamp): the time it was received where it was stamped. */

@@ -108,3 +108,12 @@ export const CLUSTER_PEER_ANSWER_BYTES_MAX = 256 * 1024 * 1024;
 export const ROUTER_CACHED_PATHS_MAX = 1024;
 /** How often a starting node checks whether it has caught up, before saved and cached queries run through the cluster. */
 export const CLUSTER_CATCH_UP_POLL_MS = 100;
+
+/**
+ * Request bodies up to this size are cut from a shared slab of BODY_SLAB_BYTES (server/http/body.ts)
+ * rather than each allocated: Node's own pool is 8 KiB, so single-event bodies made it allocate a
+ * new pool every ~70 requests. A slab is never reused, only dropped once full (its bodies live on
+ * until their requests end), so no body ever shares bytes with another.
+ */
+export const SLAB_BODY_BYTES_MAX = 4 * 1024;
+export const BODY_SLAB_BYTES = 256 * 1024;

@@ -45,7 +45,7 @@ export class Metrics {
       labelNames: ['route'], registers: [registry],
     });
     const walSync = new client.Histogram({
-      name: 'tally_wal_fsync_seconds', help: 'WAL fdatasync latency (one per group commit)', registers: [registry],
+      name: 'tally_wal_fsync_seconds', help: 'WAL fdatasync latency (one per group commit: its O_DSYNC write, written and synced)', registers: [registry],
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     });
     engine.onWalSync((seconds) => walSync.observe(seconds));

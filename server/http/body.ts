@@ -5,6 +5,34 @@
  */
 import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { ApiError } from '../../engine/index.js';
+import { markAsUntransferable } from 'node:worker_threads';
+import { BODY_SLAB_BYTES, SLAB_BODY_BYTES_MAX } from '../common/limits.js';
+
+/**
+ * The slab small bodies are cut from, and how much of it is taken; a full one is left to its
+ * bodies. Untransferable, as Node's pool is: a body posted to a worker is copied, never moved with
+ * its neighbours.
+ */
+let slab = newSlab();
+let slabUsed = 0;
+
+function newSlab(): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(BODY_SLAB_BYTES);
+  markAsUntransferable(bytes.buffer);
+  return bytes;
+}
+
+/** Room for a body of `bytes`: fresh bytes that no other body holds (see SLAB_BODY_BYTES_MAX). */
+function bodyBuffer(bytes: number): Buffer {
+  if (bytes > SLAB_BODY_BYTES_MAX) return Buffer.allocUnsafe(bytes);
+  if (slabUsed + bytes > slab.length) {
+    slab = newSlab();
+    slabUsed = 0;
+  }
+  const body = slab.subarray(slabUsed, slabUsed + bytes);
+  slabUsed += (bytes + 7) & ~7; // 8-aligned, as Node's pool cuts its buffers
+  return body;
+}
 
 function tooLarge(maxBytes: number): ApiError {
   return new ApiError(
@@ -35,7 +63,7 @@ export function readBody(
       return;
     }
     // With a declared length we fill one buffer; otherwise we collect chunks.
-    const target = declaredBytes !== null ? Buffer.allocUnsafe(declaredBytes) : null;
+    const target = declaredBytes !== null ? bodyBuffer(declaredBytes) : null;
     const chunks: Buffer[] = [];
     let receivedBytes = 0;
     res.onData((chunk, isLast) => {

@@ -93,8 +93,11 @@ function resolve(router: Router, head: Head): Resolved {
   return { spec: match.spec, handler, params: { ...match.params } };
 }
 
+/** The parameters of every request without a query string (most writes): shared, and no handler changes them. */
+const NO_QUERY = new URLSearchParams();
+
 function buildCtx(head: Head, params: Record<string, string>, body: Buffer): Ctx {
-  const query = new URLSearchParams(head.rawQuery);
+  const query = head.rawQuery === '' ? NO_QUERY : new URLSearchParams(head.rawQuery);
   return {
     method: head.method,
     path: head.path,

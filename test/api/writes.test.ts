@@ -236,3 +236,20 @@ t.test('a large batch, parsed on an ingest worker: per-event results, and shape 
     t.equal(refused.body.error_code, code);
   }
 });
+
+t.test('concurrent single-event POSTs, written a turn\'s worth per call: each stored exactly, with its own body and headers', async (t) => {
+  const count = 200;
+  const responses = await Promise.all(Array.from({ length: count }, (_, i) => api.post(ev('concurrent'), {
+    key: server.keys.write, headers: { 'User-Agent': `agent/${i}` },
+    // Bodies of different lengths; every ninth refused (a property name with a period).
+    body: i % 9 === 4 ? { 'bad.name': i } : { n: i, text: 'x'.repeat(i % 13), ua: '${svc.user_agent}' },
+  })));
+  for (const [i, response] of responses.entries()) {
+    if (i % 9 === 4) t.match([response.status, response.body.error_code], [400, 'InvalidPropertyNameError'], `request ${i} refused alone`);
+    else t.same([response.status, response.body], [201, { created: true }], `request ${i} stored`);
+  }
+  const events = await extract('concurrent');
+  const expected = Array.from({ length: count }, (_, i) => i).filter((i) => i % 9 !== 4);
+  t.same(events.map((e) => e.n).sort((a, b) => a - b), expected, 'each accepted event exactly once');
+  t.ok(events.every((e) => e.text === 'x'.repeat(e.n % 13) && e.ua === `agent/${e.n}`), 'each with its own body and User-Agent');
+});

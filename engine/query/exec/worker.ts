@@ -11,6 +11,15 @@ import { loadSegmentFiles, type SegmentFiles } from './segment-reader.js';
 import type { ColumnChunk, ScanSource, SegmentFooter } from '../../storage/chunk.js';
 import { transferablesOf } from './partial.js';
 import { KeptSnapshots, runTask, type QueryTask } from './task.js';
+import { niceThread } from '../../base/thread-priority.js';
+
+/**
+ * The nice value of a query thread: when queries and writes want the same cores, the thread that
+ * serves writes (nice 0) gets about three times a query thread's share (CFS weights 1024 and 335),
+ * so a query mix costs writes less latency; an idle core still runs a query at full speed.
+ */
+const QUERY_THREAD_NICE = 5;
+niceThread(QUERY_THREAD_NICE);
 
 export interface WorkerRequest {
   readonly id: number;

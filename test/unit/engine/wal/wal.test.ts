@@ -2,7 +2,8 @@
  * The WAL against real files in a temp directory: round trip, group commit, rotation, failure, and
  * the seeded crash fuzz (truncate at every byte offset, reopen, assert a clean prefix).
  */
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, mkdtemp, readFile, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -41,6 +42,37 @@ t.test('concurrent appends share fdatasyncs and keep call order', async (t) => {
   const { replay, wal: reopened } = await Wal.open(dir, durable);
   t.same(replay.map(text), Array.from({ length: count }, (_, i) => `event-${i}`));
   await reopened.close();
+});
+
+/** The open flags of this process's descriptor of `path` (from /proc/self/fdinfo), or null when it has none. */
+async function openFlags(path: string): Promise<number | null> {
+  for (const fd of await readdir('/proc/self/fd')) {
+    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
+    if (target !== path) continue;
+    const info = await readFile(`/proc/self/fdinfo/${fd}`, 'utf8');
+    return parseInt(/^flags:\s*([0-7]+)/m.exec(info)![1]!, 8);
+  }
+  return null;
+}
+
+t.test('a durable segment is written O_DSYNC: a group is one synchronized write, and only then acknowledged', {
+  skip: process.platform === 'linux' ? false : 'reads /proc/self/fdinfo',
+}, async (t) => {
+  const dir = await tempDir(t);
+  const { wal } = await Wal.open(dir, durable);
+  const path = segmentPath(dir, wal.currentIndex);
+  const flags = await openFlags(path);
+  t.not(flags, null, 'the current segment is open');
+  t.equal(flags! & constants.O_DSYNC, constants.O_DSYNC, 'with O_DSYNC');
+  await Promise.all([wal.append(bytes('a')), wal.append(bytes('b'))]);
+  t.equal(wal.stats.syncs, wal.stats.groups, 'each group counted as one fdatasync');
+  await wal.rotate();
+  t.equal((await openFlags(segmentPath(dir, wal.currentIndex)))! & constants.O_DSYNC, constants.O_DSYNC, 'a rotated-to segment too');
+  await wal.close();
+  const plainDir = await tempDir(t);
+  const plain = await Wal.open(plainDir, { fsync: false, log: quiet });
+  t.equal((await openFlags(segmentPath(plainDir, plain.wal.currentIndex)))! & constants.O_DSYNC, 0, 'without fsync it is not');
+  await plain.wal.close();
 });
 
 t.test('a frame built in place (room left for the header) equals encodeRecord and replays', async (t) => {
@@ -108,9 +140,9 @@ t.test('a failed fdatasync rejects its whole group and every later append', asyn
   let release = () => {};
   const held = new Promise<void>((resolve) => (release = resolve));
   const beforeSync = async () => {
-    syncs += 1;
-    if (syncs === 1) await held; // keep the first group in flight while the next one queues
-    if (syncs === 2) throw new Error('EIO (simulated)');
+    const call = ++syncs; // this call's number: a second group's sync may begin while the first is held
+    if (call === 1) await held; // keep the first group in flight while the next one queues
+    if (call === 2) throw new Error('EIO (simulated)');
   };
   const { wal } = await Wal.open(dir, { ...durable, beforeSync });
   const first = wal.append(bytes('first'));
@@ -130,6 +162,68 @@ t.test('a failed fdatasync rejects its whole group and every later append', asyn
   const reopened = await Wal.open(dir, durable);
   t.same(reopened.replay.map(text), ['first', 'recovered'], 'nothing of the failed group replays');
   t.same(reopened.cuts, [], 'and no torn bytes were left behind');
+  await reopened.wal.close();
+});
+
+t.test('two groups are in flight at once; one behind a failed group is refused even though its own write succeeded', async (t) => {
+  const dir = await tempDir(t);
+  let syncs = 0;
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let secondWritten = () => {};
+  const second = new Promise<void>((resolve) => (secondWritten = resolve));
+  const beforeSync = async () => {
+    syncs += 1;
+    if (syncs === 2) secondWritten();
+    if (syncs === 1) {
+      await held; // the first group is held here while the second one starts
+      throw new Error('EIO (simulated)');
+    }
+  };
+  const { wal } = await Wal.open(dir, { ...durable, beforeSync });
+  const first = rejection(wal.append(bytes('first')));
+  let settled = false;
+  const behind = ['a', 'b'].map((x) => wal.append(bytes(x)));
+  const behindSettled = Promise.allSettled(behind).then((all) => { settled = true; return all; });
+  await second;
+  t.equal(syncs, 2, 'the second group started its write before the first one finished');
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  t.notOk(settled, 'and is not acknowledged before the first group settles');
+  release();
+  const error = await first;
+  t.match(error, { error_code: 'ServiceUnavailableError', cause: /EIO/ });
+  const outcomes = await behindSettled;
+  t.same(outcomes.map((o) => o.status), ['rejected', 'rejected'], 'the group behind a failed one is refused');
+  t.equal((outcomes[0] as PromiseRejectedResult).reason, error, 'with the same failure');
+  t.equal(wal.stats.appends, 0, 'nothing acknowledged');
+  await new Promise((resolve) => setTimeout(resolve, WAL_RECOVER_AFTER_MS + 20));
+  await wal.append(bytes('recovered'));
+  await wal.close();
+  const reopened = await Wal.open(dir, durable);
+  t.same(reopened.replay.map(text), ['recovered'], 'the refused group\'s bytes were cut back, nothing of it replays');
+  t.same(reopened.cuts, []);
+  await reopened.wal.close();
+});
+
+t.test('groups in flight are acknowledged in order and replay in order', async (t) => {
+  const dir = await tempDir(t);
+  const order: string[] = [];
+  let syncs = 0;
+  // The first group's sync is the slow one: the second finishes its write first, and still waits.
+  const beforeSync = async () => {
+    syncs += 1;
+    if (syncs === 1) await new Promise((resolve) => setTimeout(resolve, 30));
+  };
+  const { wal } = await Wal.open(dir, { ...durable, beforeSync });
+  const all = [wal.append(bytes('one')).then(() => order.push('one'))];
+  await new Promise((resolve) => setImmediate(resolve));
+  all.push(wal.append(bytes('two')).then(() => order.push('two')));
+  await Promise.all(all);
+  t.same(order, ['one', 'two']);
+  t.equal(wal.stats.groups, 2);
+  await wal.close();
+  const reopened = await Wal.open(dir, durable);
+  t.same(reopened.replay.map(text), ['one', 'two']);
   await reopened.wal.close();
 });
 
