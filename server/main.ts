@@ -197,9 +197,9 @@ async function main(): Promise<void> {
   }).catch((error: unknown) => {
     throw listenError(error, 'http-port', config.host, config.httpPort) ?? error;
   });
-  // Kafka-protocol produce would store past the events topic: not in cluster mode (yet).
-  if (cluster !== null && config.kafkaInPort !== 0) log('kafka_in is off in cluster mode (writes go through the events topic)');
-  const kafkaIn = await startKafka(config, engine, 'in', cluster !== null ? 0 : config.kafkaInPort);
+  // In cluster mode a produce goes through the events topic as HTTP writes do (docs/cluster.md).
+  const kafkaIn = await startKafka(config, engine, 'in', config.kafkaInPort,
+    cluster === null ? {} : { clusterWrite: { nodeId: config.cluster!.nodeId, write: cluster.write } });
   const kafkaOut = await startKafka(config, engine, 'out', config.kafkaOutPort, outboundOptions(config, cluster));
   const bridge = await startBridge(config, engine);
   if (keysNotShown(config.dataDir)) {

@@ -61,8 +61,11 @@ export interface ClusterNode {
   readonly caughtUp: boolean;
   readonly partitions: number;
   readonly replicationFactor: number;
-  /** Checks, stamps and produces events; resolves with a result per event once Kafka acknowledged. */
-  write(projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]>;
+  /**
+   * Checks, stamps and produces events; resolves with a result per event once Kafka acknowledged.
+   * With `atomic` (a Kafka produce batch) one refused event means none is produced.
+   */
+  write(projectId: string, events: readonly EventToWrite[], ctx: WriteContext, options?: { atomic?: boolean }): Promise<AppendResult[]>;
   /** A batch body (docs/api.md §4) as write() does. */
   writeBatch(projectId: string, body: Uint8Array, ctx: WriteContext): Promise<BatchAppendResult>;
   /** Produces a checked delete (engine.collections.planDelete*) to the collection's partition; resolves once Kafka acknowledged it. */
@@ -83,6 +86,8 @@ export class ClusterStartError extends Error {
 
 /** Stored after Kafka acknowledged it; the store's own log offset is not known yet. */
 const PRODUCED: AppendResult = Object.freeze({ ok: true, offset: -1 });
+/** Valid but not produced: another event of its atomic write was refused. */
+const NOT_PRODUCED: AppendResult = Object.freeze({ ok: true, offset: -1 });
 
 async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -192,7 +197,9 @@ function kafkaClient(options: ClusterOptions): Kafka {
  * the refusal.
  */
 function producedWrite(engine: TallyEngine, producer: EventLogProducer) {
-  return async (projectId: string, events: readonly EventToWrite[], ctx: WriteContext): Promise<AppendResult[]> => {
+  return async (
+    projectId: string, events: readonly EventToWrite[], ctx: WriteContext, options: { atomic?: boolean } = {},
+  ): Promise<AppendResult[]> => {
     const stamped = engine.events.stamp(projectId, events, ctx);
     const messages: LogMessage[] = [];
     const results: AppendResult[] = new Array(stamped.length);
@@ -204,6 +211,9 @@ function producedWrite(engine: TallyEngine, producer: EventLogProducer) {
       } else {
         results[i] = result;
       }
+    }
+    if (options.atomic && messages.length < stamped.length) {
+      return results.map((result) => (result.ok ? NOT_PRODUCED : result));
     }
     if (messages.length > 0) await producer.send(messages);
     return results;

@@ -2,7 +2,7 @@
  * What the handlers of one listener share (BrokerContext) and what one connection knows about its
  * client (Session). Handlers read both and make engine calls; they keep no state of their own.
  */
-import type { KeyKind, TallyEngine } from '../../../engine/index.js';
+import type { AppendResult, EventToWrite, KeyKind, TallyEngine, WriteContext } from '../../../engine/index.js';
 import type { FetchWaiters } from './fetch-waiters.js';
 import type { GroupCoordinator } from './group-coordinator.js';
 import type { ProducerSequences } from './producer-sequences.js';
@@ -24,6 +24,19 @@ export interface BrokerContext {
   readonly sequences: ProducerSequences;
   /** In cluster mode with --cluster-nodes (outbound only): the nodes and who stores what. */
   readonly cluster?: ClusterView | undefined;
+  /** In cluster mode (inbound only): produces go to the events topic, not to the engine's append. */
+  readonly clusterWrite?: ClusterWrite | undefined;
+}
+
+/**
+ * The cluster write path as the inbound listener uses it (docs/cluster.md "Writes"): a produce's
+ * events are checked, stamped and produced to the real events topic; `write` resolves once Kafka
+ * acknowledged them (rejects with a 503 ApiError when it cannot within the bound).
+ */
+export interface ClusterWrite {
+  /** This node's id: it goes into the uniqueness tokens of idempotent batches. */
+  readonly nodeId: number;
+  write(projectId: string, events: readonly EventToWrite[], ctx: WriteContext, options: { atomic: true }): Promise<AppendResult[]>;
 }
 
 /** A node of the cluster as a broker: its id and its outbound listener's address. */

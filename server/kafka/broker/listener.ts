@@ -6,7 +6,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { TallyEngine } from '../../../engine/index.js';
 import { Connection } from './connection.js';
-import type { BrokerContext, ClusterView, ListenerRole } from './context.js';
+import type { BrokerContext, ClusterView, ClusterWrite, ListenerRole } from './context.js';
 import { FetchWaiters } from './fetch-waiters.js';
 import { GroupCoordinator } from './group-coordinator.js';
 import { ProducerSequences } from './producer-sequences.js';
@@ -31,6 +31,8 @@ export interface KafkaListenerOptions {
   stateDir?: string;
   /** Cluster mode with --cluster-nodes (outbound): every node is a broker, each serving what it stores. */
   cluster?: ClusterView;
+  /** Cluster mode (inbound): produces go through the cluster's write path to the events topic. */
+  clusterWrite?: ClusterWrite;
 }
 
 export interface KafkaListener {
@@ -66,6 +68,7 @@ export async function startKafkaListener(opts: KafkaListenerOptions): Promise<Ka
     now: Date.now,
     sequences,
     cluster: opts.cluster,
+    clusterWrite: opts.clusterWrite,
   };
   const connections = new Set<Connection>();
   const accept = (socket: net.Socket): void => {

@@ -2,7 +2,9 @@
  * Produce on the inbound listener: each record value is one event as JSON, topic = collection.
  * A partition's records are checked first (framing, CRC, compression, JSON objects); any bad record
  * rejects that partition's whole data with 87 INVALID_RECORD and record_errors, nothing stored.
- * Good partitions go to engine.events.append in one call; the answer waits for it (durable).
+ * Good partitions go to engine.events.append in one call; the answer waits for it (durable). In
+ * cluster mode they go to the events topic instead (produce-cluster.ts), and the answer waits for
+ * Kafka's acknowledgement; a Kafka that cannot take them answers REQUEST_TIMED_OUT (7, retriable).
  */
 import { ApiError, applyAutofill, isApiError, parseJson } from '../../../../engine/index.js';
 import { BATCH_RECORDS_BYTES_MAX } from '../../../common/limits.js';
@@ -17,6 +19,7 @@ import { limits } from '../../../../engine/index.js';
 import { countWrites } from '../../../common/write-counts.js';
 import { topicNameError } from './metadata.js';
 import type { Handler } from './handler.js';
+import { produceToCluster, type BatchIdentity } from './produce-cluster.js';
 
 interface RecordError { batch_index: number; batch_index_error_message: string | null }
 
@@ -29,11 +32,8 @@ interface PartitionResult {
 
 interface TopicData { name: string; partition_data: { index: number; records: Buffer | null }[] }
 
-/** Idempotence fields of a partition's first batch (producerId -1 when not idempotent). */
-interface ProducerInfo { producerId: number; epoch: number; baseSequence: number }
-
 interface Accepted {
-  topic: string; result: PartitionResult; events: EventToWrite[]; producer: ProducerInfo;
+  topic: string; result: PartitionResult; events: EventToWrite[]; producer: BatchIdentity;
 }
 
 export const handleProduce: Handler = async (ctx, session, request) => {
@@ -108,8 +108,8 @@ function checkPartition(
 
 /** Decodes and checks every record of one partition's data, keeping the parsed events. */
 function parsePartition(topic: string, records: Buffer | null):
-  { result: PartitionResult; events: EventToWrite[]; producer: ProducerInfo } {
-  const producer: ProducerInfo = { producerId: -1, epoch: -1, baseSequence: -1 };
+  { result: PartitionResult; events: EventToWrite[]; producer: BatchIdentity } {
+  const producer: BatchIdentity = { producerId: -1, epoch: -1, baseSequence: -1 };
   const result: PartitionResult = {
     error_code: KafkaError.NONE, base_offset: -1, record_errors: [], error_message: null,
   };
@@ -202,7 +202,10 @@ async function appendPartition(
     : { atomic: true };
   let results;
   try {
-    results = await ctx.engine.events.append(projectId, item.events, ctxWrite, options);
+    // Cluster mode: to the events topic, answered once Kafka acknowledged (produce-cluster.ts).
+    results = ctx.clusterWrite !== undefined
+      ? await produceToCluster(ctx.clusterWrite, projectId, ctxWrite, item.producer, item.events)
+      : await ctx.engine.events.append(projectId, item.events, ctxWrite, options);
   } catch (error) {
     failOwners(owner, 0, item.events.length, error, ctx);
     return;
@@ -218,7 +221,8 @@ async function appendPartition(
   });
   if (item.result.error_code !== KafkaError.NONE) return;
   const stored = results.find((r) => r.ok && r.offset >= 0);
-  item.result.base_offset = stored?.ok ? stored.offset : logEnd(ctx, projectId, item.topic);
+  // In cluster mode the store's offset is not known when Kafka acknowledges: -1, "unknown".
+  item.result.base_offset = stored?.ok ? stored.offset : ctx.clusterWrite !== undefined ? -1 : logEnd(ctx, projectId, item.topic);
 }
 
 function failOwners(
