@@ -179,6 +179,8 @@ async function startNodes(mode: string, kafka: RealKafka): Promise<{ nodes: Test
   const list = ports.map((port, id) => `${id}=http://127.0.0.1:${port}`).join(',');
   const argsOf = (id: number) => [...clusterArgs(kafka.bootstrap, id, 1000), '--http-port', String(ports[id]),
     '--cluster-nodes', list, '--cluster-replicas', '2', '--cluster-secret', SECRET, '--cluster-topic', 'bench3.events',
+    // Topics of their own: the one-node mode's organization is in the default metadata topic.
+    '--cluster-meta-topic', 'bench3.meta',
     '--cluster-partitions', String(PARTITIONS)];
   const nodes = [await startServer({ args: argsOf(0) })];
   // The same organization and project on every node, through the shared metadata topic.
