@@ -63,6 +63,8 @@ export interface ClusterConfig {
   readonly replicas: number;
   /** The shared secret of the nodes' internal query endpoint (--cluster-secret, needed with --cluster-nodes). */
   readonly secret: string;
+  /** This node's assignment replaces the cluster's in the metadata topic (--cluster-reassign, with --cluster-nodes). */
+  readonly reassign: boolean;
 }
 
 export interface ClusterMember {
@@ -109,6 +111,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'cluster-nodes', arg: 'ID=URL,...', help: 'every node of the cluster and its internal URL; ID=URL@HOST:PORT adds its outbound Kafka address' },
   { name: 'cluster-replicas', arg: 'R', help: 'nodes that store each partition (default min(2, nodes))' },
   { name: 'cluster-secret', arg: 'SECRET', help: 'shared secret of the nodes\' internal queries (needed with --cluster-nodes)' },
+  { name: 'cluster-reassign', help: 'this node\'s --cluster-nodes and --cluster-replicas replace the cluster\'s assignment in the metadata topic' },
   { name: 'trust-proxy', help: 'client IP from the first X-Forwarded-For entry' },
   { name: 'geoip-db', arg: 'FILE', help: 'MaxMind-format City database for svc:ip_to_geo' },
   { name: 'query-workers', arg: 'N', help: 'query worker threads (default one per core; 0 = inline)' },
@@ -237,7 +240,7 @@ function parseBrokers(raw: string): string[] {
 function parseCluster(flags: Map<string, string>): ClusterConfig | undefined {
   const raw = flags.get('cluster-brokers');
   if (raw === undefined) {
-    const stray = ['node-id', 'cluster-topic', 'cluster-meta-topic', 'cluster-partitions', 'cluster-retention-ms', 'cluster-nodes', 'cluster-replicas', 'cluster-secret']
+    const stray = ['node-id', 'cluster-topic', 'cluster-meta-topic', 'cluster-partitions', 'cluster-retention-ms', 'cluster-nodes', 'cluster-replicas', 'cluster-secret', 'cluster-reassign']
       .find((name) => flags.has(name));
     if (stray !== undefined) throw new ConfigError(`--${stray} is for cluster mode: it needs --cluster-brokers`);
     return undefined;
@@ -295,12 +298,12 @@ function parseNodes(raw: string): ClusterMember[] {
   return nodes.sort((a, b) => a.id - b.id);
 }
 
-function parseMembers(flags: Map<string, string>, nodeId: number): Pick<ClusterConfig, 'nodes' | 'replicas' | 'secret'> {
+function parseMembers(flags: Map<string, string>, nodeId: number): Pick<ClusterConfig, 'nodes' | 'replicas' | 'secret' | 'reassign'> {
   const raw = flags.get('cluster-nodes');
   if (raw === undefined) {
-    const stray = ['cluster-replicas', 'cluster-secret'].find((name) => flags.has(name));
+    const stray = ['cluster-replicas', 'cluster-secret', 'cluster-reassign'].find((name) => flags.has(name));
     if (stray !== undefined) throw new ConfigError(`--${stray} needs --cluster-nodes`);
-    return { nodes: Object.freeze([]), replicas: 1, secret: '' };
+    return { nodes: Object.freeze([]), replicas: 1, secret: '', reassign: false };
   }
   const nodes = parseNodes(raw);
   if (!nodes.some((node) => node.id === nodeId)) {
@@ -315,7 +318,7 @@ function parseMembers(flags: Map<string, string>, nodeId: number): Pick<ClusterC
   if (secret.length < CLUSTER_SECRET_LENGTH_MIN) {
     throw new ConfigError(`--cluster-nodes needs --cluster-secret of ${CLUSTER_SECRET_LENGTH_MIN} characters or more (the same on every node)`);
   }
-  return { nodes: Object.freeze(nodes), replicas, secret };
+  return { nodes: Object.freeze(nodes), replicas, secret, reassign: flags.has('cluster-reassign') };
 }
 
 function parseLogLevel(raw: string | undefined): LogLevel {

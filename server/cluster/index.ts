@@ -20,7 +20,7 @@ import {
   ApiError, parseBatchBody, type AppendResult, type DeletePlan, type BatchAppendResult, type EventToWrite, type Logger, type TallyEngine,
   type WriteContext,
 } from '../../engine/index.js';
-import { Assignment, type Member } from './assignment.js';
+import { Assignment, assignmentRecord, checkAssignment, type Member } from './assignment.js';
 import { LogConsumer, messageKey } from './consumer.js';
 import { deleteMessage, deleteUnavailable } from './deletes.js';
 import { ClusterQueries } from './queries.js';
@@ -53,6 +53,8 @@ export interface ClusterOptions {
   readonly replicas?: number;
   /** The nodes' shared secret for their internal queries (with `nodes`). */
   readonly secret?: string;
+  /** With `nodes`: this node's assignment replaces the one in the metadata topic (--cluster-reassign). */
+  readonly reassign?: boolean;
 }
 
 export interface ClusterNode {
@@ -236,6 +238,22 @@ async function startShared(kafka: Kafka, options: ClusterOptions, log: Construct
   return shared;
 }
 
+/**
+ * With `nodes`: the assignment, checked against the cluster's in the metadata topic (published
+ * there when it has none; a different one stops the start, or is replaced with `reassign`).
+ */
+async function checkedAssignment(meta: SharedCatalog, options: ClusterOptions, partitions: number, log: Log): Promise<Assignment | null> {
+  if (options.nodes === undefined || options.nodes.length === 0) return null;
+  const assignment = new Assignment(options.nodes, options.replicas ?? 1, partitions, options.topic);
+  const done = await checkAssignment(meta, assignmentRecord(assignment), options.reassign === true);
+  if (done !== 'same') {
+    log(done === 'replaced' ? 'warn' : 'info', `cluster: ${done} this node's assignment in the metadata topic`, {
+      topic: options.metaTopic, nodes: options.nodes.map((m) => m.id), replicas: assignment.replicas,
+    });
+  }
+  return assignment;
+}
+
 /** The start's log line on the events topic; a warning when it does not keep every record. */
 function logTopic(log: Log, options: ClusterOptions, topic: TopicFacts, assignment: Assignment | null, owned: readonly number[]): void {
   log('info', topic.created ? 'cluster: created the events topic' : 'cluster: using the events topic', {
@@ -270,8 +288,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
     topic = await withTimeout(ensureTopic(kafka, { topic: options.topic, partitions: options.partitions, ...(options.retentionMs !== undefined && { retentionMs: options.retentionMs }) }), CLUSTER_START_TIMEOUT_MS, 'the Kafka cluster');
     const meta = await startShared(kafka, options, log);
     shared = meta;
-    assignment = options.nodes !== undefined && options.nodes.length > 0
-      ? new Assignment(options.nodes, options.replicas ?? 1, topic.partitions, options.topic) : null;
+    assignment = await checkedAssignment(meta, options, topic.partitions, log);
     owned = options.owned ?? assignment?.ownedBy(options.nodeId) ?? Array.from({ length: topic.partitions }, (_, i) => i);
     producer = new EventLogProducer({ kafka, topic: options.topic, timeoutMs: CLUSTER_WRITE_TIMEOUT_MS, log });
     await withTimeout(producer.ready(), CLUSTER_START_TIMEOUT_MS, 'an idempotent producer of the Kafka cluster');

@@ -83,6 +83,8 @@ export class SharedCatalog {
   private latest: Map<string, CatalogRecord> | null = new Map();
   private unhook: (() => void) | null = null;
   private closed = false;
+  /** The latest value of each record of the cluster itself (key `cluster/<id>`, not the engine's catalog). */
+  private readonly clusterRecords = new Map<string, unknown>();
 
   constructor(private readonly options: SharedCatalogOptions) {
     this.producer = new EventLogProducer({
@@ -96,6 +98,11 @@ export class SharedCatalog {
       sessionTimeout: 30_000,
       retry: { initialRetryTime: 300, maxRetryTime: 5_000, retries: 10, restartOnFailure: async () => true },
     });
+  }
+
+  /** The metadata topic's name. */
+  get topic(): string {
+    return this.options.topic;
   }
 
   /** True once the node adopted the topic's catalog (start resolved). */
@@ -132,6 +139,17 @@ export class SharedCatalog {
     if (this.seed === null || this.org === null) throw new Error(`no organization in the metadata topic ${this.options.topic}`);
     this.adopt(this.org);
     this.unhook = engine.catalog.beforeChange((records) => this.producer.send(records.map((record) => encode(record))));
+  }
+
+  /** The value of the cluster's record `cluster/<id>` read so far (undefined: none). */
+  clusterRecord(id: string): unknown {
+    return this.clusterRecords.get(id);
+  }
+
+  /** Publishes the cluster's record `cluster/<id>` (acks = all) and reads the topic past it. */
+  async publishClusterRecord(id: string, value: unknown): Promise<void> {
+    await this.producer.send([{ key: `cluster/${id}`, value: JSON.stringify(value) }]);
+    await this.readTo(await this.endOffset());
   }
 
   /** Resolves once the records in the topic now are read and applied (bounded; logs if not). */
@@ -182,6 +200,11 @@ export class SharedCatalog {
   }
 
   private read(message: KafkaMessage): void {
+    const key = message.key?.toString('utf8') ?? '';
+    if (key.startsWith('cluster/')) {
+      this.readClusterRecord(key.slice('cluster/'.length), message);
+      return;
+    }
     const decoded = decode(message);
     if (decoded === null) {
       this.options.log('warn', 'cluster: a record of the metadata topic is none of Tally\'s; skipped', { offset: message.offset });
@@ -199,6 +222,18 @@ export class SharedCatalog {
     if (seed !== null && seed !== this.seed) return;
     if (this.latest !== null) this.latest.set(`${record.kind}/${record.id}`, record);
     else this.options.engine.catalog.apply([record]);
+  }
+
+  private readClusterRecord(id: string, message: KafkaMessage): void {
+    if (message.value === null || message.value.length === 0) {
+      this.clusterRecords.delete(id);
+      return;
+    }
+    try {
+      this.clusterRecords.set(id, JSON.parse(message.value.toString('utf8')));
+    } catch {
+      this.options.log('warn', 'cluster: a cluster record of the metadata topic is no JSON; skipped', { offset: message.offset, id });
+    }
   }
 
   /** The offset after the partition's last record now. */

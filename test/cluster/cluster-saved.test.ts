@@ -4,9 +4,14 @@
  * for a collection stored on node 1, each answers what a single (non-cluster) node holding the same
  * events answers. With node 1 stopped: a saved query's result and a dataset's results are 503
  * naming the partition, a cached query is still served from node 0's cache, a job run on node 1 is
- * 503 naming the node.
+ * 503 naming the node. The assignment's inputs are kept in the metadata topic: a node started with
+ * other --cluster-nodes or --cluster-replicas stops with a sentence naming what differs, and
+ * --cluster-reassign replaces them.
  */
 import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Assignment } from '../../server/cluster/assignment.js';
 import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { client, eventually } from '../helpers/http.js';
@@ -19,6 +24,10 @@ const EVENTS = 60;
 
 let kafka: RealKafka;
 const servers: TestServer[] = [];
+let ports: number[] = [];
+let nodes = '';
+const argsOf = (id: number, list = nodes, replicas = '1') => [...clusterArgs(kafka.bootstrap, id), '--http-port', String(ports[id] ?? 0),
+  '--cluster-nodes', list, '--cluster-replicas', replicas, '--cluster-secret', SECRET];
 t.before(async () => {
   kafka = await startKafka({ nodes: 1 });
 });
@@ -85,10 +94,8 @@ async function extractAsync(server: TestServer, collection: string, asked: TestS
 }
 
 t.test('saved, cached, datasets and extraction jobs of another node\'s collection answer as one node', async (t) => {
-  const ports = [await freePort(), await freePort()];
-  const nodes = ports.map((port, id) => `${id}=http://127.0.0.1:${port}`).join(',');
-  const argsOf = (id: number) => [...clusterArgs(kafka.bootstrap, id), '--http-port', String(ports[id]),
-    '--cluster-nodes', nodes, '--cluster-replicas', '1', '--cluster-secret', SECRET];
+  ports = [await freePort(), await freePort(), await freePort()];
+  nodes = ports.slice(0, 2).map((port, id) => `${id}=http://127.0.0.1:${port}`).join(',');
   const a = await startServer({ args: argsOf(0) });
   servers.push(a);
   const b = await startServer({ orgKey: a.orgKey, args: argsOf(1) });
@@ -143,4 +150,40 @@ t.test('saved, cached, datasets and extraction jobs of another node\'s collectio
   const job = await client(a.url).get(path(a, `queries/extraction/jobs/${got.id}`), { key: a.keys.read });
   t.equal(job.status, 503, job.text);
   t.match(job.body, { error_code: 'ServiceUnavailableError', message: /node 1 .*did not answer/ });
+});
+
+/** A start that must fail: rejects with the node's exit and output. */
+async function failedStart(t: Test, orgKey: string, args: string[]): Promise<string> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tally-test-'));
+  try {
+    const server = await startServer({ dataDir, orgKey, args });
+    servers.push(server);
+    t.fail('the node started');
+    return '';
+  } catch (error) {
+    return (error as Error).message;
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+t.test('a node started with another assignment than the cluster\'s stops; --cluster-reassign replaces it', async (t) => {
+  const orgKey = servers[0]!.orgKey;
+  const three = ports.map((port, id) => `${id}=http://127.0.0.1:${port}`).join(',');
+  const more = await failedStart(t, orgKey, argsOf(2, three));
+  t.match(more, /server exited with [1-9]\d* before ready/, 'the process exits non-zero');
+  t.match(more, /--cluster-nodes differs from the cluster's assignment in tally\.meta \(nodes 0,1 there, 0,1,2 here\); to change the cluster's assignment, start one node with --cluster-reassign/);
+  const replicas = await failedStart(t, orgKey, argsOf(0, nodes, '2'));
+  t.match(replicas, /--cluster-replicas differs from the cluster's assignment in tally\.meta \(1 there, 2 here\)/);
+  const moved = nodes.replace(`1=http://127.0.0.1:${ports[1]}`, `1=http://127.0.0.2:${ports[1]}`);
+  t.match(await failedStart(t, orgKey, argsOf(0, moved)), /\(node 1 at http:\/\/127\.0\.0\.1:\d+ there, at http:\/\/127\.0\.0\.2:\d+ here\)/);
+
+  const added = await startServer({ orgKey, args: [...argsOf(2, three), '--cluster-reassign'] });
+  servers.push(added);
+  t.match(added.stderr(), /cluster: replaced this node's assignment in the metadata topic/);
+  const old = await failedStart(t, orgKey, argsOf(1));
+  t.match(old, /--cluster-nodes differs from the cluster's assignment in tally\.meta \(nodes 0,1,2 there, 0,1 here\)/, 'the reassigned record is the cluster\'s now');
+  const same = await startServer({ orgKey, args: argsOf(1, three) });
+  servers.push(same);
+  t.notMatch(same.stderr(), /assignment in the metadata topic/, 'the same assignment: nothing published');
 });

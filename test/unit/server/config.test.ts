@@ -36,6 +36,8 @@ const SECRET = ['--cluster-secret', '0123456789abcdef'];
 const nodeCases: [string[], RegExp][] = [
   [[...CLUSTER, '--cluster-replicas', '1'], /^--cluster-replicas needs --cluster-nodes$/],
   [[...CLUSTER, '--cluster-secret', 'x'.repeat(20)], /^--cluster-secret needs --cluster-nodes$/],
+  [[...CLUSTER, '--cluster-reassign'], /^--cluster-reassign needs --cluster-nodes$/],
+  [['--cluster-reassign'], /^--cluster-reassign is for cluster mode: it needs --cluster-brokers$/],
   [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=a:1'], /^--cluster-nodes must be ID=http:\/\/HOST:PORT\[@KAFKAHOST:PORT\]\[,\.\.\.\] with ids 0-1023 and ports 1-65535, got "1=a:1"$/],
   [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://a:1@b'], /got "1=http:\/\/a:1@b"$/],
   [[...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://a:1@b:0'], /ports 1-65535, got "1=http:\/\/a:1@b:0"$/],
@@ -53,7 +55,8 @@ const nodeCases: [string[], RegExp][] = [
 t.test('cluster nodes: --cluster-nodes sorted by id, replicas default min(2, nodes), the secret', async (t) => {
   t.same(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://b:8002, 0=https://[::1]:8001/'], {}).cluster,
     { brokers: ['k1:9092'], nodeId: 1, topic: 'tally.events', metaTopic: 'tally.meta', partitions: 12, retentionMs: -1,
-      nodes: [{ id: 0, url: 'https://[::1]:8001' }, { id: 1, url: 'http://b:8002' }], replicas: 2, secret: '0123456789abcdef' });
+      nodes: [{ id: 0, url: 'https://[::1]:8001' }, { id: 1, url: 'http://b:8002' }], replicas: 2, secret: '0123456789abcdef', reassign: false });
+  t.equal(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://b:1', '--cluster-reassign'], {}).cluster?.reassign, true);
   t.equal(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '1=http://b:1'], {}).cluster?.replicas, 1, 'one node: one replica');
   t.same(readConfig([...CLUSTER, ...SECRET, '--cluster-nodes', '0=http://a:1/@k0:19093,1=http://b:1@[::1]:29093'], {}).cluster?.nodes,
     [{ id: 0, url: 'http://a:1', kafka: 'k0:19093' }, { id: 1, url: 'http://b:1', kafka: '[::1]:29093' }], 'ID=URL@HOST:PORT: the outbound address');
@@ -63,7 +66,7 @@ t.test('cluster nodes: --cluster-nodes sorted by id, replicas default min(2, nod
 t.test('cluster mode: --cluster-brokers with --node-id; defaults; every bad value named', async (t) => {
   t.equal(readConfig([], {}).cluster, undefined, 'single node by default');
   t.same(readConfig(['--cluster-brokers', 'k1:9092, k2:9092,[::1]:9094', '--node-id', '3'], {}).cluster,
-    { brokers: ['k1:9092', 'k2:9092', '[::1]:9094'], nodeId: 3, topic: 'tally.events', metaTopic: 'tally.meta', partitions: 12, retentionMs: -1, nodes: [], replicas: 1, secret: '' });
+    { brokers: ['k1:9092', 'k2:9092', '[::1]:9094'], nodeId: 3, topic: 'tally.events', metaTopic: 'tally.meta', partitions: 12, retentionMs: -1, nodes: [], replicas: 1, secret: '', reassign: false });
   t.match(readConfig(['--cluster-brokers=127.0.0.1:1', '--node-id=0', '--cluster-topic', 'my_events.v2', '--cluster-partitions', '3',
     '--cluster-meta-topic', 'my_meta'], {}).cluster, { brokers: ['127.0.0.1:1'], nodeId: 0, topic: 'my_events.v2', metaTopic: 'my_meta', partitions: 3 });
   t.equal(readConfig(['--cluster-brokers', 'k1:9092', '--node-id', '3', '--cluster-retention-ms', '604800000'], {}).cluster?.retentionMs, 604_800_000);
