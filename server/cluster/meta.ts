@@ -3,7 +3,8 @@
  * queries, dataset definitions) kept in a compacted, single-partition Kafka topic (default
  * `tally.meta`) that every node reads from its beginning and then follows.
  *
- * A record is one object: key `<kind>/<id>` (engine/catalog/records.ts), value its full state as
+ * A record is one object: key `<kind>/<id>` (engine/catalog/records.ts; `cluster/<id>`: the
+ * cluster's own records, kept here and not applied to the catalog), value its full state as
  * JSON, or null (a tombstone) for a delete, so compaction keeps each object's latest state. A
  * change asked of any node is produced (idempotent producer, acks = all) before it is applied
  * and answered (engine.catalog.beforeChange); Kafka's refusal within CLUSTER_WRITE_TIMEOUT_MS is
