@@ -1,8 +1,9 @@
 /**
  * Node loss on a real cluster: three Kafka brokers (RF 3, min.insync.replicas 2) and three Tally
  * nodes with --cluster-replicas 2 (every partition stored by two nodes). Writers over HTTP to every
- * node (single events and batches, half the collections with svc.uniqueness_token); a Tally node is
- * killed -9, then a broker, while they write. While the node is down every collection still
+ * node (single events and batches, half the collections with svc.uniqueness_token) and a kafkajs
+ * idempotent producer to a surviving node's inbound Kafka listener; a Tally node is killed -9, then a
+ * broker, while they write. While the node is down every collection still
  * answers from the surviving nodes (the replica) and their writes are still acknowledged; /metrics
  * shows the node down. Both restarted: every acknowledged event is counted exactly once asked of
  * every node, a token-carrying retry of acknowledged events counts nothing again, every
@@ -30,15 +31,18 @@ let kafka: RealKafka;
 /** The running (or last) process of each node. */
 const nodes: TestServer[] = [];
 let ports: number[];
+/** Each node's inbound Kafka listener (--kafka-in-port). */
+let kinPorts: number[];
 let argsOf: (id: number) => string[];
 const assignment = new Assignment(NODES.map((id) => ({ id, url: '' })), 2, 12, TOPIC);
 
 t.before(async () => {
   kafka = await startKafka({ nodes: 3 });
   ports = [await freePort(), await freePort(), await freePort()];
+  kinPorts = [await freePort(), await freePort(), await freePort()];
   const list = NODES.map((id) => `${id}=http://127.0.0.1:${ports[id]}`).join(',');
   argsOf = (id) => [...clusterArgs(kafka.bootstrap, id), '--http-port', String(ports[id]),
-    '--cluster-nodes', list, '--cluster-replicas', '2', '--cluster-secret', SECRET];
+    '--cluster-nodes', list, '--cluster-replicas', '2', '--cluster-secret', SECRET, '--kafka-in-port', String(kinPorts[id])];
 });
 t.teardown(async () => {
   for (const node of nodes) {
@@ -125,6 +129,48 @@ function startWriters(collections: ReturnType<typeof pickCollections>, through: 
   });
 }
 
+/** What a kafkajs producer sent: ids of sends resolved (acknowledged) and of sends that failed (fate unknown). */
+interface KafkaOutcome { readonly acked: string[]; readonly failed: string[]; sends: number }
+
+/** A collection stored on node 2 (the one killed) and `also`. */
+function kafkaCollection(projectId: string, also: number): string {
+  for (let i = 0; ; i++) {
+    const owners = assignment.ownersOf(assignment.partitionOf(`${projectId}/kin${i}`)).map((m) => m.id);
+    if (owners.includes(2) && owners.includes(also)) return `kin${i}`;
+  }
+}
+
+/**
+ * A kafkajs idempotent producer to `id`'s inbound listener sending batches of 10 to `topic` until
+ * `stop()`. A send that failed (retries exhausted) leaves its batch's fate unknown: the producer is
+ * replaced by a new one (a new producer id) so no later batch reuses the failed one's sequence.
+ */
+async function produceUntil(node: TestServer, id: number, topic: string, stop: () => boolean, out: KafkaOutcome): Promise<void> {
+  const connect = async () => {
+    const producer = new Kafka({
+      clientId: 'nodeloss-kafka-in', brokers: [`127.0.0.1:${kinPorts[id]}`], logLevel: logLevel.NOTHING,
+      sasl: { mechanism: 'plain', username: node.projectId, password: node.keys.write },
+      retry: { retries: 60, initialRetryTime: 200, maxRetryTime: 1000 }, connectionTimeout: 2000,
+    }).producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    return producer;
+  };
+  let producer = await connect();
+  for (let n = 0; !stop(); n += 10) {
+    const ids = Array.from({ length: 10 }, (_, j) => `${topic}-${n + j}`);
+    out.sends++;
+    try {
+      await producer.send({ topic, acks: -1, messages: ids.map((eventId) => ({ value: JSON.stringify({ id: eventId, writer: 'kafkajs' }) })) });
+      out.acked.push(...ids);
+    } catch {
+      out.failed.push(...ids);
+      await producer.disconnect().catch(() => undefined);
+      producer = await connect();
+    }
+  }
+  await producer.disconnect();
+}
+
 const ackedOf = (w: Writers) => [...w.outcomes.values()].reduce((n, o) => n + o.acked.length, 0);
 
 t.test('a node and a broker killed mid-ingest: replicas answer, every acknowledged event counted once on every node', async (t) => {
@@ -156,12 +202,16 @@ t.test('a node and a broker killed mid-ingest: replicas answer, every acknowledg
 
   const w: Writers = { stop: false, outcomes: new Map(collections.map((c) => [c.name, emptyOutcome()])), running: [] };
   startWriters(collections, nodes, 'a', w);
+  const kinTopic = kafkaCollection(a.projectId, 1);
+  const kin: KafkaOutcome = { acked: [], failed: [], sends: 0 };
+  w.running.push(produceUntil(b, 1, kinTopic, () => w.stop, kin));
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   await nodes[2]!.kill9();
   await new Promise((resolve) => setTimeout(resolve, 500));
   await kafka.killNode(3);
   mark(t, 'node 2 and broker 3 killed');
   const ackedAtKill = ackedOf(w);
+  const kinAtKill = kin.acked.length;
 
   // Node 2 and broker 3 down: the survivors answer every collection and take writes.
   for (const node of [a, b]) {
@@ -174,6 +224,8 @@ t.test('a node and a broker killed mid-ingest: replicas answer, every acknowledg
     }
   }
   t.ok(await eventually(async () => ackedOf(w) >= ackedAtKill + 200, 45_000), `writes through the survivors acknowledged (${ackedOf(w) - ackedAtKill} since the kills)`);
+  t.ok(await eventually(async () => kin.acked.length >= kinAtKill + 50, 45_000),
+    `the kafkajs producer's sends acknowledged since the kills (${kin.acked.length - kinAtKill} events)`);
 
   mark(t, 'writes acknowledged by the survivors');
   const restarted = nodes[2]!.restart(argsOf(2)).then((node) => (nodes[2] = node));
@@ -212,6 +264,17 @@ t.test('a node and a broker killed mid-ingest: replicas answer, every acknowledg
     return true;
   };
   t.ok(await countsEverywhere(), 'every collection asked of every node counts the same');
+
+  // The kafkajs producer's events, asked of every node: every acknowledged one once, none twice.
+  t.ok(kin.acked.length >= 100, `the kafkajs producer's sends were acknowledged (${kin.acked.length} events)`);
+  const kinSent = new Set([...kin.acked, ...kin.failed]);
+  for (const [id, node] of nodes.entries()) {
+    const seen = await storedIds(node, kinTopic);
+    t.same(kin.acked.filter((e) => !seen.has(e)), [], `${kinTopic} asked of node ${id}: no acknowledged kafkajs event lost`);
+    t.same([...seen].filter(([, n]) => n > 1).map(([e]) => e), [], `${kinTopic} asked of node ${id}: none twice`);
+    t.same([...seen.keys()].filter((e) => !kinSent.has(e)), [], `${kinTopic} asked of node ${id}: nothing never sent`);
+    if (id === 0) t.comment(`${kinTopic}: ${kin.sends} sends, ${kin.acked.length} events acknowledged, ${kin.failed.length} failed, ${seen.size} stored`);
+  }
 
   // A retry of every acknowledged token-carrying event, through another node: nothing counted twice.
   for (const { name } of collections.filter((c) => c.tokens)) await settle(nodes[2], name, w.outcomes.get(name)!.acked);
