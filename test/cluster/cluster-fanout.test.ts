@@ -13,7 +13,7 @@ import { Assignment } from '../../server/cluster/assignment.js';
 import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { client, eventually } from '../helpers/http.js';
 import { freePort, startServer, type TestServer } from '../helpers/server.js';
-import { caughtUp, clusterArgs } from '../helpers/cluster.js';
+import { caughtUp, clusterArgs, stopAll } from '../helpers/cluster.js';
 
 const SECRET = 'a-test-cluster-secret-0123456789';
 const TIMEFRAME = { start: '2024-05-01T00:00:00Z', end: '2024-05-10T00:00:00Z' };
@@ -24,13 +24,7 @@ const servers: TestServer[] = [];
 t.before(async () => {
   kafka = await startKafka({ nodes: 1 });
 });
-t.teardown(async () => {
-  for (const server of servers) {
-    if (server.child.exitCode === null && server.child.signalCode === null) await server.kill9();
-    server.cleanup();
-  }
-  await kafka?.stop();
-});
+t.teardown(() => stopAll(servers, kafka));
 
 function eventsOf(collection: string): Record<string, unknown>[] {
   return Array.from({ length: PER_COLLECTION }, (_, i) => ({

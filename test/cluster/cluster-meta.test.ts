@@ -12,7 +12,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { client } from '../helpers/http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
-import { ALL_TIME, clusterArgs } from '../helpers/cluster.js';
+import { ALL_TIME, clusterArgs, stopAll } from '../helpers/cluster.js';
 
 const POLL_MS = 50;
 const BOUND_MS = 5_000;
@@ -24,11 +24,7 @@ t.before(async () => {
   kafka = await startKafka({ nodes: 1 });
 });
 t.teardown(async () => {
-  for (const server of servers) {
-    if (server.child.exitCode === null && server.child.signalCode === null) await server.kill9();
-    server.cleanup();
-  }
-  await kafka?.stop();
+  await stopAll(servers, kafka);
   t.comment(`delays until in force on the other node (ms): ${JSON.stringify(delays)}`);
 });
 

@@ -19,9 +19,7 @@ import { Assignment } from '../../server/cluster/assignment.js';
 import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { client, eventually } from '../helpers/http.js';
 import { freePort, startServer, type TestServer } from '../helpers/server.js';
-import {
-  ALL_TIME, caughtUp, clusterArgs, countOf, emptyOutcome, storedIds, testEvent, writeUntil, type WriteOutcome,
-} from '../helpers/cluster.js';
+import { ALL_TIME, caughtUp, clusterArgs, countOf, emptyOutcome, stopAll, storedIds, testEvent, type WriteOutcome, writeUntil } from '../helpers/cluster.js';
 
 const SECRET = 'a-test-cluster-secret-0123456789';
 const NODES = [0, 1, 2];
@@ -44,13 +42,7 @@ t.before(async () => {
   argsOf = (id) => [...clusterArgs(kafka.bootstrap, id), '--http-port', String(ports[id]),
     '--cluster-nodes', list, '--cluster-replicas', '2', '--cluster-secret', SECRET, '--kafka-in-port', String(kinPorts[id])];
 });
-t.teardown(async () => {
-  for (const node of nodes) {
-    if (node.child.exitCode === null && node.child.signalCode === null) await node.kill9();
-    node.cleanup();
-  }
-  await kafka?.stop();
-});
+t.teardown(() => stopAll(nodes, kafka));
 
 const started = Date.now();
 /** Where the time goes (the file should stay well under 90 s). */

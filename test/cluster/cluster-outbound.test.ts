@@ -16,7 +16,7 @@ import { RawClient } from '../helpers/kafka/raw-client.js';
 import { available, run } from '../helpers/kafka/run.js';
 import { client, eventually } from '../helpers/http.js';
 import { freePort, startServer, type TestServer } from '../helpers/server.js';
-import { caughtUp, clusterArgs, countOf } from '../helpers/cluster.js';
+import { caughtUp, clusterArgs, countOf, stopAll } from '../helpers/cluster.js';
 
 const SECRET = 'a-test-cluster-secret-0123456789';
 const PER_COLLECTION = 30;
@@ -28,13 +28,7 @@ const servers: TestServer[] = [];
 t.before(async () => {
   kafka = await startKafka({ nodes: 1 });
 });
-t.teardown(async () => {
-  for (const server of servers) {
-    if (server.child.exitCode === null && server.child.signalCode === null) await server.kill9();
-    server.cleanup();
-  }
-  await kafka?.stop();
-});
+t.teardown(() => stopAll(servers, kafka));
 
 interface Read { key: string | null; value: string; offset: string }
 

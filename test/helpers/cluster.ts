@@ -3,6 +3,7 @@
  * events were acknowledged, and the stored ids read back with an extraction.
  */
 import { client } from './http.js';
+import type { RealKafka } from './kafka-cluster.js';
 import { startServer, type TestServer } from './server.js';
 
 export const ALL_TIME = { start: '2000-01-01T00:00:00Z', end: '2100-01-01T00:00:00Z' };
@@ -108,4 +109,13 @@ export async function caughtUp(server: TestServer, timeoutMs = 60_000): Promise<
     if (Date.now() > deadline) throw new Error(`not caught up in time; stderr:\n${server.stderr().slice(-3000)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** A test file's end: every server still running killed (-9) and each one's data dir removed, then the broker stopped. */
+export async function stopAll(servers: readonly TestServer[], kafka: RealKafka | undefined): Promise<void> {
+  for (const server of servers) {
+    if (server.child.exitCode === null && server.child.signalCode === null) await server.kill9();
+    server.cleanup();
+  }
+  await kafka?.stop();
 }
