@@ -29,6 +29,7 @@ import { randomBytes } from 'node:crypto';
 import { isApiError, type EventToWrite, type TallyEngine } from '../../engine/index.js';
 import { ConsumedOffsets } from './offsets.js';
 import { decodeDelete, isDeleteRecord } from './deletes.js';
+import { untilServed } from './served.js';
 import { CLUSTER_REFUSAL_LOG_MS, CLUSTER_RUN_EVENTS_MAX } from '../common/limits.js';
 
 const CONTEXT = Object.freeze({ ip: '', userAgent: 'tally-cluster' });
@@ -142,7 +143,7 @@ export class LogConsumer {
     consumer.on(consumer.events.CRASH, ({ payload }) => {
       options.log('error', 'cluster: the events consumer failed; it restarts', { error: payload.error });
     });
-    await consumer.subscribe({ topic: options.topic, fromBeginning: true });
+    await untilServed(() => consumer.subscribe({ topic: options.topic, fromBeginning: true }), () => this.closed);
     await consumer.run({
       autoCommit: false,
       // kafkajs fetches on from the last offset resolved: only after a run is durable, so a batch

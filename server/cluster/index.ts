@@ -28,6 +28,7 @@ import { ConsumedOffsets } from './offsets.js';
 import { EventLogProducer, type LogMessage } from './producer.js';
 import { SharedCatalog } from './meta.js';
 import { ClusterStatus } from './status.js';
+import { untilServed } from './served.js';
 import { CLUSTER_START_TIMEOUT_MS, CLUSTER_TOPIC_MESSAGE_BYTES_MAX, CLUSTER_WRITE_TIMEOUT_MS } from '../common/limits.js';
 
 
@@ -153,7 +154,7 @@ async function ensureTopic(kafka: Kafka, spec: TopicSpec): Promise<TopicFacts> {
       }],
     });
     await served(admin, spec.topic);
-    const [meta] = (await admin.fetchTopicMetadata({ topics: [spec.topic] })).topics;
+    const [meta] = (await untilServed(() => admin.fetchTopicMetadata({ topics: [spec.topic] }))).topics;
     if (meta === undefined || meta.partitions.length === 0) throw new Error(`topic ${spec.topic} has no partitions`);
     const config = await admin.describeConfigs({
       includeSynonyms: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: spec.topic, configNames: ['retention.ms'] }],

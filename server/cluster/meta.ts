@@ -25,6 +25,7 @@ import { randomBytes } from 'node:crypto';
 import { ApiError, type CatalogKind, type CatalogRecord, type OrgState, type TallyEngine } from '../../engine/index.js';
 import { staticAssigner } from './consumer.js';
 import { EventLogProducer, type LogMessage } from './producer.js';
+import { untilServed } from './served.js';
 import { CLUSTER_META_SYNC_TIMEOUT_MS, CLUSTER_META_WAIT_MS, CLUSTER_WRITE_TIMEOUT_MS } from '../common/limits.js';
 
 const SEED_HEADER = 'tally-seed';
@@ -126,7 +127,7 @@ export class SharedCatalog {
     });
     // A fresh group with nothing committed: the partition is read from its earliest record. A
     // restarted consumer reads it again from there; applying is idempotent.
-    await this.consumer.subscribe({ topic: this.options.topic, fromBeginning: true });
+    await untilServed(() => this.consumer.subscribe({ topic: this.options.topic, fromBeginning: true }), () => this.closed);
     await this.consumer.run({ autoCommit: false, eachBatch: async (payload) => this.eachBatch(payload) });
     await this.readTo(end);
     if (this.seed === null) {

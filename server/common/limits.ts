@@ -81,6 +81,8 @@ export const CLUSTER_META_WAIT_MS = 100;
 export const CLUSTER_META_SYNC_TIMEOUT_MS = 10_000;
 /** How long start-up waits for the Kafka cluster to answer. */
 export const CLUSTER_START_TIMEOUT_MS = 30_000;
+/** Start-up asks again this often while a topic just created is not served yet (cluster/served.ts). */
+export const CLUSTER_NOT_SERVED_RETRY_MS = 200;
 /** The events topic's max.message.bytes: a batch request (10 MB) goes to one partition whole. */
 export const CLUSTER_TOPIC_MESSAGE_BYTES_MAX = 16 * 1024 * 1024;
 /** Bytes of messages per send: a batch request body is at most 10 MB, so one always fits. */

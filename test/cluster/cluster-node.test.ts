@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import {
   ALL_TIME, caughtUp, clusterArgs, countOf, emptyOutcome, startClusterNode, storedIds, writeUntil,
 } from '../helpers/cluster.js';
+import { notServedYet, untilServed } from '../../server/cluster/served.js';
 
 let kafka: RealKafka;
 let server: TestServer | undefined;
@@ -149,4 +150,37 @@ t.test('a cluster that does not answer stops the start with one sentence', async
     (s) => { void s.kill9(); return ''; }, (error: Error) => error.message);
   t.match(failed, /server exited with 1 before ready/);
   t.match(failed, /tally: cannot use the Kafka cluster at 127\.0\.0\.1:1 \(topic tally\.events\): Connection error/);
+});
+
+t.test('a topic not served yet: start-up asks again instead of stopping', async (t) => {
+  // What a node started the moment another created the topics meets on a 3-broker cluster, made
+  // certain here: the topic appears a moment after the subscribe is first asked.
+  const kafkaClient = new Kafka({ clientId: 'tally-test-served', brokers: kafka.bootstrap, logLevel: logLevel.NOTHING, retry: { retries: 0 } });
+  const topic = `not-served-yet-${Date.now()}`;
+  const bare = kafkaClient.consumer({ groupId: `${topic}-bare`, allowAutoTopicCreation: false, retry: { retries: 0 } });
+  await bare.connect();
+  t.teardown(() => bare.disconnect());
+  const thrown = await bare.subscribe({ topic, fromBeginning: true }).then(() => null, (error: Error) => error);
+  t.ok(thrown !== null && notServedYet(thrown), `kafkajs throws on a topic not served: ${thrown?.message}`);
+
+  const consumer = kafkaClient.consumer({ groupId: `${topic}-served`, allowAutoTopicCreation: false, retry: { retries: 0 } });
+  await consumer.connect();
+  t.teardown(() => consumer.disconnect());
+  const admin = kafkaClient.admin();
+  await admin.connect();
+  t.teardown(() => admin.disconnect());
+  let calls = 0;
+  const subscribed = untilServed(() => {
+    calls++;
+    return consumer.subscribe({ topic, fromBeginning: true });
+  });
+  await new Promise((resolve) => setTimeout(resolve, 700));
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }] });
+  await subscribed;
+  t.ok(calls > 1, `subscribed once the topic was served (${calls} tries)`);
+
+  // Anything else is not waited out.
+  const other = Object.assign(new Error('denied'), { type: 'TOPIC_AUTHORIZATION_FAILED' });
+  await t.rejects(untilServed(() => Promise.reject(other)), { message: 'denied' });
+  t.notOk(notServedYet(other));
 });
