@@ -115,16 +115,22 @@ export function fetchKafka({ quiet = false } = {}) {
   return libs;
 }
 
-/** A TCP port free on 127.0.0.1 right now. */
-function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolvePort(port));
+/**
+ * A port free now for a listener a test starts (and may restart on the same port). Chosen at random
+ * below the kernel's ephemeral range (32768-60999 here): a port the kernel handed out as free can be
+ * taken by any outgoing connection (Kafka clients open many) before the listener binds it, or while
+ * a killed process is down; these cannot.
+ */
+async function freePort() {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise((resolve) => {
+      const probe = createServer();
+      probe.once('error', () => resolve(false));
+      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
 }
 
 /** A Kafka Uuid string (base64url of 16 random bytes), as `kafka-storage random-uuid` prints. */

@@ -112,10 +112,15 @@ export async function caughtUp(server: TestServer, timeoutMs = 60_000): Promise<
 }
 
 /** A test file's end: every server still running killed (-9) and each one's data dir removed, then the broker stopped. */
-export async function stopAll(servers: readonly TestServer[], kafka: RealKafka | undefined): Promise<void> {
-  for (const server of servers) {
-    if (server.child.exitCode === null && server.child.signalCode === null) await server.kill9();
-    server.cleanup();
+export async function stopAll(servers: readonly (TestServer | undefined)[], kafka: RealKafka | undefined): Promise<void> {
+  try {
+    // A node whose start failed left a hole: the brokers are stopped all the same, or the file hangs.
+    for (const server of servers) {
+      if (server === undefined) continue;
+      if (server.child.exitCode === null && server.child.signalCode === null) await server.kill9();
+      server.cleanup();
+    }
+  } finally {
+    await kafka?.stop();
   }
-  await kafka?.stop();
 }

@@ -167,14 +167,20 @@ export function serverForFile(
   return shared;
 }
 
-/** A TCP port free on 127.0.0.1 right now (for listeners a test turns on, like Kafka's). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
+/**
+ * A port free now for a listener a test starts (and may restart on the same port). Chosen at random
+ * below the kernel's ephemeral range (32768-60999 here): a port the kernel handed out as free can be
+ * taken by any outgoing connection (Kafka clients open many) before the listener binds it, or while
+ * a killed process is down; these cannot.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const probe = createServer();
+      probe.once('error', () => resolve(false));
+      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
 }
