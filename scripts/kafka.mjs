@@ -14,12 +14,13 @@
  * DIR/pids.json names the processes `stop` ends, DIR/bootstrap the servers. The same functions are
  * exported for tests (test/helpers/kafka-cluster.ts).
  */
+import { freePort } from './ports.mjs';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
   existsSync, mkdirSync, openSync, closeSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync,
 } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -115,23 +116,6 @@ export function fetchKafka({ quiet = false } = {}) {
   return libs;
 }
 
-/**
- * A port free now for a listener a test starts (and may restart on the same port). Chosen at random
- * below the kernel's ephemeral range (32768-60999 here): a port the kernel handed out as free can be
- * taken by any outgoing connection (Kafka clients open many) before the listener binds it, or while
- * a killed process is down; these cannot.
- */
-async function freePort() {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    const free = await new Promise((resolve) => {
-      const probe = createServer();
-      probe.once('error', () => resolve(false));
-      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-}
 
 /** A Kafka Uuid string (base64url of 16 random bytes), as `kafka-storage random-uuid` prints. */
 function clusterId() {

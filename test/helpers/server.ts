@@ -8,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -167,20 +166,10 @@ export function serverForFile(
   return shared;
 }
 
-/**
- * A port free now for a listener a test starts (and may restart on the same port). Chosen at random
- * below the kernel's ephemeral range (32768-60999 here): a port the kernel handed out as free can be
- * taken by any outgoing connection (Kafka clients open many) before the listener binds it, or while
- * a killed process is down; these cannot.
- */
+/** scripts/ports.mjs (plain ESM, not compiled): a port reserved for this process (see there why). */
+const PORTS = new URL('../../../scripts/ports.mjs', import.meta.url).href;
+
 export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    const free = await new Promise<boolean>((resolve) => {
-      const probe = createServer();
-      probe.once('error', () => resolve(false));
-      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
+  const { freePort: reserved } = (await import(PORTS)) as { freePort: () => Promise<number> };
+  return reserved();
 }
