@@ -291,7 +291,7 @@ export async function startCluster(options: ClusterOptions): Promise<ClusterNode
     shared = meta;
     assignment = await checkedAssignment(meta, options, topic.partitions, log);
     owned = options.owned ?? assignment?.ownedBy(options.nodeId) ?? Array.from({ length: topic.partitions }, (_, i) => i);
-    producer = new EventLogProducer({ kafka, topic: options.topic, timeoutMs: CLUSTER_WRITE_TIMEOUT_MS, log });
+    producer = new EventLogProducer({ kafka, topic: options.topic, partitions: topic.partitions, timeoutMs: CLUSTER_WRITE_TIMEOUT_MS, log });
     await withTimeout(producer.ready(), CLUSTER_START_TIMEOUT_MS, 'an idempotent producer of the Kafka cluster');
     consumer = new LogConsumer({ kafka, engine, topic: options.topic, partitions: owned, offsets, nodeId: options.nodeId, log, metaSync: () => meta.sync() });
     await withTimeout(consumer.start(), CLUSTER_START_TIMEOUT_MS, 'a consumer of the Kafka cluster');

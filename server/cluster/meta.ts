@@ -90,7 +90,7 @@ export class SharedCatalog {
 
   constructor(private readonly options: SharedCatalogOptions) {
     this.producer = new EventLogProducer({
-      kafka: options.kafka, topic: options.topic, timeoutMs: CLUSTER_WRITE_TIMEOUT_MS, log: options.log, unavailable,
+      kafka: options.kafka, topic: options.topic, partitions: 1, timeoutMs: CLUSTER_WRITE_TIMEOUT_MS, log: options.log, unavailable,
     });
     this.consumer = options.kafka.consumer({
       groupId: `tally-meta-${options.nodeId}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`,

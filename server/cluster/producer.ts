@@ -13,8 +13,16 @@
  * its sequence numbers back when a send fails; had the broker appended that batch after all, the
  * old producer's next batch of the same size would reuse the sequence and the broker would take
  * it for a retry of the first and drop it while acknowledging it. A new producer id has no history.
+ *
+ * Each kafkajs send holds the messages of one partition. kafkajs 2.2.4 loses messages when a send
+ * spans partitions led by different brokers and a leader moves during its retries: a retry skips
+ * every broker that already answered, so the moved partition's messages go nowhere while send()
+ * resolves (tulios/kafkajs#1798; seen here as 21 acknowledged events missing from every node after
+ * a broker was killed). With one partition a send, the broker that answered is the one that took
+ * them. A request is acknowledged once every partition it wrote to was, and each answer must name
+ * its partition.
  */
-import { Kafka, type Producer } from 'kafkajs';
+import { Kafka, Partitioners, type Message, type Producer } from 'kafkajs';
 import { ApiError } from '../../engine/index.js';
 import { CLUSTER_SEND_BYTES_MAX } from '../common/limits.js';
 
@@ -44,6 +52,8 @@ export interface EventLogProducerOptions {
   readonly log: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
   /** The 503 a refused send answers (default: an events write's). */
   readonly unavailable?: (reason: string) => ApiError;
+  /** The topic's partitions: each send holds one partition's messages. */
+  readonly partitions: number;
 }
 
 export class EventLogProducer {
@@ -57,7 +67,11 @@ export class EventLogProducer {
   acknowledged = 0;
   failed = 0;
 
+  private readonly partitioner = Partitioners.DefaultPartitioner();
+  private readonly metadata: { partitionId: number; leader: number }[];
+
   constructor(private readonly options: EventLogProducerOptions) {
+    this.metadata = Array.from({ length: options.partitions }, (_, partitionId) => ({ partitionId, leader: 0 }));
     this.producer = this.newProducer();
     this.connected = this.connectCurrent();
   }
@@ -138,8 +152,7 @@ export class EventLogProducer {
 
   private async sendBatch(batch: readonly Pending[]): Promise<void> {
     const deadline = batch[0]!.deadline;
-    const messages: LogMessage[] = [];
-    for (const p of batch) for (const m of p.messages) messages.push(m);
+    const { byPartition, partitionsOf } = this.splitByPartition(batch);
     // This producer and its connect, whatever replaces them meanwhile: a send must never go to a
     // producer whose connect (its producer id) is still under way, as kafkajs would then number
     // the batch from 0 without a producer id and roll its sequence back below 0 on a failure.
@@ -152,27 +165,83 @@ export class EventLogProducer {
         timer = setTimeout(() => reject(new Error(`no acknowledgement within ${this.options.timeoutMs} ms`)),
           Math.max(0, deadline - Date.now()));
       });
-      attempt = connected.then(() => producer.send({
+      // One send a partition (see the file's comment), all at once; each must name its partition.
+      const sends = [...byPartition].map(([partition, messages]) => connected.then(() => producer.send({
         topic: this.options.topic,
         acks: -1,
         // How long the leader waits for the in-sync replicas; the rest of the bound is ours.
         timeout: Math.max(100, deadline - Date.now()),
-        messages: messages as LogMessage[],
+        messages,
+      })).then((results) => {
+        if (!results.some((r) => r.partition === partition && r.errorCode === 0)) {
+          throw new Error(`Kafka's answer does not name partition ${partition}`);
+        }
       }));
-      await Promise.race([attempt, expired]);
-      for (const p of batch) p.resolve();
-      this.acknowledged += batch.length;
-    } catch (error) {
-      const reason = (error as Error).message ?? String(error);
-      this.options.log('warn', 'cluster: a write to a topic failed; answered 503', {
-        topic: this.options.topic, requests: batch.length, messages: messages.length, reason,
+      attempt = Promise.allSettled(sends);
+      const settled = await Promise.race([attempt as Promise<PromiseSettledResult<void>[]>, expired]);
+      const failed = new Map<number, unknown>();
+      [...byPartition.keys()].forEach((partition, i) => {
+        const outcome = settled[i]!;
+        if (outcome.status === 'rejected') failed.set(partition, outcome.reason);
       });
-      for (const p of batch) p.reject((p.unavailable ?? this.options.unavailable ?? unavailable)(reason));
-      this.failed += batch.length;
+      this.answer(batch, partitionsOf, failed);
+      if (failed.size > 0 && !this.closed) this.replace(producer, attempt);
+    } catch (error) {
+      this.refuse(batch, (error as Error).message ?? String(error));
       if (!this.closed) this.replace(producer, attempt);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** The batch's messages by partition (the partition named in each), and each request's partitions. */
+  private splitByPartition(batch: readonly Pending[]): { byPartition: Map<number, Message[]>; partitionsOf: Set<number>[] } {
+    const byPartition = new Map<number, Message[]>();
+    const partitionsOf = batch.map((p) => {
+      const partitions = new Set<number>();
+      for (const m of p.messages) {
+        const partition = this.partitionOf(m.key);
+        partitions.add(partition);
+        let list = byPartition.get(partition);
+        if (list === undefined) byPartition.set(partition, list = []);
+        list.push({ key: m.key, value: m.value, partition, ...(m.headers !== undefined && { headers: m.headers }) });
+      }
+      return partitions;
+    });
+    return { byPartition, partitionsOf };
+  }
+
+  /** Acknowledges the requests whose partitions Kafka all took; refuses the others. */
+  private answer(batch: readonly Pending[], partitionsOf: readonly Set<number>[], failed: ReadonlyMap<number, unknown>): void {
+    if (failed.size === 0) {
+      for (const p of batch) p.resolve();
+      this.acknowledged += batch.length;
+      return;
+    }
+    const reason = String((failed.values().next().value as Error | undefined)?.message ?? 'a send failed');
+    const refused = batch.filter((_, i) => [...partitionsOf[i]!].some((partition) => failed.has(partition)));
+    batch.forEach((p, i) => {
+      if (![...partitionsOf[i]!].some((partition) => failed.has(partition))) {
+        p.resolve();
+        this.acknowledged++;
+      }
+    });
+    this.refuse(refused, reason, [...failed.keys()]);
+  }
+
+  private refuse(batch: readonly Pending[], reason: string, partitions?: readonly number[]): void {
+    if (batch.length === 0) return;
+    const messages = batch.reduce((n, p) => n + p.messages.length, 0);
+    this.options.log('warn', 'cluster: a write to a topic failed; answered 503', {
+      topic: this.options.topic, requests: batch.length, messages, reason, ...(partitions !== undefined && { partitions }),
+    });
+    for (const p of batch) p.reject((p.unavailable ?? this.options.unavailable ?? unavailable)(reason));
+    this.failed += batch.length;
+  }
+
+  /** The partition kafkajs's default partitioner gives `key` (murmur2), named in each message sent. */
+  private partitionOf(key: string): number {
+    return this.partitioner({ topic: this.options.topic, partitionMetadata: this.metadata as never, message: { key: Buffer.from(key), value: null } });
   }
 }
 
