@@ -28,7 +28,7 @@ import { ConsumedOffsets } from './offsets.js';
 import { EventLogProducer, type LogMessage } from './producer.js';
 import { SharedCatalog } from './meta.js';
 import { ClusterStatus } from './status.js';
-import { untilServed } from './served.js';
+import { notServedYet, untilServed } from './served.js';
 import { CLUSTER_START_TIMEOUT_MS, CLUSTER_TOPIC_MESSAGE_BYTES_MAX, CLUSTER_WRITE_TIMEOUT_MS } from '../common/limits.js';
 
 
@@ -136,6 +136,9 @@ async function ensureTopic(kafka: Kafka, spec: TopicSpec): Promise<TopicFacts> {
   try {
     const brokers = (await admin.describeCluster()).brokers.length;
     const replicationFactor = Math.min(3, brokers);
+    // kafkajs asks a broker for the new topic's leaders right after creating it, and gives up on
+    // "does not host this topic-partition" from a broker that has not heard of it yet: created
+    // all the same, and served() waits for it.
     const created = await admin.createTopics({
       waitForLeaders: true,
       topics: [{
@@ -152,6 +155,9 @@ async function ensureTopic(kafka: Kafka, spec: TopicSpec): Promise<TopicFacts> {
           ...(!spec.compact && (spec.retentionMs ?? -1) === -1 ? [{ name: 'retention.bytes', value: '-1' }] : []),
         ],
       }],
+    }).catch((error: unknown) => {
+      if (notServedYet(error)) return true;
+      throw error;
     });
     await served(admin, spec.topic);
     const [meta] = (await untilServed(() => admin.fetchTopicMetadata({ topics: [spec.topic] }))).topics;
