@@ -14,18 +14,18 @@
  * old producer's next batch of the same size would reuse the sequence and the broker would take
  * it for a retry of the first and drop it while acknowledging it. A new producer id has no history.
  *
- * Kafka's answer to a send must name every partition the send held. kafkajs 2.2.4 resolves a send
- * that spans partitions led by different brokers without having sent one partition's messages when
- * that partition's leader moves, during the send's retries, to a broker that had already answered
- * for others: a retry skips every broker that answered (tulios/kafkajs#1798; seen here as 21
- * acknowledged events missing from every node after a broker was killed). Its answer then lacks
- * that partition. So each message names its partition (kafkajs's default partitioner, as every
- * node computes it), a request is acknowledged once every partition it wrote to is in the answer,
- * and the requests that wrote to a missing one are refused with 503. (One send per partition
- * avoids the defect too, but took single events from ~11,000 to ~5,000 a second: a round trip
- * per partition.)
+ * Each kafkajs send holds the messages of one partition, and Kafka's answer must name it. kafkajs
+ * 2.2.4 mishandles a send that spans partitions led by different brokers when a leader moves during
+ * its retries (tulios/kafkajs#1798): a retry skips every broker that already answered, so a
+ * partition that moved to one is never sent while send() resolves (seen here as 21 acknowledged
+ * events missing from every node after a broker was killed); and a partition already acknowledged
+ * whose leader moved to a broker that has not answered is sent again with the next sequence number,
+ * which Kafka takes as new messages (a batch stored twice on every node, once in a CI run). With
+ * one partition a send there is no other broker's answer to keep. It costs a round trip per
+ * partition of a group commit: single events through one node ~12,000 -> ~5,000 a second
+ * (bench/cluster); one producer per partition would win that back.
  */
-import { Kafka, Partitioners, type Message, type Producer, type RecordMetadata } from 'kafkajs';
+import { Kafka, Partitioners, type Message, type Producer } from 'kafkajs';
 import { ApiError } from '../../engine/index.js';
 import { CLUSTER_SEND_BYTES_MAX } from '../common/limits.js';
 
@@ -168,21 +168,25 @@ export class EventLogProducer {
         timer = setTimeout(() => reject(new Error(`no acknowledgement within ${this.options.timeoutMs} ms`)),
           Math.max(0, deadline - Date.now()));
       });
-      // One send for the batch; Kafka's answer must name every partition it held (see the file's comment).
-      const messages = [...byPartition.values()].flat();
-      attempt = connected.then(() => producer.send({
+      // One send a partition (see the file's comment), all at once; each must name its partition.
+      const sends = [...byPartition].map(([partition, messages]) => connected.then(() => producer.send({
         topic: this.options.topic,
         acks: -1,
         // How long the leader waits for the in-sync replicas; the rest of the bound is ours.
         timeout: Math.max(100, deadline - Date.now()),
         messages,
+      })).then((results) => {
+        if (!results.some((r) => r.partition === partition && r.errorCode === 0)) {
+          throw new Error(`Kafka's answer does not name partition ${partition}`);
+        }
       }));
-      const results = await Promise.race([attempt as Promise<RecordMetadata[]>, expired]);
-      const taken = new Set(results.filter((r) => r.errorCode === 0).map((r) => r.partition));
+      attempt = Promise.allSettled(sends);
+      const settled = await Promise.race([attempt as Promise<PromiseSettledResult<void>[]>, expired]);
       const failed = new Map<number, unknown>();
-      for (const partition of byPartition.keys()) {
-        if (!taken.has(partition)) failed.set(partition, new Error(`Kafka's answer does not name partition ${partition}`));
-      }
+      [...byPartition.keys()].forEach((partition, i) => {
+        const outcome = settled[i]!;
+        if (outcome.status === 'rejected') failed.set(partition, outcome.reason);
+      });
       this.answer(batch, partitionsOf, failed);
       if (failed.size > 0 && !this.closed) this.replace(producer, attempt);
     } catch (error) {
