@@ -13,26 +13,13 @@ import t from 'tap';
 import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { client, eventually } from '../helpers/http.js';
 import { freePort, startServer, type TestServer } from '../helpers/server.js';
-import { caughtUp, clusterArgs, emptyOutcome, stopAll, storedIds, testEvent, type WriteOutcome, writeUntil } from '../helpers/cluster.js';
+import { caughtUp, clusterArgs, emptyOutcome, stopAll, settle, storedIds, type WriteOutcome, writeUntil } from '../helpers/cluster.js';
 
 const SECRET = 'a-test-cluster-secret-0123456789';
 const ROUNDS = 6;
 let kafka: RealKafka;
 const nodes: TestServer[] = [];
 t.teardown(() => stopAll(nodes, kafka));
-
-/** Token-carrying events whose fate is unknown, written through `node` until acknowledged. */
-async function settle(node: TestServer, collection: string, ids: readonly string[]): Promise<void> {
-  for (let at = 0; at < ids.length;) {
-    const batch = ids.slice(at, at + 100);
-    const response = await client(node.url).post(`/3.0/projects/${node.projectId}/events`, {
-      key: node.keys.write, body: { [collection]: batch.map((id) => testEvent(id, 'retry', true)) },
-    });
-    if (response.status === 200 && (response.body[collection] as { success: boolean }[]).every((r) => r.success)) at += batch.length;
-    else if (response.status === 503) await new Promise((resolve) => setTimeout(resolve, 300));
-    else throw new Error(`retry: ${response.status} ${response.text.slice(0, 300)}`);
-  }
-}
 
 /** True when every partition `node` stores has lag 0 in its /metrics. */
 async function noLag(node: TestServer): Promise<boolean> {

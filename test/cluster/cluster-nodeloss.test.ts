@@ -19,7 +19,7 @@ import { Assignment } from '../../server/cluster/assignment.js';
 import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { client, eventually } from '../helpers/http.js';
 import { freePort, startServer, type TestServer } from '../helpers/server.js';
-import { ALL_TIME, caughtUp, clusterArgs, countOf, emptyOutcome, stopAll, storedIds, testEvent, type WriteOutcome, writeUntil } from '../helpers/cluster.js';
+import { ALL_TIME, caughtUp, clusterArgs, countOf, emptyOutcome, stopAll, settle, storedIds, type WriteOutcome, writeUntil } from '../helpers/cluster.js';
 
 const SECRET = 'a-test-cluster-secret-0123456789';
 const NODES = [0, 1, 2];
@@ -73,19 +73,6 @@ async function rows(node: TestServer, collection: string): Promise<unknown[]> {
   });
   if (response.status !== 200) throw new Error(`extraction: ${response.status} ${response.text.slice(0, 300)}`);
   return [...response.body.result as { id: string }[]].sort((a, b) => a.id.localeCompare(b.id));
-}
-
-/** Writes the events of `ids` (with tokens) through `node` until every one is acknowledged. */
-async function settle(node: TestServer, collection: string, ids: readonly string[]): Promise<void> {
-  for (let at = 0; at < ids.length;) {
-    const batch = ids.slice(at, at + 100);
-    const response = await client(node.url).post(`/3.0/projects/${node.projectId}/events`, {
-      key: node.keys.write, body: { [collection]: batch.map((id) => testEvent(id, 'retry', true)) },
-    });
-    if (response.status === 200 && (response.body[collection] as { success: boolean }[]).every((r) => r.success)) at += batch.length;
-    else if (response.status === 503) await new Promise((resolve) => setTimeout(resolve, 300));
-    else throw new Error(`retry: ${response.status} ${response.text.slice(0, 300)}`);
-  }
 }
 
 /** Two collections per pair of owners (one with tokens, one without): every node shares some with each other. */

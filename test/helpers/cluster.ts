@@ -33,7 +33,7 @@ export function emptyOutcome(): WriteOutcome {
 }
 
 /** The event a writer sends for `id`; with `tokens`, its svc.uniqueness_token is its id. */
-export function testEvent(id: string, writer: string, tokens = false): Record<string, unknown> {
+function testEvent(id: string, writer: string, tokens = false): Record<string, unknown> {
   return tokens ? { id, writer, svc: { uniqueness_token: id } } : { id, writer };
 }
 
@@ -122,5 +122,18 @@ export async function stopAll(servers: readonly (TestServer | undefined)[], kafk
     }
   } finally {
     await kafka?.stop();
+  }
+}
+
+/** Writes the events of `ids` (with tokens) through `node` until every one is acknowledged (a 503 is asked again). */
+export async function settle(node: TestServer, collection: string, ids: readonly string[]): Promise<void> {
+  for (let at = 0; at < ids.length;) {
+    const batch = ids.slice(at, at + 100);
+    const response = await client(node.url).post(`/3.0/projects/${node.projectId}/events`, {
+      key: node.keys.write, body: { [collection]: batch.map((id) => testEvent(id, 'retry', true)) },
+    });
+    if (response.status === 200 && (response.body[collection] as { success: boolean }[]).every((r) => r.success)) at += batch.length;
+    else if (response.status === 503) await new Promise((resolve) => setTimeout(resolve, 300));
+    else throw new Error(`retry: ${response.status} ${response.text.slice(0, 300)}`);
   }
 }
