@@ -36,6 +36,8 @@ export interface Config {
   readonly flushIntervalMs: number | undefined;
   /** fsync before acknowledging; only benchmarks turn it off (`--no-fsync`). */
   readonly fsync: boolean;
+  /** Fresh segments decoded into the query caches while idle; off with `--no-cache-warming`. */
+  readonly cacheWarming: boolean;
   /** Lowest level of the JSON log lines on stderr (--log-level). */
   readonly logLevel: LogLevel;
   readonly help: boolean;
@@ -119,6 +121,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'memory-budget', arg: 'BYTES', help: 'bytes for caches and write buffers, e.g. 1g (default: 1/32 of RAM, 256m-2g)' },
   { name: 'flush-interval', arg: 'MS', help: 'how often buffered events are written into segments (default 10000)' },
   { name: 'log-level', arg: 'LEVEL', help: 'debug (adds a line per request), info (default), warn or error' },
+  { name: 'no-cache-warming', help: 'leave the query caches cold until a query reads (default: segments just written are decoded into them while idle)' },
   { name: 'no-fsync', help: 'acknowledge writes before fsync (benchmarks only; unsafe)' },
   { name: 'help', help: 'print this help and exit (also -h)' },
   { name: 'version', help: 'print the version and exit' },
@@ -368,6 +371,7 @@ export function readConfig(
     memoryBudgetBytes: parseBudget(flags.get('memory-budget')),
     flushIntervalMs: parseInterval(flags.get('flush-interval')),
     fsync: !flags.has('no-fsync'),
+    cacheWarming: !flags.has('no-cache-warming'),
     logLevel: parseLogLevel(flags.get('log-level')),
     help: flags.has('help'),
     version: flags.has('version'),

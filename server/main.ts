@@ -102,6 +102,7 @@ function openOptions(config: Config, savedRunner: SavedQueryRunner | null): Para
     ...(config.memoryBudgetBytes !== undefined && { memoryBudgetBytes: config.memoryBudgetBytes }),
     ...(config.flushIntervalMs !== undefined && { flushIntervalMs: config.flushIntervalMs }),
     fsync: config.fsync,
+    cacheWarming: config.cacheWarming,
     // Rule data at start: the first event that asks for an add-on must not wait ~0.6 s for it.
     addonData: 'at-open',
     logger,

@@ -232,6 +232,16 @@ export const QUERIES_WAITING_MAX = 64;
 export const QUERY_START_DEADLINE_MS = 10_000;
 /** Write buffer snapshots a query worker keeps: the newest of each collection, at most this many. */
 export const WORKER_SNAPSHOTS_KEPT_MAX = 16;
+/**
+ * Fresh segments waiting to be decoded into a query worker's cache (query/exec/pool.ts warm); past
+ * it the oldest waiting are not warmed (a load writes faster than a busy worker decodes).
+ */
+export const WARM_QUEUE_MAX = 1_024;
+/**
+ * A column is warmed only when its segment has at least this many rows per dictionary entry:
+ * page paths, countries, devices are; user and session ids (about a row per entry) are not.
+ */
+export const WARM_ROWS_PER_DICTIONARY_ENTRY = 8;
 /** Segment footers a query worker keeps (a few hundred bytes each) before both sides start over. */
 export const SENT_FOOTERS_MAX = 20_000;
 /** Regex filter pattern length (docs/api.md §6) → InvalidFilterError. */

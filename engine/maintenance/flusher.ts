@@ -10,6 +10,7 @@ import {
   BUDGET_CHECK_ROWS, COMPACTION_QUERY_IDLE_MS, FLUSH_ERROR_LOG_MS, QUIET_COLLECT_ROWS, WRITE_QUIET_MS,
 } from '../base/limits.js';
 import type { CollectionStore, FlushPlan } from '../storage/collection.js';
+import type { SegmentRef } from '../storage/chunk.js';
 import type { SegmentPool } from './segment-pool.js';
 import type { StoreSet } from '../storage/store-set.js';
 import type { Wal } from '../wal/wal.js';
@@ -26,6 +27,8 @@ export interface FlusherDeps {
   readonly rewriteDeletes: () => Promise<void>;
   /** Segment files a compaction replaced: dropped from the log view's cache, then retired. */
   readonly replaced: (files: readonly string[]) => void;
+  /** Segments a flush or a merge has just listed in the manifest (the query caches warm them). */
+  readonly published?: (segments: readonly SegmentRef[]) => void;
   /** Awaited before the WAL files of a flush are deleted (EventService.beforeWalRemove). */
   readonly beforeWalRemove: () => Promise<void>;
   /** Lets the ingest workers collect their garbage once writes stop. */
@@ -162,6 +165,7 @@ export class Flusher {
       this.deps.segmentPool.run({ op: 'write', chunk: plan.chunk, parts: plan.parts, schema: plan.schema })));
     plans.forEach(({ store, plan }, i) => store.finishFlush(plan, footers[i]));
     stores.commitManifest();
+    this.deps.published?.(plans.flatMap(({ plan }, i) => plan.parts.map((part, p) => ({ file: part.file, footer: footers[i][p] }))));
     this.failing = false;
     this.wakeWriters();
     // What was derived from the records' tags (the Kafka producer state) is made durable before
@@ -220,6 +224,7 @@ export class Flusher {
       this.deps.stores.commitManifest();
       // Removed once no query or extraction that listed them is still reading.
       this.deps.replaced(replaced);
+      this.deps.published?.([{ file: plan.file, footer }]);
       // Writes waiting for a flush (a full buffer) go first.
       if (this.deps.writes.busy || this.flushWanted) return;
     }

@@ -163,7 +163,10 @@ function wireCore(options: EngineOptions, base: Base): Core {
     deleted: (project, collection) => deleted.emit(project, collection),
     rewrite: (job) => segmentPool.run({ op: 'rewrite', ...job }).then(([footer]) => footer),
     forget: (file) => log!.forget(file),
-    retire: (files) => retired.retire(files),
+    retire: (files) => {
+      runner.forget(files);
+      retired.retire(files);
+    },
   });
   const reader = log = new LogReader((project, collection) => stores.get(project, collection), memory.logCacheBytes,
     (project, collection) => deletes.entriesOf(project, collection));
@@ -182,7 +185,11 @@ function wireCore(options: EngineOptions, base: Base): Core {
     rewriteDeletes: async () => void await deletes.rewriteStep(),
     replaced: (files) => {
       for (const file of files) reader.forget(file);
+      runner.forget(files);
       retired.retire(files);
+    },
+    published: (segments) => {
+      if (options.cacheWarming !== false) runner.warm(segments);
     },
     beforeWalRemove: () => events.runWalRemoveHooks(),
     writesStopped: () => void base.ingest?.collectIdle(),

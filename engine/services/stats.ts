@@ -41,7 +41,7 @@ export function engineStats({ stores, writes, wal, flusher, queries, memory }: S
     eventsAccepted: writes.accepted, eventsRefused: writes.refused, eventsFailed: writes.failed,
     walFailures: wal.stats.failures, walRecoveries: wal.stats.recoveries, flushFailures: flusher.failures,
     writesHeldBack: flusher.writesHeldBack,
-    queriesRunning: depths.running, queriesWaiting: depths.waiting,
+    queriesRunning: depths.running, queriesWaiting: depths.waiting, segmentsWarmed: queries.segmentsWarmed,
     bufferRows, segments, segmentRows, segmentBytes, compactionBacklog,
     memoryBudgetBytes: memory.budgetBytes,
   };

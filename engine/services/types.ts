@@ -77,6 +77,11 @@ export interface EngineOptions {
    * the machine's memory, between 256 MiB and 2 GiB.
    */
   readonly memoryBudgetBytes?: number;
+  /**
+   * Whether segments a flush or a merge writes are decoded into the query workers' caches while
+   * they are idle, so the first query after a load reads them from memory (default true).
+   */
+  readonly cacheWarming?: boolean;
   /** Whether to fsync the WAL before acknowledging (default true). Only benchmarks turn it off. */
   readonly fsync?: boolean;
   /** Where the engine reports recoveries and failures; JSON lines on stderr at info by default. */
@@ -109,6 +114,8 @@ export interface EngineStats {
   /** Queries executing and waiting for a slot (K running, Q waiting). */
   readonly queriesRunning: number;
   readonly queriesWaiting: number;
+  /** Segments decoded into the query caches before any query asked for them (EngineOptions.cacheWarming). */
+  readonly segmentsWarmed: number;
   /** Rows in the write buffers, not yet in segments. */
   readonly bufferRows: number;
   readonly segments: number;

@@ -83,6 +83,8 @@ export class Metrics {
     fromStats('tally_writes_held_back_total', 'Writes that waited for a flush because the write buffers were full', () => stats.writesHeldBack, 'counter');
     fromStats('tally_queries_running', 'Queries executing (K of the admission limit)', () => stats.queriesRunning, 'gauge');
     fromStats('tally_queries_waiting', 'Queries waiting for a slot (Q)', () => stats.queriesWaiting, 'gauge');
+    fromStats('tally_segments_warmed_total', 'Segments decoded into the query caches as they were written, before any query asked',
+      () => stats.segmentsWarmed, 'counter');
     fromStats('tally_buffer_rows', 'Rows in the write buffers, not yet in segments', () => stats.bufferRows, 'gauge');
     fromStats('tally_segments', 'Segment files', () => stats.segments, 'gauge');
     fromStats('tally_segment_rows', 'Rows in segment files', () => stats.segmentRows, 'gauge');

@@ -3,26 +3,10 @@
  * /metrics is Prometheus text for the organization key only, and its numbers move with traffic.
  */
 import t from 'tap';
-import { client } from '../helpers/http.js';
+import { client, sample } from '../helpers/http.js';
 import { serverForFile, startServer } from '../helpers/server.js';
 
 const shared = serverForFile(t);
-
-/** The value of a sample line `name{labels} value` (summed over every line that matches). */
-function sample(text: string, name: string, labels = ''): number {
-  let total = 0;
-  let found = false;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const [series, value] = line.split(' ');
-    if (series === undefined || value === undefined) continue;
-    const bare = series.replace(/\{.*\}$/, '');
-    if (bare !== name || !series.includes(labels)) continue;
-    total += Number(value);
-    found = true;
-  }
-  return found ? total : NaN;
-}
 
 t.test('health and readiness answer without a key and reveal nothing', async (t) => {
   const { server, api } = shared;

@@ -52,3 +52,19 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs = 12_0
   }
   return check();
 }
+
+/** In Prometheus text (/metrics), the value of a sample line `name{labels} value` (summed over every line that matches). */
+export function sample(text: string, name: string, labels = ''): number {
+  let total = 0;
+  let found = false;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const [series, value] = line.split(' ');
+    if (series === undefined || value === undefined) continue;
+    const bare = series.replace(/\{.*\}$/, '');
+    if (bare !== name || !series.includes(labels)) continue;
+    total += Number(value);
+    found = true;
+  }
+  return found ? total : NaN;
+}

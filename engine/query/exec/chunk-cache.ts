@@ -104,11 +104,43 @@ export class ChunkCache {
     const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
     const grows = bytes - (hit?.bytes ?? 0);
     if (bytes > this.budgetBytes || !this.canFree(this.bytes + grows - this.budgetBytes, ref.file)) return chunk;
-    if (hit !== undefined) this.forget(ref.file);
+    if (hit !== undefined) this.drop(ref.file);
     this.entries.set(ref.file, { chunk, columnBytes, bytes, complete: missing === null, epoch: this.epoch });
     this.bytes += bytes;
     this.evict();
     return chunk;
+  }
+
+  /**
+   * Decodes a segment just written into the cache, its footer and sketches too, before any query
+   * asks: the columns worth holding (reader.ts compactColumns: all but ids), and only if they fit
+   * in the room the budget has left, so warming never evicts what queries read. A segment a query
+   * has already read is left as it is. Returns whether the segment is now cached.
+   */
+  warm(ref: SegmentRef): boolean {
+    this.footer(ref);
+    if (this.entries.has(ref.file)) return true;
+    if (this.bytes >= this.budgetBytes) return false;
+    const columns = this.files.compactColumns(ref.file);
+    const chunk = this.read(ref.file, columns);
+    const columnBytes = columnsBytes(chunk);
+    const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
+    if (this.bytes + bytes > this.budgetBytes) return false;
+    const complete = Object.keys(ref.footer.columns).every((path) => chunk.columns.has(path));
+    this.entries.set(ref.file, { chunk, columnBytes, bytes, complete, epoch: this.epoch });
+    this.bytes += bytes;
+    return true;
+  }
+
+  /** Drops segments that are gone (replaced by a merge, deleted): no query will ask for them. */
+  forget(files: readonly string[]): void {
+    for (const file of files) {
+      this.drop(file);
+      const footer = this.footers.get(file);
+      if (footer === undefined) continue;
+      this.footers.delete(file);
+      this.footerBytes -= footer.bytes;
+    }
   }
 
   /**
@@ -184,7 +216,7 @@ export class ChunkCache {
     }
   }
 
-  private forget(file: string): void {
+  private drop(file: string): void {
     const entry = this.entries.get(file);
     if (entry === undefined) return;
     this.entries.delete(file);

@@ -8,11 +8,12 @@
 import { Worker } from 'node:worker_threads';
 import { assert } from '../../base/assert.js';
 import { ApiError, type ErrorCode } from '../../base/errors.js';
-import { SENT_FOOTERS_MAX, WORKER_YOUNG_GENERATION_MB } from '../../base/limits.js';
+import { SENT_FOOTERS_MAX, WARM_QUEUE_MAX, WORKER_YOUNG_GENERATION_MB } from '../../base/limits.js';
 import { queryIncomplete } from './scan.js';
 import type { ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
 import { KeptSnapshots, type QueryTask } from './task.js';
-import type { WorkerReply, WorkerRequest } from './worker.js';
+import type { WorkerForget, WorkerReply, WorkerRequest, WorkerWarm, WorkerWarmed } from './worker.js';
+import { workerOfSegment } from './partial.js';
 
 interface Job {
   readonly id: number;
@@ -30,17 +31,23 @@ interface Slot {
   sent: KeptSnapshots<true>;
   /** Segment files whose footers this worker holds (worker.ts keeps them): posted as names. */
   footers: Set<string>;
+  /** Fresh segments to decode into the worker's cache while it has no query (warm()). */
+  readonly toWarm: Map<string, SegmentRef>;
+  /** A warm message is with the worker: the next one goes after its 'warmed'. */
+  warming: boolean;
 }
 
 export class WorkerPool {
   private readonly slots: Slot[] = [];
   private nextId = 1;
   private closed = false;
+  /** Segments decoded into a worker's cache before any query asked for them (warm()). */
+  segmentsWarmed = 0;
 
   constructor(size: number, private readonly cacheBytes: number, private readonly footerCacheBytes: number) {
     assert(size >= 1, 'a pool has at least one worker');
     for (let s = 0; s < size; s++) {
-      const slot = { current: null, queue: [] } as unknown as Slot;
+      const slot = { current: null, queue: [], toWarm: new Map(), warming: false } as unknown as Slot;
       this.spawn(slot);
       this.slots.push(slot);
     }
@@ -59,11 +66,16 @@ export class WorkerPool {
     slot.worker = worker;
     slot.sent = new KeptSnapshots();
     slot.footers = new Set();
+    slot.warming = false;
     slot.ready = new Promise((resolve) => (markReady = resolve));
-    worker.on('message', (reply: WorkerReply | 'ready') => {
+    worker.on('message', (reply: WorkerReply | WorkerWarmed | 'ready') => {
       if (slot.worker !== worker) return;
       if (reply === 'ready') markReady();
-      else this.finish(slot, reply);
+      else if ('warmed' in reply) {
+        if (reply.warmed) this.segmentsWarmed++;
+        slot.warming = false;
+        this.pump(slot);
+      } else this.finish(slot, reply);
     });
     const fail = (error: Error) => {
       if (this.closed || slot.worker !== worker) return;
@@ -90,13 +102,52 @@ export class WorkerPool {
   private pump(slot: Slot): void {
     if (slot.current !== null || this.closed) return;
     const job = slot.queue.shift();
-    if (job === undefined) return;
+    if (job === undefined) {
+      this.warmNext(slot);
+      return;
+    }
     slot.current = job;
     // Both sides forget every footer at the same point in the message order (worker.ts).
     const resetFooters = slot.footers.size > SENT_FOOTERS_MAX;
     if (resetFooters) slot.footers.clear();
     const task = withoutSent(job.task, slot.sent, slot.footers);
     slot.worker.postMessage({ id: job.id, task, resetFooters } satisfies WorkerRequest);
+  }
+
+  /**
+   * Segments just written (a flush, a merge): each is decoded into the cache of the worker that
+   * scans it (partial.ts workerOfSegment, over `workers`), one segment at a time and only while
+   * that worker has no query to run, as far as its cache has free room (chunk-cache.ts warm).
+   * The first query after a load then reads what the load wrote from memory, as it would in a
+   * database whose buffer pool the load filled. A query that arrives meanwhile waits for at most
+   * the one segment being decoded.
+   */
+  warm(refs: readonly SegmentRef[], workers: number): void {
+    for (const ref of refs) {
+      const slot = this.slots[workerOfSegment(ref.file, Math.min(workers, this.slots.length))];
+      slot.toWarm.set(ref.file, ref);
+      if (slot.toWarm.size > WARM_QUEUE_MAX) slot.toWarm.delete(slot.toWarm.keys().next().value!);
+    }
+    for (const slot of this.slots) this.pump(slot);
+  }
+
+  /** Segment files replaced or deleted: no worker decodes or keeps them any longer. */
+  forget(files: readonly string[]): void {
+    if (this.closed || files.length === 0) return;
+    for (const slot of this.slots) {
+      for (const file of files) slot.toWarm.delete(file);
+      slot.worker.postMessage({ forget: files } satisfies WorkerForget);
+    }
+  }
+
+  private warmNext(slot: Slot): void {
+    if (slot.warming || slot.toWarm.size === 0) return;
+    // Newest first: the file added last is the one a query is likeliest to read.
+    const file = [...slot.toWarm.keys()].pop()!;
+    const ref = slot.toWarm.get(file)!;
+    slot.toWarm.delete(file);
+    slot.warming = true;
+    slot.worker.postMessage({ warm: ref } satisfies WorkerWarm);
   }
 
   /** Runs one task on the least loaded worker. */

@@ -11,9 +11,11 @@ export type ReadSegment = (file: string, columns?: readonly string[]) => ColumnC
 export interface SegmentFiles {
   readonly readSegment: ReadSegment;
   readonly readFooter: (file: string) => FooterWithSketches;
+  /** The columns of a segment worth decoding before a query asks (reader.ts compactColumns). */
+  readonly compactColumns: (file: string) => string[];
 }
 
 export async function loadSegmentFiles(): Promise<SegmentFiles> {
   const reader = await import('../../storage/segment/reader.js');
-  return { readSegment: reader.readSegment, readFooter: reader.readFooter };
+  return { readSegment: reader.readSegment, readFooter: reader.readFooter, compactColumns: reader.compactColumns };
 }

@@ -4,7 +4,7 @@
  * in-process when `workers` is 0 (tests; cancellation is then cooperative between chunks).
  */
 import * as L from '../../base/limits.js';
-import type { ScanSource } from '../../storage/chunk.js';
+import type { ScanSource, SegmentRef } from '../../storage/chunk.js';
 import { Admission } from './admission.js';
 import { CHUNK_CACHE_BYTES_DEFAULT, FOOTER_CACHE_BYTES_DEFAULT } from '../../base/limits.js';
 import { ChunkCache } from './chunk-cache.js';
@@ -112,6 +112,26 @@ export class QueryService {
 
   idleMs(): number {
     return this.active > 0 ? 0 : Date.now() - this.lastDoneMs;
+  }
+
+  /**
+   * Segments just written: decoded into the caches of the workers that will scan them, while they
+   * have no query (pool.ts warm). Without workers (tests), nothing.
+   */
+  warm(refs: readonly SegmentRef[]): void {
+    if (this.pool === null || refs.length === 0) return;
+    this.pool.warm(refs, Math.min(this.pool.size, Math.max(1, this.opts.fanOut ?? this.pool.size)));
+  }
+
+  /** Segments decoded into a worker's cache before a query asked for them, since start. */
+  get segmentsWarmed(): number {
+    return this.pool?.segmentsWarmed ?? 0;
+  }
+
+  /** Segment files gone: dropped from every worker's cache (and the in-process one). */
+  forget(files: readonly string[]): void {
+    this.pool?.forget(files);
+    void this.local?.then(({ cache }) => cache.forget(files));
   }
 
   /** Checks a query as run() would (the same 400s) without running it or counting it. */

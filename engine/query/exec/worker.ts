@@ -8,7 +8,7 @@ import { isApiError } from '../../base/errors.js';
 import { ChunkCache } from './chunk-cache.js';
 import { ColumnViews } from '../eval/columns.js';
 import { loadSegmentFiles, type SegmentFiles } from './segment-reader.js';
-import type { ColumnChunk, ScanSource, SegmentFooter } from '../../storage/chunk.js';
+import type { ColumnChunk, ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
 import { transferablesOf } from './partial.js';
 import { KeptSnapshots, runTask, type QueryTask } from './task.js';
 import { niceThread } from '../../base/thread-priority.js';
@@ -27,6 +27,21 @@ export interface WorkerRequest {
   readonly task: QueryTask;
   /** Forget every kept footer before this task (the pool does the same). */
   readonly resetFooters: boolean;
+}
+
+/** A segment to decode into the cache now, if it has room (pool.ts warm); answered 'warmed'. */
+export interface WorkerWarm {
+  readonly warm: SegmentRef;
+}
+
+/** The answer to a WorkerWarm: whether the segment is now cached. */
+export interface WorkerWarmed {
+  readonly warmed: boolean;
+}
+
+/** Segment files gone (replaced or deleted): dropped from the cache. */
+export interface WorkerForget {
+  readonly forget: readonly string[];
 }
 
 export type WorkerReply =
@@ -79,9 +94,23 @@ function withMemory(source: ScanSource): ScanSource {
 /** Tasks run one at a time, in arrival order (the first one may wait for Arrow's import). */
 let queue: Promise<void> = Promise.resolve();
 
-port.on('message', (request: WorkerRequest) => {
-  queue = queue.then(() => handle(request));
+port.on('message', (request: WorkerRequest | WorkerWarm | WorkerForget) => {
+  if ('forget' in request) queue = queue.then(() => cache?.forget(request.forget));
+  else if ('warm' in request) queue = queue.then(() => warm(request.warm));
+  else queue = queue.then(() => handle(request));
 });
+
+/** Decodes a fresh segment into the cache when it has room; a failure only leaves it cold. */
+async function warm(ref: SegmentRef): Promise<void> {
+  let warmed = false;
+  try {
+    cache ??= new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes);
+    warmed = cache.warm(ref);
+  } catch {
+    // The file may be gone already (replaced, deleted): the query that needs it reads it.
+  }
+  port!.postMessage({ warmed } satisfies WorkerWarmed);
+}
 
 async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promise<void> {
   let reply: WorkerReply;

@@ -204,7 +204,18 @@ export class IpcFile {
     return dictionary === undefined ? data : { ...data, dictionary: { data: [dictionary] } };
   }
 
+  /** Entries in the dictionary of field `index` (from its batch header; nothing decompressed), or null without one. */
+  dictionaryLength(index: number): number | null {
+    const field = this.fields[index];
+    return field.dictionary === null ? null : this.dictionaryHeader(field.dictionary.id, field).length;
+  }
+
   private readDictionary(id: number, field: FieldInfo): FieldData {
+    const header = this.dictionaryHeader(id, field);
+    return this.readField(header, { ...field, dictionary: null }, { node: 0, buffer: 0 }, null, true);
+  }
+
+  private dictionaryHeader(id: number, field: FieldInfo): BatchHeader {
     const { dictionaries, dictionaryBlocks } = this.layout;
     let header = dictionaries.get(id);
     for (let b = 0; header === undefined && b < dictionaryBlocks.length; b++) {
@@ -214,7 +225,7 @@ export class IpcFile {
       if (parsed.id === id) header = parsed.header;
     }
     if (header === undefined) throw new Error(`Arrow file: dictionary ${id} of field ${field.name} is missing`);
-    return this.readField(header, { ...field, dictionary: null }, { node: 0, buffer: 0 }, null, true);
+    return header;
   }
 
   /**

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import { RecordBatchReader, tableFromIPC, type RecordBatch } from 'apache-arrow';
 import { assert } from '../../base/assert.js';
+import { WARM_ROWS_PER_DICTIONARY_ENTRY } from '../../base/limits.js';
 import type { Column, ColumnChunk, SchemaType, SegmentFooter } from '../chunk.js';
 import './arrow.js';
 import { readTimestamps } from './arrow-values.js';
@@ -69,6 +70,31 @@ export function readSegment(file: string, columns?: readonly string[]): ColumnCh
     const result = new Map<string, Column>();
     for (const [path, fields] of byPath) result.set(path, decodeColumn(path, fields, ipc.rows));
     return new SegmentChunk(file, ipc.rows, system, result);
+  } finally {
+    ipc.close();
+  }
+}
+
+/**
+ * The property paths of a segment worth holding decoded before any query asks (query/exec/pool.ts
+ * warm): every path but those whose dictionary has more than one entry per `rowsPerEntry` rows
+ * (ids: their dictionaries cost more memory than their codes, and a query over them spends its
+ * time hashing, not decoding). Reads the file's layout and dictionary headers only.
+ */
+export function compactColumns(file: string, rowsPerEntry = WARM_ROWS_PER_DICTIONARY_ENTRY): string[] {
+  const ipc = IpcFile.open(file);
+  if (ipc === null) return [];
+  try {
+    const paths = new Set<string>();
+    const wide = new Set<string>();
+    ipc.fields.forEach((field, index) => {
+      const path = field.metadata.get(META_PATH);
+      if (path === undefined) return;
+      paths.add(path);
+      const entries = ipc.dictionaryLength(index);
+      if (entries !== null && entries * rowsPerEntry > ipc.rows) wide.add(path);
+    });
+    return [...paths].filter((path) => !wide.has(path));
   } finally {
     ipc.close();
   }

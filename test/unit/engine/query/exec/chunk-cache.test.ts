@@ -9,7 +9,7 @@ import path from 'node:path';
 import t from 'tap';
 import type { SegmentRef } from '../../../../../engine/storage/chunk.js';
 import { columnsBytes, systemBytes } from '../../../../../engine/storage/chunk-bytes.js';
-import { readFooter, readSegment } from '../../../../../engine/storage/segment/reader.js';
+import { compactColumns, readFooter, readSegment } from '../../../../../engine/storage/segment/reader.js';
 import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
 import { ChunkCache } from '../../../../../engine/query/exec/chunk-cache.js';
 import { makeChunk, type TestEvent } from '../../../../helpers/query/test-support.js';
@@ -39,6 +39,7 @@ function countingCache(refs: readonly SegmentRef[], fit: number): { cache: Chunk
       return readSegment(file, columns);
     },
     readFooter,
+    compactColumns,
   };
   return { cache: new ChunkCache(files, Math.floor((fit + 0.5) * one)), reads: () => reads };
 }
@@ -110,4 +111,69 @@ t.test("a cache full of another query's columns makes room for this query's", as
   t.ok(first <= 5 && reads() > before);
   t.equal(run(), 2, 'the price columns of three segments stay');
   t.equal(run(), 2);
+});
+
+/** Segments of 1,000 rows: a number, a 7-value string, and an id with a value a row. */
+function segmentsWithIds(count: number): SegmentRef[] {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-cache-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return Array.from({ length: count }, (_, s) => {
+    const events: TestEvent[] = Array.from({ length: 1000 }, (_, i) => ({
+      ts: START + s * 86_400_000 + i * 1000, props: { price: i * 0.5 + s, tag: `t${i % 7}`, user: `u${s}-${i}` },
+    }));
+    const file = path.join(dir, `${s}.arrow`);
+    return { file, footer: writeSegment(file, makeChunk(events, s * 1000), {}) };
+  });
+}
+
+t.test('warming decodes a fresh segment before any query: every column but ids', async (t) => {
+  const refs = segmentsWithIds(3);
+  t.same(compactColumns(refs[0].file).sort(), ['price', 'tag'], 'the id column (a dictionary entry a row) is left out');
+  const { cache, reads } = countingCache(refs, 100);
+  for (const ref of refs) t.ok(cache.warm(ref), 'warmed');
+  t.equal(reads(), 3, 'one read a segment');
+  cache.beginQuery();
+  for (const ref of refs) {
+    const chunk = cache.load(ref, ['price', 'tag']);
+    const { values, factor } = chunk.columns.get('price')!.scaled!;
+    t.equal(values[3] / factor, 1.5 + refs.indexOf(ref), 'the values as stored');
+  }
+  t.equal(reads(), 3, 'a query over the warmed columns reads no file');
+  cache.load(refs[0], ['user']);
+  t.equal(reads(), 4, 'the id column is read when a query asks for it');
+  t.ok(cache.warm(refs[1]), 'a segment already cached stays as it is');
+  t.equal(reads(), 4);
+});
+
+t.test('warming fills free room only: it never evicts what queries read', async (t) => {
+  const refs = segments(5);
+  // The budget holds the price columns of three segments; their tag columns are small.
+  const { cache, reads } = countingCache(refs, 3);
+  cache.beginQuery();
+  for (const ref of refs.slice(0, 3)) cache.load(ref, ['price']);
+  t.equal(reads(), 3);
+  t.notOk(cache.warm(refs[3]), 'no room: not warmed');
+  t.notOk(cache.warm(refs[4]));
+  cache.beginQuery();
+  for (const ref of refs.slice(0, 3)) cache.load(ref, ['price']);
+  t.equal(reads(), 3 + 2, 'what the query read is still cached (the two refused warms each read their file once)');
+});
+
+t.test('forgotten segments leave the cache, and their room goes to warming', async (t) => {
+  const refs = segments(4);
+  // The budget holds two warmed segments (price and tag).
+  const probe = readSegment(refs[0].file, compactColumns(refs[0].file));
+  const warmed = columnsBytes(probe) + systemBytes(probe);
+  let reading = 0;
+  const files = { readSegment: (file: string, columns?: readonly string[]) => (reading++, readSegment(file, columns)), readFooter, compactColumns };
+  const cache = new ChunkCache(files, Math.floor(2.5 * warmed));
+  const reads = () => reading;
+  t.ok(cache.warm(refs[0]));
+  t.ok(cache.warm(refs[1]));
+  t.notOk(cache.warm(refs[2]), 'full');
+  cache.forget([refs[0].file, refs[1].file]);
+  t.ok(cache.warm(refs[2]), 'room again once the replaced segments are forgotten');
+  const before = reads();
+  cache.load(refs[0], ['price']);
+  t.equal(reads(), before + 1, 'a forgotten segment is read again if asked for');
 });
