@@ -136,6 +136,38 @@ t.test('submit, poll and stream NDJSON and CSV; errors; deleted events stay out'
   await server.stop();
 });
 
+t.test('a job over several day segments writes its events in time order, as the synchronous answer', async (t) => {
+  const server = await startServer({ args: ['--flush-interval', '200'] });
+  t.teardown(() => server.cleanup());
+  const a = api(server);
+  const c = client(server.url);
+  const day = Date.UTC(2026, 0, 1);
+  // Sent newest day first: each day's events go to that day's segment.
+  const events = [2, 1, 0].flatMap((d) => Array.from({ length: 10 }, (_, i) => ({
+    n: d * 10 + i, svc: { timestamp: new Date(day + d * 86_400_000 + i * 1000).toISOString() },
+  })));
+  t.equal((await c.post(`${a.base}/events`, { key: server.keys.write, body: { pv: events } })).status, 200);
+  const segments = async () => {
+    const text = (await c.get('/metrics', { key: server.orgKey })).text;
+    return Number(/^tally_segments (\d+)$/m.exec(text)?.[1] ?? 0);
+  };
+  t.ok(await eventually(async () => (await segments()) >= 3), 'one segment a day');
+  for (const body of [{ latest: 25 }, {}]) {
+    const sync = await c.post(`${a.base}/queries/extraction`, {
+      key: server.keys.read, body: { event_collection: 'pv', timeframe: ALL_TIME, property_names: ['n'], ...body },
+    });
+    t.equal(sync.status, 200);
+    const submitted = await a.submit({ async: true, property_names: ['n'], ...body });
+    const job = await waitDone(server, submitted.body.result.id);
+    t.equal(job.status, 'done');
+    const lines = (await a.get(job.url)).text.trim().split('\n').map((line) => JSON.parse(line).n);
+    const expected = Array.from({ length: body.latest ?? 30 }, (_, i) => 30 - (body.latest ?? 30) + i);
+    t.same(sync.body.result.map((event: { n: number }) => event.n), expected, 'the synchronous answer, oldest first');
+    t.same(lines, expected, `the job's file in the same order (${JSON.stringify(body)})`);
+  }
+  await server.stop();
+});
+
 t.test('an extraction of two million events completes after a kill -9 in the middle', async (t) => {
   let server = await startServer();
   t.teardown(() => server.cleanup());

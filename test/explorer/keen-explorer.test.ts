@@ -244,7 +244,9 @@ t.before(async () => {
     { key: server.keys.write, body: { purchases: purchasesNow, signups } });
   if (batch.status !== 200) throw new Error(`batch: ${batch.status} ${batch.text}`);
   const visible = await eventually(async () => (await api.post(`/3.0/projects/${server.projectId}/queries/count`,
-    { key: server.keys.read, body: { event_collection: 'purchases', timeframe: 'this_1_days' } })).body?.result === 30);
+    // An absolute timeframe: `this_1_days` lost the purchases of the hours before midnight when run just after it.
+    { key: server.keys.read, body: { event_collection: 'purchases', timeframe: {
+      start: new Date(now - 24 * HOUR_MS).toISOString(), end: new Date(now + HOUR_MS).toISOString() } } })).body?.result === 30);
   if (!visible) throw new Error('the recorded events did not become visible');
   pageUrl = await serveStatics(explorerPage(new URL(server.url).host));
   browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true,

@@ -269,16 +269,31 @@ export class ExtractionJobs {
     const memory: ScanSource = { ...whole, segments: [] };
     if (plan.latest === null) shares.push(memory);
     else shares.unshift(memory);
+    // With `latest` each share, newest first, goes to a piece of its own, and the pieces are
+    // joined oldest first: the file is in time order, as the synchronous answer is (appending the
+    // newest segment's events first put them ahead of older days').
+    const pieces: string[] = [];
     let events = 0;
-    for (const share of shares) {
-      if (this.closed) return;
-      if (events >= max && plan.latest !== null) break;
-      events += await this.deps.queries.extractToFile(plan, share, {
-        file: part,
-        csvColumns,
-        remaining: max - events,
-        max,
-      });
+    try {
+      for (const share of shares) {
+        if (this.closed) return;
+        if (events >= max && plan.latest !== null) break;
+        let file = part;
+        if (plan.latest !== null) {
+          file = `${part}.${pieces.length}`;
+          pieces.push(file);
+          fs.writeFileSync(file, '');
+        }
+        events += await this.deps.queries.extractToFile(plan, share, {
+          file,
+          csvColumns,
+          remaining: max - events,
+          max,
+        });
+      }
+      if (pieces.length > 0) appendFiles(part, pieces.reverse());
+    } finally {
+      for (const piece of pieces) fs.rmSync(piece, { force: true });
     }
     fs.renameSync(part, this.fileOf(job));
     job.events = events;
@@ -313,4 +328,22 @@ function columnsOf(plan: ExtractionPlan, source: ScanSource): string[] {
 
 function csvField(text: string): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** Appends the files' bytes to `target`, in order, a MiB at a time (a piece may hold millions of events). */
+function appendFiles(target: string, files: readonly string[]): void {
+  const out = fs.openSync(target, 'a');
+  const buffer = Buffer.allocUnsafe(1 << 20);
+  try {
+    for (const file of files) {
+      const input = fs.openSync(file, 'r');
+      try {
+        for (let read; (read = fs.readSync(input, buffer, 0, buffer.length, null)) > 0;) fs.writeSync(out, buffer, 0, read);
+      } finally {
+        fs.closeSync(input);
+      }
+    }
+  } finally {
+    fs.closeSync(out);
+  }
 }
