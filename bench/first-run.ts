@@ -5,7 +5,7 @@
  * lets flushes and compaction settle, then per round starts a server on that directory (fresh
  * workers and caches; the files are in the OS page cache, as right after a load), runs each of
  * bench/scale's queries (and an average of an integer column) once and then twice more, and stops
- * it. Prints per query the median first run, best of 3 and ratio, and the server's CPU time over
+ * it (started with --no-cache-warming: the first runs read from disk, as without warming). Prints per query the median first run, best of 3 and ratio, and the server's CPU time over
  * the first run and the least over the three (all its threads: on a machine others share, the CPU
  * a query takes varies far less than the time it waits for a core). Every round's answers must
  * equal the first round's (`--answers FILE` compares them with another build's, on the same data).
@@ -172,7 +172,8 @@ async function main(): Promise<void> {
   const answers: string[] = [];
   let mismatches = 0;
   for (let round = 0; round < ROUNDS; round++) {
-    const server = await startServer({ dataDir, orgKey, args: extra });
+    // Cold caches, what this script measures: a server warms the stored segments at start unless told not to.
+    const server = await startServer({ dataDir, orgKey, args: ['--no-cache-warming', ...extra] });
     // The workers are up (the pool posts 'ready') and the HTTP client is warm: a trivial query.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     for (let i = 0; i < 5; i++) {

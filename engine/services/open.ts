@@ -101,6 +101,10 @@ async function openLocked(options: EngineOptions, dataDir: string, unlock: () =>
   core.deletes.recover();
   const features = openFeatures(options, base, core);
   core.flusher.start(options.flushIntervalMs ?? FLUSH_INTERVAL_MS);
+  // The stored segments, newest last (warmed first), for the first queries after a restart.
+  if (options.cacheWarming !== false) {
+    core.runner.warm([...base.stores.values()].flatMap((store) => store.segments).sort((a, b) => a.footer.tsMax - b.footer.tsMax));
+  }
   return face(base, core, features, unlock);
 }
 

@@ -1,7 +1,8 @@
 /**
  * Cache warming over the real server: segments a flush writes are decoded into the query workers'
- * caches before any query asks (tally_segments_warmed_total counts them), answers are the same as
- * from a cold cache, and --no-cache-warming leaves the caches cold.
+ * caches before any query asks (tally_segments_warmed_total counts them), and so are the stored
+ * ones when the server starts; answers are the same as from a cold cache, and --no-cache-warming
+ * leaves the caches cold.
  */
 import t, { type Test } from 'tap';
 import { client, eventually, sample } from '../helpers/http.js';
@@ -72,4 +73,22 @@ t.test('segments are warmed as they are written, and answer as cold ones do', as
   const expectedSum = events().reduce((total, event) => total + (event.price as number), 0);
   t.equal((a.answers[0] as { result: number }).result, expectedSum, 'the sum of every price');
   t.equal((a.answers[3] as { result: number }).result, DAYS * PER_DAY, 'every user id counted (ids are read, not warmed)');
+});
+
+t.test('a restarted server warms the stored segments before the first query asks', async (t) => {
+  const first = await startServer({ args: ['--flush-interval', '200', '--no-cache-warming'] });
+  const { answers } = await loadAndAnswer(t, first);
+  t.equal(await first.stop(), 0);
+  const again = await first.restart(['--flush-interval', '200']);
+  t.teardown(async () => {
+    await again.stop();
+    again.cleanup();
+  });
+  const api = client(again.url);
+  const warmed = async () => sample((await api.get('/metrics', { key: again.orgKey })).text, 'tally_segments_warmed_total');
+  t.ok(await eventually(async () => (await warmed()) >= DAYS), `the ${DAYS} day segments warmed at start (${await warmed()})`);
+  const base = `/3.0/projects/${again.projectId}`;
+  const sum = await api.get(`${base}/queries/sum?${new URLSearchParams({ event_collection: 'views', timeframe, target_property: 'price' })}`,
+    { key: again.keys.read });
+  t.same(sum.body, answers[0], 'the same sum as before the restart');
 });

@@ -73,6 +73,8 @@ export class WorkerPool {
       if (reply === 'ready') markReady();
       else if ('warmed' in reply) {
         if (reply.warmed) this.segmentsWarmed++;
+        // No room: the older segments queued behind it would not fit either (each is read first).
+        if (reply.full) slot.toWarm.clear();
         slot.warming = false;
         this.pump(slot);
       } else this.finish(slot, reply);

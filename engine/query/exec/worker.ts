@@ -34,9 +34,10 @@ export interface WorkerWarm {
   readonly warm: SegmentRef;
 }
 
-/** The answer to a WorkerWarm: whether the segment is now cached. */
+/** The answer to a WorkerWarm: whether it decoded the segment, and whether the cache had room. */
 export interface WorkerWarmed {
   readonly warmed: boolean;
+  readonly full: boolean;
 }
 
 /** Segment files gone (replaced or deleted): dropped from the cache. */
@@ -102,14 +103,14 @@ port.on('message', (request: WorkerRequest | WorkerWarm | WorkerForget) => {
 
 /** Decodes a fresh segment into the cache when it has room; a failure only leaves it cold. */
 async function warm(ref: SegmentRef): Promise<void> {
-  let warmed = false;
+  let outcome: 'warmed' | 'cached' | 'full' | 'failed' = 'failed';
   try {
     cache ??= new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes);
-    warmed = cache.warm(ref);
+    outcome = cache.warm(ref);
   } catch {
     // The file may be gone already (replaced, deleted): the query that needs it reads it.
   }
-  port!.postMessage({ warmed } satisfies WorkerWarmed);
+  port!.postMessage({ warmed: outcome === 'warmed', full: outcome === 'full' } satisfies WorkerWarmed);
 }
 
 async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promise<void> {

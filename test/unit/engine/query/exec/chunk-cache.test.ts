@@ -130,7 +130,7 @@ t.test('warming decodes a fresh segment before any query: every column but ids',
   const refs = segmentsWithIds(3);
   t.same(compactColumns(refs[0].file).sort(), ['price', 'tag'], 'the id column (a dictionary entry a row) is left out');
   const { cache, reads } = countingCache(refs, 100);
-  for (const ref of refs) t.ok(cache.warm(ref), 'warmed');
+  for (const ref of refs) t.equal(cache.warm(ref), 'warmed');
   t.equal(reads(), 3, 'one read a segment');
   cache.beginQuery();
   for (const ref of refs) {
@@ -141,7 +141,7 @@ t.test('warming decodes a fresh segment before any query: every column but ids',
   t.equal(reads(), 3, 'a query over the warmed columns reads no file');
   cache.load(refs[0], ['user']);
   t.equal(reads(), 4, 'the id column is read when a query asks for it');
-  t.ok(cache.warm(refs[1]), 'a segment already cached stays as it is');
+  t.equal(cache.warm(refs[1]), 'cached', 'a segment already cached stays as it is');
   t.equal(reads(), 4);
 });
 
@@ -152,8 +152,8 @@ t.test('warming fills free room only: it never evicts what queries read', async 
   cache.beginQuery();
   for (const ref of refs.slice(0, 3)) cache.load(ref, ['price']);
   t.equal(reads(), 3);
-  t.notOk(cache.warm(refs[3]), 'no room: not warmed');
-  t.notOk(cache.warm(refs[4]));
+  t.equal(cache.warm(refs[3]), 'full', 'no room: not warmed');
+  t.equal(cache.warm(refs[4]), 'full');
   cache.beginQuery();
   for (const ref of refs.slice(0, 3)) cache.load(ref, ['price']);
   t.equal(reads(), 3 + 2, 'what the query read is still cached (the two refused warms each read their file once)');
@@ -168,11 +168,11 @@ t.test('forgotten segments leave the cache, and their room goes to warming', asy
   const files = { readSegment: (file: string, columns?: readonly string[]) => (reading++, readSegment(file, columns)), readFooter, compactColumns };
   const cache = new ChunkCache(files, Math.floor(2.5 * warmed));
   const reads = () => reading;
-  t.ok(cache.warm(refs[0]));
-  t.ok(cache.warm(refs[1]));
-  t.notOk(cache.warm(refs[2]), 'full');
+  t.equal(cache.warm(refs[0]), 'warmed');
+  t.equal(cache.warm(refs[1]), 'warmed');
+  t.equal(cache.warm(refs[2]), 'full');
   cache.forget([refs[0].file, refs[1].file]);
-  t.ok(cache.warm(refs[2]), 'room again once the replaced segments are forgotten');
+  t.equal(cache.warm(refs[2]), 'warmed', 'room again once the replaced segments are forgotten');
   const before = reads();
   cache.load(refs[0], ['price']);
   t.equal(reads(), before + 1, 'a forgotten segment is read again if asked for');
