@@ -238,6 +238,15 @@ export const WORKER_SNAPSHOTS_KEPT_MAX = 16;
  */
 export const WARM_QUEUE_MAX = 1_024;
 /**
+ * While events arrive faster than this (a bulk load), warming fills at most WARM_SHARE_LOADING of
+ * each query cache: the load's write buffers and garbage need the memory (bench/scale at 100M:
+ * caches warmed to their budget during the load would have put the server over 1 GB).
+ */
+export const WARM_LOAD_EVENTS_PER_S = 20_000;
+export const WARM_SHARE_LOADING = 0.25;
+/** A warm refused for the loading share is tried again this much later. */
+export const WARM_RETRY_MS = 1_000;
+/**
  * A column is warmed only when its segment has at least this many rows per dictionary entry:
  * page paths, countries, devices are; user and session ids (about a row per entry) are not.
  */

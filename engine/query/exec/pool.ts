@@ -8,7 +8,7 @@
 import { Worker } from 'node:worker_threads';
 import { assert } from '../../base/assert.js';
 import { ApiError, type ErrorCode } from '../../base/errors.js';
-import { SENT_FOOTERS_MAX, WARM_QUEUE_MAX, WORKER_YOUNG_GENERATION_MB } from '../../base/limits.js';
+import { SENT_FOOTERS_MAX, WARM_QUEUE_MAX, WARM_RETRY_MS, WORKER_YOUNG_GENERATION_MB } from '../../base/limits.js';
 import { queryIncomplete } from './scan.js';
 import type { ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
 import { KeptSnapshots, type QueryTask } from './task.js';
@@ -44,7 +44,14 @@ export class WorkerPool {
   /** Segments decoded into a worker's cache before any query asked for them (warm()). */
   segmentsWarmed = 0;
 
-  constructor(size: number, private readonly cacheBytes: number, private readonly footerCacheBytes: number) {
+  /**
+   * `warmShare`: the share (0-1) of each worker's cache that warming may fill now (the engine
+   * lowers it while a bulk load's buffers and garbage need the memory).
+   */
+  constructor(
+    size: number, private readonly cacheBytes: number, private readonly footerCacheBytes: number,
+    private readonly warmShare: () => number = () => 1,
+  ) {
     assert(size >= 1, 'a pool has at least one worker');
     for (let s = 0; s < size; s++) {
       const slot = { current: null, queue: [], toWarm: new Map(), warming: false } as unknown as Slot;
@@ -73,9 +80,19 @@ export class WorkerPool {
       if (reply === 'ready') markReady();
       else if ('warmed' in reply) {
         if (reply.warmed) this.segmentsWarmed++;
-        // No room: the older segments queued behind it would not fit either (each is read first).
-        if (reply.full) slot.toWarm.clear();
         slot.warming = false;
+        if (reply.full && reply.roomBytes >= this.cacheBytes) {
+          // No room in the whole cache: the older segments queued would not fit either.
+          slot.toWarm.clear();
+        } else if (reply.full) {
+          // No room in the share warming has while writes are heavy: again once they ease.
+          slot.warming = true;
+          setTimeout(() => {
+            slot.warming = false;
+            this.pump(slot);
+          }, WARM_RETRY_MS).unref();
+          return;
+        }
         this.pump(slot);
       } else this.finish(slot, reply);
     });
@@ -149,7 +166,8 @@ export class WorkerPool {
     const ref = slot.toWarm.get(file)!;
     slot.toWarm.delete(file);
     slot.warming = true;
-    slot.worker.postMessage({ warm: ref } satisfies WorkerWarm);
+    const roomBytes = Math.floor(this.cacheBytes * Math.min(1, Math.max(0, this.warmShare())));
+    slot.worker.postMessage({ warm: ref, roomBytes } satisfies WorkerWarm);
   }
 
   /** Runs one task on the least loaded worker. */

@@ -32,12 +32,16 @@ export interface WorkerRequest {
 /** A segment to decode into the cache now, if it has room (pool.ts warm); answered 'warmed'. */
 export interface WorkerWarm {
   readonly warm: SegmentRef;
+  /** The bytes the cache may hold after warming it (at most its budget). */
+  readonly roomBytes: number;
 }
 
 /** The answer to a WorkerWarm: whether it decoded the segment, and whether the cache had room. */
 export interface WorkerWarmed {
   readonly warmed: boolean;
   readonly full: boolean;
+  /** The request's roomBytes. */
+  readonly roomBytes: number;
 }
 
 /** Segment files gone (replaced or deleted): dropped from the cache. */
@@ -97,20 +101,20 @@ let queue: Promise<void> = Promise.resolve();
 
 port.on('message', (request: WorkerRequest | WorkerWarm | WorkerForget) => {
   if ('forget' in request) queue = queue.then(() => cache?.forget(request.forget));
-  else if ('warm' in request) queue = queue.then(() => warm(request.warm));
+  else if ('warm' in request) queue = queue.then(() => warm(request));
   else queue = queue.then(() => handle(request));
 });
 
 /** Decodes a fresh segment into the cache when it has room; a failure only leaves it cold. */
-async function warm(ref: SegmentRef): Promise<void> {
+async function warm({ warm: ref, roomBytes }: WorkerWarm): Promise<void> {
   let outcome: 'warmed' | 'cached' | 'full' | 'failed' = 'failed';
   try {
     cache ??= new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes);
-    outcome = cache.warm(ref);
+    outcome = cache.warm(ref, roomBytes);
   } catch {
     // The file may be gone already (replaced, deleted): the query that needs it reads it.
   }
-  port!.postMessage({ warmed: outcome === 'warmed', full: outcome === 'full' } satisfies WorkerWarmed);
+  port!.postMessage({ warmed: outcome === 'warmed', full: outcome === 'full', roomBytes } satisfies WorkerWarmed);
 }
 
 async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promise<void> {

@@ -177,3 +177,10 @@ t.test('forgotten segments leave the cache, and their room goes to warming', asy
   cache.load(refs[0], ['price']);
   t.equal(reads(), before + 1, 'a forgotten segment is read again if asked for');
 });
+
+t.test('warming stops at the room it is given, below the budget', async (t) => {
+  const refs = segments(4);
+  const { cache } = countingCache(refs, 100);
+  t.equal(cache.warm(refs[0], 1), 'full', 'a byte of room: nothing warmed');
+  t.equal(cache.warm(refs[0]), 'warmed', 'the whole budget: warmed');
+});
