@@ -1,7 +1,7 @@
 /**
  * How much of each query cache warming may fill now (query/exec/pool.ts warm): all of it, except
  * while events arrive at a bulk load's rate, when the load's write buffers and the garbage of
- * its batches need the memory: then WARM_SHARE_LOADING, the rest once the load is over.
+ * its batches need the memory: then WARM_SHARE_LOADING (none), the rest once the load is over.
  */
 import { WARM_LOAD_EVENTS_PER_S, WARM_SHARE_LOADING } from '../base/limits.js';
 

@@ -85,12 +85,8 @@ export class WorkerPool {
           // No room in the whole cache: the older segments queued would not fit either.
           slot.toWarm.clear();
         } else if (reply.full) {
-          // No room in the share warming has while writes are heavy: again once they ease.
-          slot.warming = true;
-          setTimeout(() => {
-            slot.warming = false;
-            this.pump(slot);
-          }, WARM_RETRY_MS).unref();
+          // No room in the share warming has now: again once writes ease.
+          this.warmLater(slot);
           return;
         }
         this.pump(slot);
@@ -161,13 +157,28 @@ export class WorkerPool {
 
   private warmNext(slot: Slot): void {
     if (slot.warming || slot.toWarm.size === 0) return;
+    const share = Math.min(1, Math.max(0, this.warmShare()));
+    if (share === 0) {
+      this.warmLater(slot);
+      return;
+    }
     // Newest first: the file added last is the one a query is likeliest to read.
     const file = [...slot.toWarm.keys()].pop()!;
     const ref = slot.toWarm.get(file)!;
     slot.toWarm.delete(file);
     slot.warming = true;
-    const roomBytes = Math.floor(this.cacheBytes * Math.min(1, Math.max(0, this.warmShare())));
-    slot.worker.postMessage({ warm: ref, roomBytes } satisfies WorkerWarm);
+    slot.worker.postMessage({ warm: ref, roomBytes: Math.floor(this.cacheBytes * share) } satisfies WorkerWarm);
+  }
+
+  /** Warming waits (a load runs, or its share is full): the slot tries again WARM_RETRY_MS later. */
+  private warmLater(slot: Slot): void {
+    slot.warming = true;
+    const worker = slot.worker;
+    setTimeout(() => {
+      if (slot.worker !== worker) return; // replaced meanwhile: spawn() reset the flag
+      slot.warming = false;
+      this.pump(slot);
+    }, WARM_RETRY_MS).unref();
   }
 
   /** Runs one task on the least loaded worker. */
