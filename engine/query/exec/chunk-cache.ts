@@ -44,6 +44,11 @@ export class ChunkCache {
     this.read = files.readSegment;
   }
 
+  /** Bytes of the decoded segments held. */
+  get usedBytes(): number {
+    return this.bytes;
+  }
+
   /** The segment's footer with its per-column HyperLogLog sketches (kept; they are small). */
   footer(ref: SegmentRef): FooterWithSketches {
     const hit = this.footers.get(ref.file);

@@ -40,6 +40,8 @@ export interface WorkerWarm {
 export interface WorkerWarmed {
   readonly warmed: boolean;
   readonly full: boolean;
+  /** The bytes the cache grew by. */
+  readonly bytes: number;
   /** The request's roomBytes. */
   readonly roomBytes: number;
 }
@@ -108,13 +110,16 @@ port.on('message', (request: WorkerRequest | WorkerWarm | WorkerForget) => {
 /** Decodes a fresh segment into the cache when it has room; a failure only leaves it cold. */
 async function warm({ warm: ref, roomBytes }: WorkerWarm): Promise<void> {
   let outcome: 'warmed' | 'cached' | 'full' | 'failed' = 'failed';
+  let bytes = 0;
   try {
     cache ??= new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes);
+    const before = cache.usedBytes;
     outcome = cache.warm(ref, roomBytes);
+    bytes = cache.usedBytes - before;
   } catch {
     // The file may be gone already (replaced, deleted): the query that needs it reads it.
   }
-  port!.postMessage({ warmed: outcome === 'warmed', full: outcome === 'full', roomBytes } satisfies WorkerWarmed);
+  port!.postMessage({ warmed: outcome === 'warmed', full: outcome === 'full', bytes, roomBytes } satisfies WorkerWarmed);
 }
 
 async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promise<void> {

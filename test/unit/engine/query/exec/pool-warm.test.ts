@@ -1,0 +1,65 @@
+/**
+ * Warming through the real worker pool (worker threads, real segment files): a store whose warmed
+ * columns fit the cache is warmed whole; one that would not fit is not, after the first segment
+ * shows what a row takes.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import type { SegmentRef } from '../../../../../engine/storage/chunk.js';
+import { columnsBytes, dictStringBytes, systemBytes } from '../../../../../engine/storage/chunk-bytes.js';
+import { compactColumns, readSegment } from '../../../../../engine/storage/segment/reader.js';
+import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
+import { WorkerPool } from '../../../../../engine/query/exec/pool.js';
+import { makeChunk, type TestEvent } from '../../../../helpers/query/test-support.js';
+
+const START = Date.UTC(2024, 0, 1);
+
+function segments(count: number): SegmentRef[] {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-pool-warm-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return Array.from({ length: count }, (_, s) => {
+    const events: TestEvent[] = Array.from({ length: 2000 }, (_, i) => ({
+      ts: START + s * 86_400_000 + i * 1000, props: { price: i * 0.5 + s, tag: `t${i % 7}` },
+    }));
+    const file = path.join(dir, `${s}.arrow`);
+    return { file, footer: writeSegment(file, makeChunk(events, s * 2000), {}) };
+  });
+}
+
+/** The pool's warmed count once it has moved past `from` and then stayed put for a second. */
+async function settled(pool: WorkerPool, from = 0): Promise<number> {
+  const deadline = Date.now() + 30_000;
+  // A worker first loads its modules (Arrow's import, slow on a busy machine).
+  while (pool.segmentsWarmed === from && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  let last = -1;
+  while (pool.segmentsWarmed !== last && Date.now() < deadline) {
+    last = pool.segmentsWarmed;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+  return pool.segmentsWarmed;
+}
+
+t.test('a store that fits the cache is warmed whole', async (t) => {
+  const refs = segments(6);
+  const pool = new WorkerPool(1, 64 << 20, 8 << 20);
+  t.teardown(() => pool.close());
+  pool.warm(refs, 1);
+  t.equal(await settled(pool), 6, 'every segment');
+});
+
+t.test('a store larger than the cache is not warmed past the first segment', async (t) => {
+  const refs = segments(6);
+  const probe = readSegment(refs[0].file, compactColumns(refs[0].file));
+  const one = columnsBytes(probe) + systemBytes(probe) + dictStringBytes(probe);
+  // Room for three segments of the six.
+  const pool = new WorkerPool(1, Math.floor(3.5 * one), 8 << 20);
+  t.teardown(() => pool.close());
+  pool.warm(refs, 1);
+  t.equal(await settled(pool), 1, 'the first shows the six would not fit: no more');
+  // Three segments replaced by a merge: the three left fit, and new ones are warmed again.
+  pool.forget(refs.slice(0, 3).map((ref) => ref.file));
+  pool.warm(refs.slice(3), 1);
+  t.equal(await settled(pool, 1), 3, 'the two others of the three left (the newest was warmed first)');
+});
