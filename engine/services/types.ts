@@ -78,8 +78,9 @@ export interface EngineOptions {
    */
   readonly memoryBudgetBytes?: number;
   /**
-   * Whether segments a flush or a merge writes are decoded into the query workers' caches while
-   * they are idle, so the first query after a load reads them from memory (default true).
+   * Whether segments a flush or a merge writes, and the stored ones at open, are decoded into the
+   * query workers' caches while they are idle, so the first query after a load or a restart reads
+   * them from memory (default true; query/exec/pool.ts warm says when it holds back).
    */
   readonly cacheWarming?: boolean;
   /** Whether to fsync the WAL before acknowledging (default true). Only benchmarks turn it off. */

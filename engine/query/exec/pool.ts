@@ -150,7 +150,8 @@ export class WorkerPool {
    * that worker has no query to run, as far as its cache has free room (chunk-cache.ts warm).
    * The first query after a load then reads what the load wrote from memory, as it would in a
    * database whose buffer pool the load filled. A query that arrives meanwhile waits for at most
-   * the one segment being decoded.
+   * the one segment being decoded. Warming waits while a bulk load runs (warmShare 0), and a
+   * worker whose segments' warmed columns would not fit its cache warms no more (warmNext).
    */
   warm(refs: readonly SegmentRef[], workers: number): void {
     for (const ref of refs) {
