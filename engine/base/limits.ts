@@ -243,8 +243,7 @@ export const WARM_QUEUE_MAX = 1_024;
  * warmed during the load the server peaked at 1,068 MB).
  */
 export const WARM_LOAD_EVENTS_PER_S = 20_000;
-export const WARM_SHARE_LOADING = 0;
-/** A warm refused for the loading share is tried again this much later. */
+/** Warming held back by a load looks again this much later. */
 export const WARM_RETRY_MS = 1_000;
 /**
  * A column is warmed only when its segment has at least this many rows per dictionary entry:

@@ -25,7 +25,7 @@ import { LogReader } from '../log/reader.js';
 import { Flusher } from '../maintenance/flusher.js';
 import { ExtractionJobs } from '../query/exec/jobs.js';
 import { QueryService as QueryRunner } from '../query/exec/service.js';
-import { warmShareByLoad } from './warm-share.js';
+import { notLoading } from './warm-share.js';
 import { RetiredFiles } from '../storage/retired-files.js';
 import { SegmentPool } from '../maintenance/segment-pool.js';
 import { StoreSet } from '../storage/store-set.js';
@@ -182,7 +182,7 @@ function wireCore(options: EngineOptions, base: Base): Core {
     clock, workers: base.workers,
     cacheBytes: memory.chunkCacheBytes,
     footerCacheBytes: memory.footerCacheBytes,
-    warmShare: warmShareByLoad(() => events.writes.accepted),
+    mayWarm: notLoading(() => events.writes.accepted),
   });
   flusher = new Flusher({
     stores, wal: base.wal, segmentPool,

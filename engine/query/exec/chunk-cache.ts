@@ -119,19 +119,18 @@ export class ChunkCache {
   /**
    * Decodes a segment just written into the cache, its footer and sketches too, before any query
    * asks: the columns worth holding (reader.ts compactColumns: all but ids), and only if they fit
-   * in the room the budget (or `roomBytes`, if less) has left, so warming never evicts what queries
-   * read. A segment a query has already read is left as it is. 'full' when there was no room for it.
+   * in the room the budget has left, so warming never evicts what queries read. A segment a query
+   * has already read is left as it is. 'full' when there was no room for it.
    */
-  warm(ref: SegmentRef, roomBytes = this.budgetBytes): 'warmed' | 'cached' | 'full' {
+  warm(ref: SegmentRef): 'warmed' | 'cached' | 'full' {
     this.footer(ref);
     if (this.entries.has(ref.file)) return 'cached';
-    const limit = Math.min(this.budgetBytes, roomBytes);
-    if (this.bytes >= limit) return 'full';
+    if (this.bytes >= this.budgetBytes) return 'full';
     const columns = this.files.compactColumns(ref.file);
     const chunk = this.read(ref.file, columns);
     const columnBytes = columnsBytes(chunk);
     const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
-    if (this.bytes + bytes > limit) return 'full';
+    if (this.bytes + bytes > this.budgetBytes) return 'full';
     const complete = Object.keys(ref.footer.columns).every((path) => chunk.columns.has(path));
     this.entries.set(ref.file, { chunk, columnBytes, bytes, complete, epoch: this.epoch });
     this.bytes += bytes;

@@ -273,6 +273,10 @@ export class ExtractionJobs {
     // joined oldest first: the file is in time order, as the synchronous answer is (appending the
     // newest segment's events first put them ahead of older days').
     const pieces: string[] = [];
+    // Pieces a crash left behind in an earlier attempt of this job.
+    for (const name of fs.readdirSync(this.dir)) {
+      if (name.startsWith(`${path.basename(part)}.`)) fs.rmSync(path.join(this.dir, name), { force: true });
+    }
     let events = 0;
     try {
       for (const share of shares) {

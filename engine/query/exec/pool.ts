@@ -52,13 +52,10 @@ export class WorkerPool {
   /** Segments decoded into a worker's cache before any query asked for them (warm()). */
   segmentsWarmed = 0;
 
-  /**
-   * `warmShare`: the share (0-1) of each worker's cache that warming may fill now (the engine
-   * lowers it while a bulk load's buffers and garbage need the memory).
-   */
+  /** `mayWarm`: whether warming may run now (the engine says no while a bulk load runs). */
   constructor(
     size: number, private readonly cacheBytes: number, private readonly footerCacheBytes: number,
-    private readonly warmShare: () => number = () => 1,
+    private readonly mayWarm: () => boolean = () => true,
   ) {
     assert(size >= 1, 'a pool has at least one worker');
     for (let s = 0; s < size; s++) {
@@ -96,14 +93,8 @@ export class WorkerPool {
           slot.warmedBytes += reply.bytes;
         }
         slot.warming = false;
-        if (reply.full && reply.roomBytes >= this.cacheBytes) {
-          // No room in the whole cache: the older segments queued would not fit either.
-          slot.toWarm.clear();
-        } else if (reply.full) {
-          // No room in the share warming has now: again once writes ease.
-          this.warmLater(slot);
-          return;
-        }
+        // No room: the older segments queued would not fit either (each is read first).
+        if (reply.full) slot.toWarm.clear();
         this.pump(slot);
       } else this.finish(slot, reply);
     });
@@ -150,7 +141,7 @@ export class WorkerPool {
    * that worker has no query to run, as far as its cache has free room (chunk-cache.ts warm).
    * The first query after a load then reads what the load wrote from memory, as it would in a
    * database whose buffer pool the load filled. A query that arrives meanwhile waits for at most
-   * the one segment being decoded. Warming waits while a bulk load runs (warmShare 0), and a
+   * the one segment being decoded. Warming waits while a bulk load runs (mayWarm), and a
    * worker whose segments' warmed columns would not fit its cache warms no more (warmNext).
    */
   warm(refs: readonly SegmentRef[], workers: number): void {
@@ -181,8 +172,7 @@ export class WorkerPool {
 
   private warmNext(slot: Slot): void {
     if (slot.warming || slot.toWarm.size === 0) return;
-    const share = Math.min(1, Math.max(0, this.warmShare()));
-    if (share === 0) {
+    if (!this.mayWarm()) {
       this.warmLater(slot);
       return;
     }
@@ -199,10 +189,10 @@ export class WorkerPool {
     slot.toWarm.delete(file);
     slot.warming = true;
     slot.warmingRows = ref.footer.rows;
-    slot.worker.postMessage({ warm: ref, roomBytes: Math.floor(this.cacheBytes * share) } satisfies WorkerWarm);
+    slot.worker.postMessage({ warm: ref } satisfies WorkerWarm);
   }
 
-  /** Warming waits (a load runs, or its share is full): the slot tries again WARM_RETRY_MS later. */
+  /** Warming waits (a load runs): the slot tries again WARM_RETRY_MS later. */
   private warmLater(slot: Slot): void {
     slot.warming = true;
     const worker = slot.worker;

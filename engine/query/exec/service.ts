@@ -70,8 +70,8 @@ export interface QueryServiceOptions {
   projectLimits?: (projectId: string) => Partial<QueryLimits> | undefined;
   /** Byte budget of each worker's decoded-segment cache. */
   cacheBytes?: number;
-  /** The share of each cache that warming may fill now (pool.ts); default all of it. */
-  warmShare?: () => number;
+  /** Whether cache warming may run now (pool.ts); default always. */
+  mayWarm?: () => boolean;
   /** Byte budget of each worker's footers and sketches. */
   footerCacheBytes?: number;
   /**
@@ -96,7 +96,7 @@ export class QueryService {
     this.admission = new Admission(runningMax, this.limits.waitingMax, this.limits.startDeadlineMs);
     this.pool = opts.workers > 0
       ? new WorkerPool(opts.workers, opts.cacheBytes ?? CHUNK_CACHE_BYTES_DEFAULT,
-        opts.footerCacheBytes ?? FOOTER_CACHE_BYTES_DEFAULT, opts.warmShare) : null;
+        opts.footerCacheBytes ?? FOOTER_CACHE_BYTES_DEFAULT, opts.mayWarm) : null;
     // luxon's first calendar arithmetic sets up its Intl formatters, ~20 ms on this machine: paid
     // here, at start, rather than by the first query (bench/scale: its first trivial count took 37 ms).
     resolveTimeframe('this_1_days', parseTimezone(undefined), opts.clock());

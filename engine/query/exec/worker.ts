@@ -32,8 +32,6 @@ export interface WorkerRequest {
 /** A segment to decode into the cache now, if it has room (pool.ts warm); answered 'warmed'. */
 export interface WorkerWarm {
   readonly warm: SegmentRef;
-  /** The bytes the cache may hold after warming it (at most its budget). */
-  readonly roomBytes: number;
 }
 
 /** The answer to a WorkerWarm: whether it decoded the segment, and whether the cache had room. */
@@ -42,8 +40,6 @@ export interface WorkerWarmed {
   readonly full: boolean;
   /** The bytes the cache grew by. */
   readonly bytes: number;
-  /** The request's roomBytes. */
-  readonly roomBytes: number;
 }
 
 /** Segment files gone (replaced or deleted): dropped from the cache. */
@@ -108,18 +104,18 @@ port.on('message', (request: WorkerRequest | WorkerWarm | WorkerForget) => {
 });
 
 /** Decodes a fresh segment into the cache when it has room; a failure only leaves it cold. */
-async function warm({ warm: ref, roomBytes }: WorkerWarm): Promise<void> {
+async function warm({ warm: ref }: WorkerWarm): Promise<void> {
   let outcome: 'warmed' | 'cached' | 'full' | 'failed' = 'failed';
   let bytes = 0;
   try {
     cache ??= new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes);
     const before = cache.usedBytes;
-    outcome = cache.warm(ref, roomBytes);
+    outcome = cache.warm(ref);
     bytes = cache.usedBytes - before;
   } catch {
     // The file may be gone already (replaced, deleted): the query that needs it reads it.
   }
-  port!.postMessage({ warmed: outcome === 'warmed', full: outcome === 'full', bytes, roomBytes } satisfies WorkerWarmed);
+  port!.postMessage({ warmed: outcome === 'warmed', full: outcome === 'full', bytes } satisfies WorkerWarmed);
 }
 
 async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promise<void> {

@@ -3,29 +3,16 @@
  * query reads more than fits, the segments it read first stay cached and each later run of the
  * same query hits them, where plain LRU would hit none.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import t from 'tap';
 import type { SegmentRef } from '../../../../../engine/storage/chunk.js';
 import { columnsBytes, systemBytes } from '../../../../../engine/storage/chunk-bytes.js';
 import { compactColumns, readFooter, readSegment } from '../../../../../engine/storage/segment/reader.js';
-import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
 import { ChunkCache } from '../../../../../engine/query/exec/chunk-cache.js';
-import { makeChunk, type TestEvent } from '../../../../helpers/query/test-support.js';
+import { writeDaySegments } from '../../../../helpers/query/segments.js';
 
-const START = Date.UTC(2024, 0, 1);
-
+/** Segments of 1,000 rows: a number and a 7-value string. */
 function segments(count: number): SegmentRef[] {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-cache-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return Array.from({ length: count }, (_, s) => {
-    const events: TestEvent[] = Array.from({ length: 1000 }, (_, i) => ({
-      ts: START + s * 86_400_000 + i * 1000, props: { price: i * 0.5 + s, tag: `t${i % 7}` },
-    }));
-    const file = path.join(dir, `${s}.arrow`);
-    return { file, footer: writeSegment(file, makeChunk(events, s * 1000), {}) };
-  });
+  return writeDaySegments(t, count, 1000, (s, i) => ({ price: i * 0.5 + s, tag: `t${i % 7}` }));
 }
 
 /** A cache whose reads are counted; `fit` segments' price columns fit its budget. */
@@ -115,15 +102,7 @@ t.test("a cache full of another query's columns makes room for this query's", as
 
 /** Segments of 1,000 rows: a number, a 7-value string, and an id with a value a row. */
 function segmentsWithIds(count: number): SegmentRef[] {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-cache-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return Array.from({ length: count }, (_, s) => {
-    const events: TestEvent[] = Array.from({ length: 1000 }, (_, i) => ({
-      ts: START + s * 86_400_000 + i * 1000, props: { price: i * 0.5 + s, tag: `t${i % 7}`, user: `u${s}-${i}` },
-    }));
-    const file = path.join(dir, `${s}.arrow`);
-    return { file, footer: writeSegment(file, makeChunk(events, s * 1000), {}) };
-  });
+  return writeDaySegments(t, count, 1000, (s, i) => ({ price: i * 0.5 + s, tag: `t${i % 7}`, user: `u${s}-${i}` }));
 }
 
 t.test('warming decodes a fresh segment before any query: every column but ids', async (t) => {
@@ -176,11 +155,4 @@ t.test('forgotten segments leave the cache, and their room goes to warming', asy
   const before = reads();
   cache.load(refs[0], ['price']);
   t.equal(reads(), before + 1, 'a forgotten segment is read again if asked for');
-});
-
-t.test('warming stops at the room it is given, below the budget', async (t) => {
-  const refs = segments(4);
-  const { cache } = countingCache(refs, 100);
-  t.equal(cache.warm(refs[0], 1), 'full', 'a byte of room: nothing warmed');
-  t.equal(cache.warm(refs[0]), 'warmed', 'the whole budget: warmed');
 });

@@ -3,29 +3,15 @@
  * columns fit the cache is warmed whole; one that would not fit is not, after the first segment
  * shows what a row takes.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import t from 'tap';
 import type { SegmentRef } from '../../../../../engine/storage/chunk.js';
 import { columnsBytes, dictStringBytes, systemBytes } from '../../../../../engine/storage/chunk-bytes.js';
 import { compactColumns, readSegment } from '../../../../../engine/storage/segment/reader.js';
-import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
 import { WorkerPool } from '../../../../../engine/query/exec/pool.js';
-import { makeChunk, type TestEvent } from '../../../../helpers/query/test-support.js';
-
-const START = Date.UTC(2024, 0, 1);
+import { writeDaySegments } from '../../../../helpers/query/segments.js';
 
 function segments(count: number): SegmentRef[] {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-pool-warm-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return Array.from({ length: count }, (_, s) => {
-    const events: TestEvent[] = Array.from({ length: 2000 }, (_, i) => ({
-      ts: START + s * 86_400_000 + i * 1000, props: { price: i * 0.5 + s, tag: `t${i % 7}` },
-    }));
-    const file = path.join(dir, `${s}.arrow`);
-    return { file, footer: writeSegment(file, makeChunk(events, s * 2000), {}) };
-  });
+  return writeDaySegments(t, count, 2000, (s, i) => ({ price: i * 0.5 + s, tag: `t${i % 7}` }));
 }
 
 /** The pool's warmed count once it has moved past `from` and then stayed put for a second. */
