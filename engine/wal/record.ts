@@ -15,6 +15,9 @@
  *     payload => bytes[length]
  *
  * A frame is valid only if all four checks pass; the first that fails ends the clean prefix.
+ * Zero bytes from there to the end are room the WAL zeroed ahead of its writes (wal.ts), not a
+ * torn frame: a frame starts with a non-zero magic byte, so any bytes of one left by a crash
+ * make the tail non-zero.
  */
 import { crc32c } from '@node-rs/crc32';
 import { assert } from '../base/assert.js';
@@ -41,7 +44,7 @@ export interface DecodedRecords {
   readonly payloads: Uint8Array[];
   /** Bytes of the clean prefix: the offset just past the last valid frame. */
   readonly cleanBytes: number;
-  /** True when bytes follow the clean prefix (a torn write or corruption). */
+  /** True when bytes other than zeroed room follow the clean prefix (a torn write or corruption). */
   readonly torn: boolean;
   /** Which check failed at `cleanBytes`; null when the buffer decoded to its end. */
   readonly reason: TornReason | null;
@@ -78,6 +81,7 @@ export function decodeRecords(buf: Buffer): DecodedRecords {
   // Bound: each iteration consumes at least RECORD_HEADER_BYTES, so at most buf.length / 10 frames.
   while (offset < buf.length) {
     const reason = checkFrame(buf, offset);
+    if (reason !== null && allZero(buf, offset)) return { payloads, cleanBytes: offset, torn: false, reason: null };
     if (reason !== null) return { payloads, cleanBytes: offset, torn: true, reason };
     const length = buf.readUInt32BE(offset + 2);
     const start = offset + RECORD_HEADER_BYTES;
@@ -86,6 +90,13 @@ export function decodeRecords(buf: Buffer): DecodedRecords {
   }
   assert(offset === buf.length, 'decode must stop exactly at the end of the buffer');
   return { payloads, cleanBytes: offset, torn: false, reason: null };
+}
+
+/** Whether every byte of buf from `offset` on is zero. */
+function allZero(buf: Buffer, offset: number): boolean {
+  // Bound: the rest of the buffer, a zeroed chunk or less in a WAL segment.
+  for (let at = offset; at < buf.length; at++) if (buf[at] !== 0) return false;
+  return true;
 }
 
 /** Returns null if a whole valid frame starts at `offset`, else the first check that failed. */

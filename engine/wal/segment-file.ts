@@ -7,6 +7,7 @@ import { constants } from 'node:fs';
 import { mkdir, open, readdir, truncate, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { assert } from '../base/assert.js';
+import { WAL_ZERO_CHUNK_BYTES } from '../base/limits.js';
 
 /** Digits of a segment name; wider indexes still parse, they just stop sorting as text. */
 const SEGMENT_NAME_DIGITS = 6;
@@ -47,6 +48,26 @@ export async function createSegment(
   // A new file's directory entry is not made durable by fdatasync on the file itself.
   if (fsync) await syncDir(dir);
   return handle;
+}
+
+/** The zeros zeroFill writes, allocated on first use. */
+let zeroChunk: Buffer | null = null;
+
+/**
+ * Writes `length` (at most WAL_ZERO_CHUNK_BYTES) zero bytes at `position`: room that later writes
+ * of the segment overwrite without growing the file (wal.ts). On an O_DSYNC segment it is durable
+ * when it returns, size included.
+ */
+export async function zeroFill(handle: FileHandle, position: number, length: number): Promise<void> {
+  assert(length > 0 && length <= WAL_ZERO_CHUNK_BYTES, 'one zeroed chunk at a time');
+  zeroChunk ??= Buffer.alloc(WAL_ZERO_CHUNK_BYTES);
+  let written = 0;
+  // Bound: each pass writes at least one byte or throws.
+  while (written < length) {
+    const { bytesWritten } = await handle.write(zeroChunk, 0, length - written, position + written);
+    if (bytesWritten === 0) throw new Error('zeroing WAL room made no progress');
+    written += bytesWritten;
+  }
 }
 
 /** Cuts a segment to its clean prefix so the next open sees no torn bytes. */

@@ -13,14 +13,25 @@
  * after the failure truncates the segment back to its last durable byte and fdatasyncs it; when
  * both succeed (space came back), appends go on from there, so nothing of a rejected group can
  * replay later and every acknowledged record stays. While that fails, appends reject at once.
+ *
+ * Zeroed room: with fsync, after starting a small group the WAL zeroes the next
+ * WAL_ZERO_CHUNK_BYTES past the reserved bytes (segment-file.ts zeroFill) when little zeroed room
+ * is left, so that later groups overwrite bytes the file already holds and their synchronized
+ * writes skip the journal commit a growing file needs. Zeroing never overlaps a group's bytes: a
+ * group that would reach into a chunk being zeroed waits for it. A failed zeroing only costs speed
+ * (it is tried again WAL_RECOVER_AFTER_MS later); replay reads zeroed room as a clean end
+ * (record.ts).
  */
 import { rm, type FileHandle } from 'node:fs/promises';
 import { assert } from '../base/assert.js';
 import { ApiError } from '../base/errors.js';
-import { WAL_GROUP_BYTES_MAX, WAL_GROUPS_IN_FLIGHT_MAX, WAL_RECOVER_AFTER_MS } from '../base/limits.js';
+import {
+  WAL_GROUP_BYTES_MAX, WAL_GROUPS_IN_FLIGHT_MAX, WAL_RECOVER_AFTER_MS, WAL_ZERO_AHEAD_BYTES, WAL_ZERO_CHUNK_BYTES,
+  WAL_ZERO_GROUP_BYTES_MAX,
+} from '../base/limits.js';
 import { encodeRecord } from './record.js';
 import { replaySegments, type WalCut, type WalLog } from './replay.js';
-import { createSegment, listSegments, removeSegments, segmentPath } from './segment-file.js';
+import { createSegment, listSegments, removeSegments, segmentPath, zeroFill } from './segment-file.js';
 
 export type { WalCut, WalLog } from './replay.js';
 
@@ -40,6 +51,8 @@ export interface WalOptions {
   readonly log?: WalLog;
   /** Test seam: runs before each fdatasync (a group's synchronized write, or a recovery's sync); a throw simulates a failed sync. */
   readonly beforeSync?: () => void | Promise<void>;
+  /** Test seam: runs before each chunk of room is zeroed (a delay makes later groups reach into it). */
+  readonly beforeZero?: () => void | Promise<void>;
 }
 
 export interface WalStats {
@@ -54,6 +67,8 @@ export interface WalStats {
   syncs: number;
   /** Frame bytes written. */
   bytes: number;
+  /** Bytes of room zeroed ahead of the writes. */
+  zeroedBytes: number;
 }
 
 export interface WalOpened {
@@ -76,7 +91,7 @@ type Entry =
   | ({ kind: 'close' } & Waiter<void>);
 
 export class Wal {
-  readonly stats: WalStats = { appends: 0, groups: 0, syncs: 0, bytes: 0, failures: 0, recoveries: 0 };
+  readonly stats: WalStats = { appends: 0, groups: 0, syncs: 0, bytes: 0, failures: 0, recoveries: 0, zeroedBytes: 0 };
   /** Called with the seconds of each fdatasync, a group's synchronized write included (the metrics' histogram). */
   onSync: ((seconds: number) => void) | null = null;
   readonly #dir: string;
@@ -91,6 +106,11 @@ export class Wal {
   #currentBytes = 0;
   /** Where the next group's bytes go: past those of the groups in flight. */
   #reservedBytes = 0;
+  /** Where the current segment's zeroed room ends (segment-file.ts zeroFill). */
+  #zeroedBytes = 0;
+  /** The chunk being zeroed, from `from` on; `done` never rejects. */
+  #zeroing: { readonly from: number; readonly done: Promise<void> } | null = null;
+  #zeroFailedAt = 0;
   /** The commits in flight, oldest first; each settles (never rejects) after the one before it. */
   readonly #inFlight: Promise<void>[] = [];
   #draining = false;
@@ -197,9 +217,18 @@ export class Wal {
         this.#wake = null;
         continue;
       }
-      if (head.kind === 'append') this.#start(this.#takeGroup());
-      else {
+      if (head.kind === 'append') {
+        const count = this.#groupCount();
+        const zeroing = this.#zeroing;
+        if (zeroing !== null && this.#groupStart() + this.#bytesOf(count) > zeroing.from) {
+          await zeroing.done;
+          continue;
+        }
+        // One splice, not a shift per entry: a deep queue would make shifting quadratic.
+        this.#start(this.#queue.splice(0, count) as Extract<Entry, { kind: 'append' }>[]);
+      } else {
         this.#queue.shift();
+        await this.#zeroing?.done;
         await this.#control(head);
       }
     }
@@ -212,10 +241,16 @@ export class Wal {
     return head.kind !== 'append' || this.#failure !== null || this.#inFlight.length >= WAL_GROUPS_IN_FLIGHT_MAX;
   }
 
+  /** Where the next group's bytes go: after those in flight, or (none in flight) after the durable ones. */
+  #groupStart(): number {
+    // After a rejected group, its room is free again.
+    return this.#inFlight.length === 0 ? this.#currentBytes : this.#reservedBytes;
+  }
+
   /** Starts one group's commit after the bytes of those in flight; it settles after them, in order. */
   #start(group: Extract<Entry, { kind: 'append' }>[]): void {
     const previous = this.#inFlight.at(-1) ?? null;
-    if (previous === null) this.#reservedBytes = this.#currentBytes; // after a rejected group, its room is free again
+    this.#reservedBytes = this.#groupStart();
     let length = 0;
     for (const entry of group) length += entry.frame.length;
     const position = this.#reservedBytes;
@@ -224,10 +259,40 @@ export class Wal {
       this.#inFlight.shift(); // this group: the ones before it settled first
     });
     this.#inFlight.push(done);
+    if (length <= WAL_ZERO_GROUP_BYTES_MAX) this.#zeroAhead();
   }
 
-  /** Takes the leading run of appends, up to WAL_GROUP_BYTES_MAX (but always at least one). */
-  #takeGroup(): Extract<Entry, { kind: 'append' }>[] {
+  /** Zeroes the next chunk past the reserved bytes when little zeroed room is left (see the file comment). */
+  #zeroAhead(): void {
+    if (!this.#options.fsync || this.#zeroing !== null || this.#failure !== null) return;
+    if (this.#reservedBytes + WAL_ZERO_AHEAD_BYTES <= this.#zeroedBytes) return;
+    if (Date.now() - this.#zeroFailedAt < WAL_RECOVER_AFTER_MS) return;
+    const from = Math.max(this.#zeroedBytes, this.#reservedBytes);
+    const handle = this.#handle;
+    const zeroed = async () => {
+      await this.#options.beforeZero?.();
+      await zeroFill(handle, from, WAL_ZERO_CHUNK_BYTES);
+    };
+    const done = zeroed().then(() => {
+      this.#zeroedBytes = from + WAL_ZERO_CHUNK_BYTES;
+      this.stats.zeroedBytes += WAL_ZERO_CHUNK_BYTES;
+    }, () => {
+      this.#zeroFailedAt = Date.now();
+    }).finally(() => {
+      this.#zeroing = null;
+    });
+    this.#zeroing = { from, done };
+  }
+
+  /** Frame bytes of the first `count` queued appends. */
+  #bytesOf(count: number): number {
+    let bytes = 0;
+    for (let k = 0; k < count; k++) bytes += (this.#queue[k] as Extract<Entry, { kind: 'append' }>).frame.length;
+    return bytes;
+  }
+
+  /** How many leading appends the next group takes: up to WAL_GROUP_BYTES_MAX (but always at least one). */
+  #groupCount(): number {
     let count = 0;
     let bytes = 0;
     // Bound: WAL_GROUP_BYTES_MAX bytes, or a single frame if that alone is larger.
@@ -238,8 +303,7 @@ export class Wal {
       bytes += entry.frame.length;
     }
     assert(count > 0, 'a group holds at least one append');
-    // One splice, not a shift per entry: a deep queue would make shifting quadratic.
-    return this.#queue.splice(0, count) as Extract<Entry, { kind: 'append' }>[];
+    return count;
   }
 
   /**
@@ -310,6 +374,8 @@ export class Wal {
    */
   async #recover(): Promise<boolean> {
     if (Date.now() - this.#failedAt < WAL_RECOVER_AFTER_MS) return false;
+    await this.#zeroing?.done;
+    this.#zeroedBytes = this.#currentBytes; // what lies past it is cut off
     try {
       await this.#handle.truncate(this.#currentBytes);
       if (this.#options.fsync) await this.#sync();
@@ -352,6 +418,7 @@ export class Wal {
     this.#currentIndex = closedIndex + 1;
     this.#currentBytes = 0;
     this.#reservedBytes = 0;
+    this.#zeroedBytes = 0;
     this.#closedIndexes.push(closedIndex);
     return closedIndex;
   }

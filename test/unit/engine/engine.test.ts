@@ -7,6 +7,7 @@ import { collectionIdKey } from '../../../engine/storage/event-ids.js';
 import { abandonDataDirLock } from '../../../engine/base/data-dir-lock.js';
 import { EventBuilder, openEngine, type TallyEngine } from '../../../engine/index.js';
 import { readSegment } from '../../../engine/storage/segment/reader.js';
+import { decodeRecords } from '../../../engine/wal/record.js';
 
 const ctx = { ip: '203.0.113.9', userAgent: 'test/1.0' };
 const DAY = 86_400_000;
@@ -362,10 +363,12 @@ t.test('query workers keep the write buffer snapshot they were sent and see ever
 });
 
 /** The one WAL file of `dir` that holds records, and its bytes. */
+/** The WAL segment of `dir` that holds records, and its frames (without the room zeroed past them). */
 function walOf(dir: string): { walFile: string; whole: Buffer } {
   const walDir = path.join(dir, 'wal');
   const [walFile] = fs.readdirSync(walDir).filter((name) => fs.statSync(path.join(walDir, name)).size > 0);
-  return { walFile, whole: fs.readFileSync(path.join(walDir, walFile)) };
+  const file = fs.readFileSync(path.join(walDir, walFile));
+  return { walFile, whole: file.subarray(0, decodeRecords(file).cleanBytes) };
 }
 
 /**

@@ -34,7 +34,7 @@ t.test('stops at the first torn or corrupt frame and reports the clean prefix', 
   const good = TALLY_FRAME;
   const cases: [string, Buffer, string][] = [
     ['short header', good.subarray(0, RECORD_HEADER_BYTES - 1), 'short-header'],
-    ['zero-filled tail', Buffer.alloc(32), 'bad-magic'],
+    ['zeros, then a byte of something', Buffer.concat([Buffer.alloc(32), Buffer.from([1])]), 'bad-magic'],
     ['unknown version', patch(good, 1, 2), 'bad-version'],
     ['length over the limit', withLength(good, WAL_RECORD_BYTES_MAX), 'length-over-max'],
     ['short payload', good.subarray(0, good.length - 1), 'short-payload'],
@@ -49,6 +49,14 @@ t.test('stops at the first torn or corrupt frame and reports the clean prefix', 
     t.equal(decoded.torn, true, name);
     t.equal(decoded.reason, reason, name);
   }
+});
+
+t.test('zeros after the last frame are zeroed room, a clean end', async (t) => {
+  for (const zeros of [1, RECORD_HEADER_BYTES - 1, RECORD_HEADER_BYTES, 4096]) {
+    const decoded = decodeRecords(Buffer.concat([TALLY_FRAME, Buffer.alloc(zeros)]));
+    t.same(decoded, { payloads: [Buffer.from('tally')], cleanBytes: TALLY_FRAME.length, torn: false, reason: null }, `${zeros} zeros`);
+  }
+  t.same(decodeRecords(Buffer.alloc(64)), { payloads: [], cleanBytes: 0, torn: false, reason: null }, 'a segment of zeroed room only');
 });
 
 t.test('payloads are views of the input, not copies', async (t) => {

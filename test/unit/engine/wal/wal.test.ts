@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import t from 'tap';
 import { RECORD_HEADER_BYTES, encodeRecord, frameInPlace } from '../../../../engine/wal/record.js';
 import { segmentPath } from '../../../../engine/wal/segment-file.js';
-import { WAL_RECOVER_AFTER_MS } from '../../../../engine/base/limits.js';
+import {
+  WAL_RECOVER_AFTER_MS, WAL_ZERO_AHEAD_BYTES, WAL_ZERO_CHUNK_BYTES, WAL_ZERO_GROUP_BYTES_MAX,
+} from '../../../../engine/base/limits.js';
 import { Wal, unwritten, type WalLog, type WalOptions } from '../../../../engine/wal/wal.js';
 import { mulberry32 } from '../../../helpers/random.js';
 
@@ -113,6 +115,60 @@ t.test('rotate waits for earlier appends and later appends go to the new segment
   t.same(reopened.replay.map(text), ['a', 'b', 'c']);
   t.same(reopened.fileIndexes, [1, 2]);
   t.equal(reopened.wal.currentIndex, 3);
+  await reopened.wal.close();
+});
+
+t.test('small groups are written into room zeroed ahead of them; it replays as a clean end, closed or not', async (t) => {
+  const dir = await tempDir(t);
+  const warnings: string[] = [];
+  const log: WalLog = (level, message) => void (level === 'warn' && warnings.push(message));
+  const { wal } = await Wal.open(dir, { fsync: true, log });
+  for (const x of ['a', 'b', 'c']) await wal.append(bytes(x));
+  await wal.rotate();
+  await wal.append(bytes('d'));
+  await wal.close();
+  t.equal(wal.stats.zeroedBytes, 2 * WAL_ZERO_CHUNK_BYTES, 'one chunk zeroed in each segment');
+  const written = frameEnds(['a', 'b', 'c'].map(bytes)).at(-1)!;
+  const first = await readFile(segmentPath(dir, 1));
+  t.ok(first.length > written + WAL_ZERO_AHEAD_BYTES, `the first segment holds ${first.length} bytes for ${written} of frames`);
+  t.ok(first.subarray(frameEnds([bytes('a')])[0]!).some((byte) => byte !== 0), 'b and c went into the zeroed room');
+  const reopened = await Wal.open(dir, { fsync: true, log });
+  t.same(reopened.replay.map(text), ['a', 'b', 'c', 'd']);
+  t.same(reopened.cuts, [], 'no torn tail');
+  t.same(warnings, [], 'a closed segment ending in zeroed room is not corrupt');
+  await reopened.wal.close();
+});
+
+t.test('a batch-sized group zeroes nothing, and without fsync nothing is zeroed', async (t) => {
+  for (const [options, payload] of [[durable, WAL_ZERO_GROUP_BYTES_MAX + 1], [{ fsync: false, log: quiet }, 10]] as const) {
+    const dir = await tempDir(t);
+    const { wal } = await Wal.open(dir, options);
+    await wal.append(new Uint8Array(payload).fill(7));
+    await wal.close();
+    t.equal(wal.stats.zeroedBytes, 0);
+    t.equal((await stat(segmentPath(dir, 1))).size, RECORD_HEADER_BYTES + payload, 'the file holds the frame only');
+  }
+});
+
+t.test('groups crossing zeroed chunks while they are zeroed lose no byte', async (t) => {
+  const dir = await tempDir(t);
+  // Each chunk is zeroed 5 ms late, so groups queue up to reach into it meanwhile.
+  const { wal } = await Wal.open(dir, { ...durable, beforeZero: () => new Promise((resolve) => setTimeout(resolve, 5)) });
+  const random = mulberry32(0x2e20);
+  // ~6 MiB in small groups (16 appends in flight, up to 4,000 bytes each): many groups start
+  // while a chunk is being zeroed, some of them reaching into it.
+  const payloads = Array.from({ length: 3000 }, () => randomBytes(random, 4000));
+  let next = 0;
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    // Bound: the 3,000 payloads, shared by the 16 loops.
+    while (next < payloads.length) await wal.append(payloads[next++]!);
+  }));
+  await wal.close();
+  t.ok(wal.stats.zeroedBytes >= 4 * WAL_ZERO_CHUNK_BYTES, `${wal.stats.zeroedBytes} bytes zeroed ahead`);
+  const reopened = await Wal.open(dir, durable);
+  t.equal(reopened.replay.length, payloads.length);
+  t.ok(sameAll(reopened.replay, payloads), 'every payload replays, in order, byte for byte');
+  t.same(reopened.cuts, []);
   await reopened.wal.close();
 });
 
@@ -257,17 +313,23 @@ t.test('fuzz: a crash at every byte offset of the tail replays a clean prefix', 
   const tailStart = ends[payloads.length - 4]!;
   const scratch = await tempDir(t);
   let checked = 0;
-  // Bound: every offset of the last four frames, a few hundred reopen cycles.
-  for (let offset = tailStart; offset <= source.length; offset++) {
-    const dir = join(scratch, String(offset));
-    await writeFile(join(await ensureDir(dir), '000001.wal'), source.subarray(0, offset));
+  // Bound: every offset of the last four frames, twice (a growing file, and one whose room past
+  // the crash was zeroed ahead), a few hundred reopen cycles each.
+  for (let at = 2 * tailStart; at <= 2 * source.length + 1; at++) {
+    const offset = at >> 1;
+    const zeroed = (at & 1) === 1;
+    const dir = join(scratch, String(at));
+    const found = zeroed ? Buffer.concat([source.subarray(0, offset), Buffer.alloc(4096)]) : source.subarray(0, offset);
+    await writeFile(join(await ensureDir(dir), '000001.wal'), found);
     const cleanCount = ends.filter((end) => end <= offset).length;
     const cleanBytes = cleanCount === 0 ? 0 : ends[cleanCount - 1]!;
     const opened = await Wal.open(dir, durable);
     const prefix = payloads.slice(0, cleanCount);
     if (!sameAll(opened.replay, prefix)) t.fail(`offset ${offset}: replay is not the prefix`);
-    if ((await stat(segmentPath(dir, 1))).size !== cleanBytes) t.fail(`offset ${offset}: size`);
-    if (opened.cuts.length !== (offset === cleanBytes ? 0 : 1)) t.fail(`offset ${offset}: cuts`);
+    const torn = offset !== cleanBytes;
+    // A clean end keeps its zeroed room; a torn tail is cut back to the clean prefix.
+    if ((await stat(segmentPath(dir, 1))).size !== (torn ? cleanBytes : found.length)) t.fail(`offset ${offset}: size`);
+    if (opened.cuts.length !== (torn ? 1 : 0)) t.fail(`offset ${offset}: cuts`);
     await opened.wal.append(bytes('after-recovery'));
     await opened.wal.close();
     const again = await Wal.open(dir, durable);
@@ -277,7 +339,7 @@ t.test('fuzz: a crash at every byte offset of the tail replays a clean prefix', 
     await rm(dir, { recursive: true });
     checked += 1;
   }
-  t.equal(checked, source.length - tailStart + 1, 'every offset of the tail was checked');
+  t.equal(checked, 2 * (source.length - tailStart + 1), 'every offset of the tail was checked, with and without zeroed room');
 });
 
 t.test('fuzz: a flipped byte in the last record is detected and cut', async (t) => {
@@ -309,7 +371,7 @@ t.test('corruption in a closed segment warns, keeps its prefix, replays later on
   await wal.append(bytes('c'));
   await wal.close();
   const first = await readFile(segmentPath(dir, 1));
-  first[first.length - 1] ^= 0xff;
+  first[frameEnds([bytes('a'), bytes('b')])[1]! - 1] ^= 0xff; // the last byte of 'b'
   await writeFile(segmentPath(dir, 1), first);
   const warnings: string[] = [];
   const log: WalLog = (level, message) => void (level === 'warn' && warnings.push(message));
@@ -333,11 +395,15 @@ async function ensureDir(dir: string): Promise<string> {
 }
 
 /** Appends `payloads` through a real Wal and returns the bytes of its one segment. */
+/** The frames of `payloads` as a durable WAL wrote them (without the room it zeroed past them). */
 async function writeLog(dir: string, payloads: Uint8Array[]): Promise<Buffer> {
   const { wal } = await Wal.open(dir, durable);
   for (const payload of payloads) await wal.append(payload);
   await wal.close();
-  return readFile(segmentPath(dir, 1));
+  const file = await readFile(segmentPath(dir, 1));
+  const end = frameEnds(payloads).at(-1)!;
+  t.ok(file.subarray(end).every((byte) => byte === 0), 'only zeroed room follows the frames');
+  return file.subarray(0, end);
 }
 
 /** The byte offset just past each frame, computed from the codec, not from the file. */
