@@ -120,14 +120,14 @@ export class ChunkCache {
    * Decodes a segment just written into the cache, its footer and sketches too, before any query
    * asks: the columns worth holding (reader.ts compactColumns: all but ids), and only if they fit
    * in the room the budget has left, so warming never evicts what queries read. A segment a query
-   * has already read is left as it is. 'full' when there was no room for it.
+   * has already read is left as it is. 'full' when there was no room for it. `whole`: every
+   * column, ids too (a collection's newest segment: what an extraction of the latest events reads).
    */
-  warm(ref: SegmentRef): 'warmed' | 'cached' | 'full' {
+  warm(ref: SegmentRef, whole = false): 'warmed' | 'cached' | 'full' {
     this.footer(ref);
     if (this.entries.has(ref.file)) return 'cached';
     if (this.bytes >= this.budgetBytes) return 'full';
-    const columns = this.files.compactColumns(ref.file);
-    const chunk = this.read(ref.file, columns);
+    const chunk = this.read(ref.file, whole ? undefined : this.files.compactColumns(ref.file));
     const columnBytes = columnsBytes(chunk);
     const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
     if (this.bytes + bytes > this.budgetBytes) return 'full';

@@ -5,6 +5,7 @@
  * workers running its tasks are terminated and replaced, and the query fails with 504
  * QueryIncompleteError.
  */
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { assert } from '../../base/assert.js';
 import { ApiError, type ErrorCode } from '../../base/errors.js';
@@ -41,8 +42,9 @@ interface Slot {
   /** Rows and cache bytes of the segments warmed so far: the bytes a row takes once warmed. */
   warmedRows: number;
   warmedBytes: number;
-  /** Rows of the segment being warmed. */
+  /** Rows of the segment being warmed, and whether it is warmed whole (not learnt from). */
   warmingRows: number;
+  warmingWhole: boolean;
 }
 
 export class WorkerPool {
@@ -51,6 +53,12 @@ export class WorkerPool {
   private closed = false;
   /** Segments decoded into a worker's cache before any query asked for them (warm()). */
   segmentsWarmed = 0;
+  /** Of those, the ones warmed whole (each collection's newest segment). */
+  segmentsWarmedWhole = 0;
+  /** Each collection's newest segment known to warm(), by the collection's folder. */
+  private readonly newest = new Map<string, { readonly file: string; readonly tsMax: number }>();
+  /** Segments to warm whole: a collection's newest, while not yet warmed. */
+  private readonly whole = new Set<string>();
 
   /** `mayWarm`: whether warming may run now (the engine says no while a bulk load runs). */
   constructor(
@@ -61,7 +69,7 @@ export class WorkerPool {
     for (let s = 0; s < size; s++) {
       const slot = {
         current: null, queue: [], toWarm: new Map(), warming: false, known: new Map(), knownRows: 0,
-        warmedRows: 0, warmedBytes: 0, warmingRows: 0,
+        warmedRows: 0, warmedBytes: 0, warmingRows: 0, warmingWhole: false,
       } as unknown as Slot;
       this.spawn(slot);
       this.slots.push(slot);
@@ -89,8 +97,11 @@ export class WorkerPool {
       else if ('warmed' in reply) {
         if (reply.warmed) {
           this.segmentsWarmed++;
-          slot.warmedRows += slot.warmingRows;
-          slot.warmedBytes += reply.bytes;
+          if (slot.warmingWhole) this.segmentsWarmedWhole++;
+          else {
+            slot.warmedRows += slot.warmingRows;
+            slot.warmedBytes += reply.bytes;
+          }
         }
         slot.warming = false;
         // No room: the older segments queued would not fit either (each is read first).
@@ -143,9 +154,19 @@ export class WorkerPool {
    * database whose buffer pool the load filled. A query that arrives meanwhile waits for at most
    * the one segment being decoded. Warming waits while a bulk load runs (mayWarm), and a
    * worker whose segments' warmed columns would not fit its cache warms no more (warmNext).
+   * Each collection's newest segment is warmed whole, its ids too, whether the rest fits or not:
+   * it is one segment, and what an extraction of the latest events reads.
    */
   warm(refs: readonly SegmentRef[], workers: number): void {
     for (const ref of refs) {
+      // Segment files are <collection>/<day>/<name>.arrow (storage/collection.ts).
+      const collection = path.dirname(path.dirname(ref.file));
+      const newest = this.newest.get(collection);
+      if (newest?.file !== ref.file && (newest === undefined || ref.footer.tsMax >= newest.tsMax)) {
+        if (newest !== undefined) this.whole.delete(newest.file);
+        this.newest.set(collection, { file: ref.file, tsMax: ref.footer.tsMax });
+        this.whole.add(ref.file);
+      }
       const slot = this.slots[workerOfSegment(ref.file, Math.min(workers, this.slots.length))];
       if (!slot.known.has(ref.file)) {
         slot.known.set(ref.file, ref.footer.rows);
@@ -162,6 +183,9 @@ export class WorkerPool {
     if (this.closed || files.length === 0) return;
     for (const slot of this.slots) {
       for (const file of files) {
+        this.whole.delete(file);
+        const collection = path.dirname(path.dirname(file));
+        if (this.newest.get(collection)?.file === file) this.newest.delete(collection);
         slot.toWarm.delete(file);
         slot.knownRows -= slot.known.get(file) ?? 0;
         slot.known.delete(file);
@@ -180,8 +204,8 @@ export class WorkerPool {
     // would evict them (bench/scale at 100M: warming cost 130 MB of RSS, and the first runs
     // were slower). The bytes a row takes are learnt from the segments warmed so far.
     if (slot.warmedRows > 0 && (slot.knownRows * slot.warmedBytes) / slot.warmedRows > this.cacheBytes) {
-      slot.toWarm.clear();
-      return;
+      for (const file of slot.toWarm.keys()) if (!this.whole.has(file)) slot.toWarm.delete(file);
+      if (slot.toWarm.size === 0) return;
     }
     // Newest first: the file added last is the one a query is likeliest to read.
     const file = [...slot.toWarm.keys()].pop()!;
@@ -189,7 +213,8 @@ export class WorkerPool {
     slot.toWarm.delete(file);
     slot.warming = true;
     slot.warmingRows = ref.footer.rows;
-    slot.worker.postMessage({ warm: ref } satisfies WorkerWarm);
+    slot.warmingWhole = this.whole.delete(file);
+    slot.worker.postMessage({ warm: ref, whole: slot.warmingWhole } satisfies WorkerWarm);
   }
 
   /** Warming waits (a load runs): the slot tries again WARM_RETRY_MS later. */

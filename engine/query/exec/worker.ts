@@ -32,6 +32,8 @@ export interface WorkerRequest {
 /** A segment to decode into the cache now, if it has room (pool.ts warm); answered 'warmed'. */
 export interface WorkerWarm {
   readonly warm: SegmentRef;
+  /** Every column, ids too (chunk-cache.ts warm). */
+  readonly whole: boolean;
 }
 
 /** The answer to a WorkerWarm: whether it decoded the segment, and whether the cache had room. */
@@ -104,13 +106,13 @@ port.on('message', (request: WorkerRequest | WorkerWarm | WorkerForget) => {
 });
 
 /** Decodes a fresh segment into the cache when it has room; a failure only leaves it cold. */
-async function warm({ warm: ref }: WorkerWarm): Promise<void> {
+async function warm({ warm: ref, whole }: WorkerWarm): Promise<void> {
   let outcome: 'warmed' | 'cached' | 'full' | 'failed' = 'failed';
   let bytes = 0;
   try {
     cache ??= new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes);
     const before = cache.usedBytes;
-    outcome = cache.warm(ref);
+    outcome = cache.warm(ref, whole);
     bytes = cache.usedBytes - before;
   } catch {
     // The file may be gone already (replaced, deleted): the query that needs it reads it.

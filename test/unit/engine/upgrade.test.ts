@@ -4,7 +4,9 @@
  * - test/fixtures/data-dir-60f2194: the code before this session's changes (WAL payload version 2,
  *   no producer tags, no lock file);
  * - test/fixtures/data-dir-wal-tags: WAL records carrying a tag (an idempotent Kafka batch's
- *   producer fields), written by the code that introduced them.
+ *   producer fields), written by the code that introduced them;
+ * - test/fixtures/data-dir-wal-zeroed: a WAL segment ending in room zeroed ahead of its writes
+ *   (engine/wal/wal.ts), written by the code that introduced it.
  * Regenerate with the generator in the fixtures' README if a format changes (a new fixture, never
  * a rewritten one).
  */
@@ -28,6 +30,7 @@ function copyOf(name: string): string {
 for (const [name, tags] of [
   ['data-dir-60f2194', []],
   ['data-dir-wal-tags', [{ tag: JSON.stringify(['kafka', 'pv', 7, 0, 0, 3]), firstOffset: 5 }]],
+  ['data-dir-wal-zeroed', []],
 ] as const) {
   t.test(`${name}: every event once, tokens and tags recovered, then a clean close and reopen`, async (t) => {
     const dir = copyOf(name);

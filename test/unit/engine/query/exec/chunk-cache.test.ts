@@ -124,6 +124,20 @@ t.test('warming decodes a fresh segment before any query: every column but ids',
   t.equal(reads(), 4);
 });
 
+t.test('a segment warmed whole holds its ids too', async (t) => {
+  const refs = segmentsWithIds(2);
+  const { cache, reads } = countingCache(refs, 100);
+  t.equal(cache.warm(refs[1], true), 'warmed');
+  t.equal(cache.warm(refs[0]), 'warmed');
+  t.equal(reads(), 2);
+  cache.beginQuery();
+  const user = cache.load(refs[1], ['price', 'tag', 'user']).columns.get('user')!;
+  t.equal(user.dict![user.str![5]], 'u1-5', 'the ids as stored');
+  t.equal(reads(), 2, 'a query over every column of the segment warmed whole reads no file');
+  cache.load(refs[0], ['user']);
+  t.equal(reads(), 3, 'the other segment was warmed without its ids');
+});
+
 t.test('warming fills free room only: it never evicts what queries read', async (t) => {
   const refs = segments(5);
   // The budget holds the price columns of three segments; their tag columns are small.

@@ -1,7 +1,7 @@
 /**
  * Warming through the real worker pool (worker threads, real segment files): a store whose warmed
- * columns fit the cache is warmed whole; one that would not fit is not, after the first segment
- * shows what a row takes.
+ * columns fit the cache is warmed whole; one that would not fit is not, once a segment shows
+ * what a row takes; a collection's newest segment is warmed with its ids, fit or not.
  */
 import t from 'tap';
 import type { SegmentRef } from '../../../../../engine/storage/chunk.js';
@@ -12,6 +12,11 @@ import { writeDaySegments } from '../../../../helpers/query/segments.js';
 
 function segments(count: number): SegmentRef[] {
   return writeDaySegments(t, count, 2000, (s, i) => ({ price: i * 0.5 + s, tag: `t${i % 7}` }));
+}
+
+/** Segments with an id column (a value a row), which warming leaves out but for the newest segment. */
+function segmentsWithIds(count: number): SegmentRef[] {
+  return writeDaySegments(t, count, 2000, (s, i) => ({ price: i * 0.5 + s, user: `u${s}-${i}` }));
 }
 
 /** The pool's warmed count once it has moved past `from` and then stayed put for a second. */
@@ -35,7 +40,7 @@ t.test('a store that fits the cache is warmed whole', async (t) => {
   t.equal(await settled(pool), 6, 'every segment');
 });
 
-t.test('a store larger than the cache is not warmed past the first segment', async (t) => {
+t.test('a store larger than the cache is not warmed past the second segment', async (t) => {
   const refs = segments(6);
   const probe = readSegment(refs[0].file, compactColumns(refs[0].file));
   const one = columnsBytes(probe) + systemBytes(probe) + dictStringBytes(probe);
@@ -43,9 +48,34 @@ t.test('a store larger than the cache is not warmed past the first segment', asy
   const pool = new WorkerPool(1, Math.floor(3.5 * one), 8 << 20);
   t.teardown(() => pool.close());
   pool.warm(refs, 1);
-  t.equal(await settled(pool), 1, 'the first shows the six would not fit: no more');
+  // The newest segment is warmed whole (every column, here the same as without ids) and is not
+  // learnt from: the next one shows what a row takes.
+  t.equal(await settled(pool), 2, 'the second shows the six would not fit: no more');
   // Three segments replaced by a merge: the three left fit, and new ones are warmed again.
   pool.forget(refs.slice(0, 3).map((ref) => ref.file));
   pool.warm(refs.slice(3), 1);
-  t.equal(await settled(pool, 1), 3, 'the two others of the three left (the newest was warmed first)');
+  t.equal(await settled(pool, 2), 3, 'the one other of the three left (the newest and the next were warmed first)');
+});
+
+t.test("a collection's newest segment is warmed with its ids, even when the rest does not fit", async (t) => {
+  const all = segmentsWithIds(14);
+  const refs = all.slice(0, 12);
+  const probe = readSegment(refs[0].file, compactColumns(refs[0].file));
+  const one = columnsBytes(probe) + systemBytes(probe) + dictStringBytes(probe);
+  const whole = readSegment(refs[11].file);
+  const wholeBytes = columnsBytes(whole) + systemBytes(whole) + dictStringBytes(whole);
+  t.ok(wholeBytes > 3 * one, `the ids are most of a segment (${wholeBytes} bytes whole, ${one} without ids)`);
+  // Room for the newest whole and a few more without ids, not for all twelve without ids.
+  const budget = Math.floor(wholeBytes + 2.5 * one);
+  t.ok(12 * one > budget);
+  const pool = new WorkerPool(1, budget, 8 << 20);
+  t.teardown(() => pool.close());
+  pool.warm(refs, 1);
+  t.equal(await settled(pool), 2, 'the newest whole, then one without ids shows the twelve would not fit');
+  t.equal(pool.segmentsWarmedWhole, 1, 'the newest was warmed whole');
+  // The newest merged away, then a newer one flushed: that one is warmed whole, fit or not.
+  pool.forget([refs[11].file]);
+  pool.warm([all[13]], 1);
+  t.equal(await settled(pool, 2), 3);
+  t.equal(pool.segmentsWarmedWhole, 2, 'the newer segment warmed whole');
 });
