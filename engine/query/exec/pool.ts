@@ -228,11 +228,12 @@ export class WorkerPool {
     }, WARM_RETRY_MS).unref();
   }
 
-  /** Runs one task on the least loaded worker. */
-  async run(task: QueryTask): Promise<Record<string, unknown>> {
+  /** Runs one task on the least loaded worker: `prefer` (whose cache holds what it reads first) when none is less loaded. */
+  async run(task: QueryTask, prefer?: number): Promise<Record<string, unknown>> {
     let best = 0;
     const load = (slot: Slot) => slot.queue.length + (slot.current === null ? 0 : 1);
     for (let s = 1; s < this.slots.length; s++) if (load(this.slots[s]) < load(this.slots[best])) best = s;
+    if (prefer !== undefined && prefer < this.slots.length && load(this.slots[prefer]) <= load(this.slots[best])) best = prefer;
     const tasks: (QueryTask | null)[] = this.slots.map((_, s) => (s === best ? task : null));
     return (await this.runAll(tasks, task.timeoutMs))[best]!;
   }

@@ -18,7 +18,7 @@ import { queryIncomplete } from './scan.js';
 import { loadSegmentFiles } from './segment-reader.js';
 import { checkResponseBytes, runTask, type QueryTask } from './task.js';
 import { FixedAggregator, finishAggregate } from './execute.js';
-import { finishFunnel, mergeOutcomes, splitSource, type PartialBody } from './partial.js';
+import { finishFunnel, mergeOutcomes, splitSource, workerOfSegment, type PartialBody } from './partial.js';
 import { decodePartial, encodeOutcome } from './partial-codec.js';
 import { mayCountFromSketches } from './footer-sketch.js';
 import { ApiError } from '../../base/errors.js';
@@ -285,6 +285,9 @@ export class QueryService {
     // footers answer without reading the segments.
     const footerCount = plan.kind === 'aggregate' && plan.filters.length === 0 &&
       plan.groupBy === null && plan.buckets === null && plan.aggregates.every((spec) => spec.kind === 'count');
+    // An extraction reads the newest segment first (the latest events, warmed whole in the cache
+    // of the worker that owns it: pool.ts warm), so it goes to that worker when it is free.
+    if (plan.kind === 'extraction') return pool.run(task, newestOwner(task.sources, fanOut));
     if (plan.kind !== 'aggregate' || fanOut <= 1 || footerCount) return pool.run(task);
     const whole = task.sources[0];
     const shares = splitSource(whole, fanOut);
@@ -343,4 +346,13 @@ function checkSteps(steps: readonly number[], count: number): void {
   const ok = steps.length > 0 && new Set(steps).size === steps.length
     && steps.every((index) => Number.isInteger(index) && index >= 0 && index < count);
   if (!ok) throw new ApiError('InvalidQueryError', `A funnel share names steps ${JSON.stringify(steps)} of a ${count}-step funnel.`);
+}
+
+/** The worker (of `workers`) that owns the newest of the sources' segments, if they have any. */
+function newestOwner(sources: readonly ScanSource[], workers: number): number | undefined {
+  let newest: SegmentRef | null = null;
+  for (const source of sources) {
+    for (const ref of source.segments) if (newest === null || ref.footer.tsMax > newest.footer.tsMax) newest = ref;
+  }
+  return newest === null ? undefined : workerOfSegment(newest.file, workers);
 }
