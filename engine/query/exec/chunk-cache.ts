@@ -128,6 +128,12 @@ export class ChunkCache {
     if (this.entries.has(ref.file)) return 'cached';
     if (this.bytes >= this.budgetBytes) return 'full';
     const chunk = this.read(ref.file, whole ? undefined : this.files.compactColumns(ref.file));
+    if (whole) {
+      // Its times too, which a segment decodes on first use: what an extraction sorts and names by.
+      void chunk.ts;
+      void chunk.createdAt;
+      void chunk.seq;
+    }
     const columnBytes = columnsBytes(chunk);
     const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
     if (this.bytes + bytes > this.budgetBytes) return 'full';

@@ -134,6 +134,8 @@ t.test('a segment warmed whole holds its ids too', async (t) => {
   const user = cache.load(refs[1], ['price', 'tag', 'user']).columns.get('user')!;
   t.equal(user.dict![user.str![5]], 'u1-5', 'the ids as stored');
   t.equal(reads(), 2, 'a query over every column of the segment warmed whole reads no file');
+  t.equal(systemBytes(cache.load(refs[1], null)), 3 * 8 * 1000, 'and its times are decoded: ts, created_at, seq');
+  t.equal(reads(), 2);
   cache.load(refs[0], ['user']);
   t.equal(reads(), 3, 'the other segment was warmed without its ids');
 });
