@@ -121,22 +121,33 @@ export class ChunkCache {
    * asks: the columns worth holding (reader.ts compactColumns: all but ids), and only if they fit
    * in the room the budget has left, so warming never evicts what queries read. A segment a query
    * has already read is left as it is. 'full' when there was no room for it. `whole`: every
-   * column, ids too (a collection's newest segment: what an extraction of the latest events reads).
+   * column, ids and times too, when they fit as well (a collection's newest segment: what an
+   * extraction of the latest events reads).
    */
   warm(ref: SegmentRef, whole = false): 'warmed' | 'cached' | 'full' {
     this.footer(ref);
     if (this.entries.has(ref.file)) return 'cached';
     if (this.bytes >= this.budgetBytes) return 'full';
-    const chunk = this.read(ref.file, whole ? undefined : this.files.compactColumns(ref.file));
-    if (whole) {
-      // Its times too, which a segment decodes on first use: what an extraction sorts and names by.
-      void chunk.ts;
-      void chunk.createdAt;
-      void chunk.seq;
-    }
-    const columnBytes = columnsBytes(chunk);
-    const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
+    let chunk = this.read(ref.file, this.files.compactColumns(ref.file));
+    let columnBytes = columnsBytes(chunk);
+    let bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
     if (this.bytes + bytes > this.budgetBytes) return 'full';
+    if (whole) {
+      // The ids and the times too (which a segment decodes on first use), if they fit as well.
+      const rest = Object.keys(ref.footer.columns).filter((path) => !chunk.columns.has(path));
+      const wider = rest.length === 0 ? chunk
+        : replaceColumns(chunk, new Map([...chunk.columns, ...this.read(ref.file, rest).columns]));
+      void wider.ts;
+      void wider.createdAt;
+      void wider.seq;
+      const widerColumnBytes = columnsBytes(wider);
+      const widerBytes = widerColumnBytes + systemBytes(wider) + dictStringBytes(wider);
+      if (this.bytes + widerBytes <= this.budgetBytes) {
+        chunk = wider;
+        columnBytes = widerColumnBytes;
+        bytes = widerBytes;
+      }
+    }
     const complete = Object.keys(ref.footer.columns).every((path) => chunk.columns.has(path));
     this.entries.set(ref.file, { chunk, columnBytes, bytes, complete, epoch: this.epoch });
     this.bytes += bytes;

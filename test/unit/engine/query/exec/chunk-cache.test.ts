@@ -129,15 +129,31 @@ t.test('a segment warmed whole holds its ids too', async (t) => {
   const { cache, reads } = countingCache(refs, 100);
   t.equal(cache.warm(refs[1], true), 'warmed');
   t.equal(cache.warm(refs[0]), 'warmed');
-  t.equal(reads(), 2);
+  t.equal(reads(), 3, 'warming whole reads the columns without ids, then the rest');
   cache.beginQuery();
   const user = cache.load(refs[1], ['price', 'tag', 'user']).columns.get('user')!;
   t.equal(user.dict![user.str![5]], 'u1-5', 'the ids as stored');
-  t.equal(reads(), 2, 'a query over every column of the segment warmed whole reads no file');
+  t.equal(reads(), 3, 'a query over every column of the segment warmed whole reads no file');
   t.equal(systemBytes(cache.load(refs[1], null)), 3 * 8 * 1000, 'and its times are decoded: ts, created_at, seq');
-  t.equal(reads(), 2);
+  t.equal(reads(), 3);
   cache.load(refs[0], ['user']);
-  t.equal(reads(), 3, 'the other segment was warmed without its ids');
+  t.equal(reads(), 4, 'the other segment was warmed without its ids');
+});
+
+t.test('a segment whose ids do not fit is warmed without them', async (t) => {
+  const refs = segmentsWithIds(1);
+  // Room for the price and tag columns (and a little more), not for the ids and times.
+  const probe = readSegment(refs[0].file, compactColumns(refs[0].file));
+  let reading = 0;
+  const files = { readSegment: (file: string, columns?: readonly string[]) => (reading++, readSegment(file, columns)), readFooter, compactColumns };
+  const cache = new ChunkCache(files, Math.floor(1.2 * (columnsBytes(probe) + systemBytes(probe))));
+  t.equal(cache.warm(refs[0], true), 'warmed');
+  cache.beginQuery();
+  const before = reading;
+  cache.load(refs[0], ['price', 'tag']);
+  t.equal(reading, before, 'the columns without ids are cached');
+  cache.load(refs[0], ['user']);
+  t.equal(reading, before + 1, 'the ids were not');
 });
 
 t.test('warming fills free room only: it never evicts what queries read', async (t) => {

@@ -14,9 +14,15 @@ function segments(count: number): SegmentRef[] {
   return writeDaySegments(t, count, 2000, (s, i) => ({ price: i * 0.5 + s, tag: `t${i % 7}` }));
 }
 
-/** Segments with an id column (a value a row), which warming leaves out but for the newest segment. */
+/**
+ * Segments with an id column (a value a row), which warming leaves out but for the newest
+ * segment, and four float columns (8 bytes a row each), so that the columns warmed without ids
+ * are most of a segment.
+ */
 function segmentsWithIds(count: number): SegmentRef[] {
-  return writeDaySegments(t, count, 2000, (s, i) => ({ price: i * 0.5 + s, user: `u${s}-${i}` }));
+  return writeDaySegments(t, count, 2000, (s, i) => ({
+    price: i * 0.5 + s, a: Math.sqrt(i + 1), b: Math.sqrt(i + 2), c: Math.sqrt(i + 3), d: Math.sqrt(i + 5), user: `u${s}-${i}`,
+  }));
 }
 
 /** The pool's warmed count once it has moved past `from` and then stayed put for a second. */
@@ -63,8 +69,9 @@ t.test("a collection's newest segment is warmed with its ids, even when the rest
   const probe = readSegment(refs[0].file, compactColumns(refs[0].file));
   const one = columnsBytes(probe) + systemBytes(probe) + dictStringBytes(probe);
   const whole = readSegment(refs[11].file);
+  for (const times of [whole.ts, whole.createdAt, whole.seq]) t.equal(times.length, 2000);
   const wholeBytes = columnsBytes(whole) + systemBytes(whole) + dictStringBytes(whole);
-  t.ok(wholeBytes > 3 * one, `the ids are most of a segment (${wholeBytes} bytes whole, ${one} without ids)`);
+  t.ok(wholeBytes > one, `${wholeBytes} bytes whole (ids and times), ${one} without`);
   // Room for the newest whole and a few more without ids, not for all twelve without ids.
   const budget = Math.floor(wholeBytes + 2.5 * one);
   t.ok(12 * one > budget);
