@@ -116,6 +116,9 @@ export class ChunkCache {
     return chunk;
   }
 
+  /** What the last warm() took for the columns without ids (0 when it warmed nothing): what a row of the store takes warmed. */
+  warmedCompactBytes = 0;
+
   /**
    * Decodes a segment just written into the cache, its footer and sketches too, before any query
    * asks: the columns worth holding (reader.ts compactColumns: all but ids), and only if they fit
@@ -125,6 +128,7 @@ export class ChunkCache {
    * extraction of the latest events reads).
    */
   warm(ref: SegmentRef, whole = false): 'warmed' | 'cached' | 'full' {
+    this.warmedCompactBytes = 0;
     this.footer(ref);
     if (this.entries.has(ref.file)) return 'cached';
     if (this.bytes >= this.budgetBytes) return 'full';
@@ -132,6 +136,7 @@ export class ChunkCache {
     let columnBytes = columnsBytes(chunk);
     let bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
     if (this.bytes + bytes > this.budgetBytes) return 'full';
+    this.warmedCompactBytes = bytes;
     if (whole) {
       // The ids and the times too (which a segment decodes on first use), if they fit as well.
       const rest = Object.keys(ref.footer.columns).filter((path) => !chunk.columns.has(path));

@@ -39,10 +39,10 @@ interface Slot {
   /** Rows of every segment this worker scans that warm() was told of and forget() did not drop. */
   readonly known: Map<string, number>;
   knownRows: number;
-  /** Rows and cache bytes of the segments warmed so far: the bytes a row takes once warmed. */
+  /** Rows and cache bytes (columns without ids) of the segments warmed so far: the bytes a row takes once warmed. */
   warmedRows: number;
   warmedBytes: number;
-  /** Rows of the segment being warmed, and whether it is warmed whole (not learnt from). */
+  /** Rows of the segment being warmed, and whether it is warmed whole. */
   warmingRows: number;
   warmingWhole: boolean;
 }
@@ -98,10 +98,8 @@ export class WorkerPool {
         if (reply.warmed) {
           this.segmentsWarmed++;
           if (slot.warmingWhole) this.segmentsWarmedWhole++;
-          else {
-            slot.warmedRows += slot.warmingRows;
-            slot.warmedBytes += reply.bytes;
-          }
+          slot.warmedRows += slot.warmingRows;
+          slot.warmedBytes += reply.bytes;
         }
         slot.warming = false;
         // No room: the older segments queued would not fit either (each is read first).
@@ -154,8 +152,8 @@ export class WorkerPool {
    * database whose buffer pool the load filled. A query that arrives meanwhile waits for at most
    * the one segment being decoded. Warming waits while a bulk load runs (mayWarm), and a
    * worker whose segments' warmed columns would not fit its cache warms no more (warmNext).
-   * Each collection's newest segment is warmed whole, its ids too, whether the rest fits or not:
-   * it is one segment, and what an extraction of the latest events reads.
+   * Each collection's newest segment is warmed whole, its ids and times too (when they fit the
+   * room left): what an extraction of the latest events reads. Being newest, it is warmed first.
    */
   warm(refs: readonly SegmentRef[], workers: number): void {
     for (const ref of refs) {
@@ -204,8 +202,8 @@ export class WorkerPool {
     // would evict them (bench/scale at 100M: warming cost 130 MB of RSS, and the first runs
     // were slower). The bytes a row takes are learnt from the segments warmed so far.
     if (slot.warmedRows > 0 && (slot.knownRows * slot.warmedBytes) / slot.warmedRows > this.cacheBytes) {
-      for (const file of slot.toWarm.keys()) if (!this.whole.has(file)) slot.toWarm.delete(file);
-      if (slot.toWarm.size === 0) return;
+      slot.toWarm.clear();
+      return;
     }
     // Newest first: the file added last is the one a query is likeliest to read.
     const file = [...slot.toWarm.keys()].pop()!;

@@ -40,7 +40,7 @@ export interface WorkerWarm {
 export interface WorkerWarmed {
   readonly warmed: boolean;
   readonly full: boolean;
-  /** The bytes the cache grew by. */
+  /** The bytes its columns without ids took in the cache (chunk-cache.ts warmedCompactBytes). */
   readonly bytes: number;
 }
 
@@ -111,9 +111,8 @@ async function warm({ warm: ref, whole }: WorkerWarm): Promise<void> {
   let bytes = 0;
   try {
     cache ??= new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes);
-    const before = cache.usedBytes;
     outcome = cache.warm(ref, whole);
-    bytes = cache.usedBytes - before;
+    bytes = cache.warmedCompactBytes;
   } catch {
     // The file may be gone already (replaced, deleted): the query that needs it reads it.
   }
