@@ -157,8 +157,7 @@ export class WorkerPool {
    */
   warm(refs: readonly SegmentRef[], workers: number): void {
     for (const ref of refs) {
-      // Segment files are <collection>/<day>/<name>.arrow (storage/collection.ts).
-      const collection = path.dirname(path.dirname(ref.file));
+      const collection = collectionOf(ref.file);
       const newest = this.newest.get(collection);
       if (newest?.file !== ref.file && (newest === undefined || ref.footer.tsMax >= newest.tsMax)) {
         if (newest !== undefined) this.whole.delete(newest.file);
@@ -182,7 +181,7 @@ export class WorkerPool {
     for (const slot of this.slots) {
       for (const file of files) {
         this.whole.delete(file);
-        const collection = path.dirname(path.dirname(file));
+        const collection = collectionOf(file);
         if (this.newest.get(collection)?.file === file) this.newest.delete(collection);
         slot.toWarm.delete(file);
         slot.knownRows -= slot.known.get(file) ?? 0;
@@ -334,4 +333,9 @@ function withoutSent(task: QueryTask, sent: KeptSnapshots<true>, footers: Set<st
   };
   const sources = task.sources.map(strip);
   return task.whole === undefined ? { ...task, sources } : { ...task, sources, whole: strip(task.whole) };
+}
+
+/** The folder of a segment's collection: segment files are <collection>/<day>/<name>.arrow (storage/collection.ts). */
+function collectionOf(file: string): string {
+  return path.dirname(path.dirname(file));
 }
