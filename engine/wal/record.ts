@@ -46,6 +46,8 @@ export interface DecodedRecords {
   readonly cleanBytes: number;
   /** True when bytes other than zeroed room follow the clean prefix (a torn write or corruption). */
   readonly torn: boolean;
+  /** Zero bytes from the clean prefix to the end (room the WAL zeroed ahead); 0 when torn. */
+  readonly roomBytes: number;
   /** Which check failed at `cleanBytes`; null when the buffer decoded to its end. */
   readonly reason: TornReason | null;
 }
@@ -81,15 +83,15 @@ export function decodeRecords(buf: Buffer): DecodedRecords {
   // Bound: each iteration consumes at least RECORD_HEADER_BYTES, so at most buf.length / 10 frames.
   while (offset < buf.length) {
     const reason = checkFrame(buf, offset);
-    if (reason !== null && allZero(buf, offset)) return { payloads, cleanBytes: offset, torn: false, reason: null };
-    if (reason !== null) return { payloads, cleanBytes: offset, torn: true, reason };
+    if (reason !== null && allZero(buf, offset)) return { payloads, cleanBytes: offset, torn: false, roomBytes: buf.length - offset, reason: null };
+    if (reason !== null) return { payloads, cleanBytes: offset, torn: true, roomBytes: 0, reason };
     const length = buf.readUInt32BE(offset + 2);
     const start = offset + RECORD_HEADER_BYTES;
     payloads.push(buf.subarray(start, start + length));
     offset = start + length;
   }
   assert(offset === buf.length, 'decode must stop exactly at the end of the buffer');
-  return { payloads, cleanBytes: offset, torn: false, reason: null };
+  return { payloads, cleanBytes: offset, torn: false, roomBytes: 0, reason: null };
 }
 
 /** Whether every byte of buf from `offset` on is zero. */

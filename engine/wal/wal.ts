@@ -19,8 +19,9 @@
  * is left, so that later groups overwrite bytes the file already holds and their synchronized
  * writes skip the journal commit a growing file needs. Zeroing never overlaps a group's bytes: a
  * group that would reach into a chunk being zeroed waits for it. A failed zeroing only costs speed
- * (it is tried again WAL_RECOVER_AFTER_MS later); replay reads zeroed room as a clean end
- * (record.ts).
+ * (it is tried again WAL_RECOVER_AFTER_MS later). Rotate and close cut the room off, so only the
+ * last segment can end in zeros: replay reads them there as a clean end (record.ts) and as lost
+ * frames in any other segment (replay.ts).
  */
 import { rm, type FileHandle } from 'node:fs/promises';
 import { assert } from '../base/assert.js';
@@ -108,6 +109,8 @@ export class Wal {
   #reservedBytes = 0;
   /** Where the current segment's zeroed room ends (segment-file.ts zeroFill). */
   #zeroedBytes = 0;
+  /** Where the last zeroing started would end: the file may hold bytes up to here (a failed zeroing some of them). */
+  #roomEnd = 0;
   /** The chunk being zeroed, from `from` on; `done` never rejects. */
   #zeroing: { readonly from: number; readonly done: Promise<void> } | null = null;
   #zeroFailedAt = 0;
@@ -269,6 +272,7 @@ export class Wal {
     if (Date.now() - this.#zeroFailedAt < WAL_RECOVER_AFTER_MS) return;
     const from = Math.max(this.#zeroedBytes, this.#reservedBytes);
     const handle = this.#handle;
+    this.#roomEnd = from + WAL_ZERO_CHUNK_BYTES;
     const zeroed = async () => {
       await this.#options.beforeZero?.();
       await zeroFill(handle, from, WAL_ZERO_CHUNK_BYTES);
@@ -379,6 +383,7 @@ export class Wal {
     try {
       await this.#handle.truncate(this.#currentBytes);
       if (this.#options.fsync) await this.#sync();
+      this.#roomEnd = this.#currentBytes;
     } catch (cause) {
       this.#fail(walFailure('write its log', cause));
       return false;
@@ -389,8 +394,11 @@ export class Wal {
   }
 
   async #control(entry: Exclude<Entry, { kind: 'append' }>): Promise<void> {
-    // close still releases the handle of a failed WAL, so the engine can reopen the directory.
-    if (entry.kind === 'close') return this.#handle.close().then(entry.resolve, entry.reject);
+    // close still releases the handle of a failed WAL, so the engine can reopen the directory. A
+    // failed trim leaves the room to the next open, which cuts it off the last segment.
+    if (entry.kind === 'close') {
+      return this.#trimRoom().catch(() => {}).then(() => this.#handle.close()).then(entry.resolve, entry.reject);
+    }
     if (this.#failure !== null && !(await this.#recover())) return entry.reject(this.#failure);
     try {
       entry.resolve(await this.#switchSegment());
@@ -400,10 +408,25 @@ export class Wal {
     }
   }
 
+  /**
+   * Cuts the zeroed room off the current segment and syncs it, so that a closed segment ends at
+   * its last frame and zeros found in one on replay are reported (replay.ts). Every group is
+   * settled here: it runs as a control entry.
+   */
+  async #trimRoom(): Promise<void> {
+    if (this.#roomEnd <= this.#currentBytes) return;
+    await this.#handle.truncate(this.#currentBytes);
+    if (this.#options.fsync) await this.#sync();
+    this.#roomEnd = this.#currentBytes;
+    this.#zeroedBytes = this.#currentBytes;
+  }
+
   /** Every earlier group is already durable here, because #drain runs entries strictly in order. */
   async #switchSegment(): Promise<number> {
     const closedIndex = this.#currentIndex;
     assert((this.#closedIndexes.at(-1) ?? 0) < closedIndex, 'closed segments stay ascending');
+    // Before the next segment exists: a crash in between leaves the room on the last segment.
+    await this.#trimRoom();
     let handle: FileHandle;
     try {
       handle = await createSegment(this.#dir, closedIndex + 1, this.#options.fsync);
@@ -419,6 +442,7 @@ export class Wal {
     this.#currentBytes = 0;
     this.#reservedBytes = 0;
     this.#zeroedBytes = 0;
+    this.#roomEnd = 0;
     this.#closedIndexes.push(closedIndex);
     return closedIndex;
   }

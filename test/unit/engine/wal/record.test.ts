@@ -26,7 +26,7 @@ t.test('decodes fixture bytes, and encode(decode(x)) equals x', async (t) => {
 });
 
 t.test('an empty buffer is a clean, empty log', async (t) => {
-  const empty = { payloads: [], cleanBytes: 0, torn: false, reason: null };
+  const empty = { payloads: [], cleanBytes: 0, torn: false, roomBytes: 0, reason: null };
   t.same(decodeRecords(Buffer.alloc(0)), empty);
 });
 
@@ -54,9 +54,9 @@ t.test('stops at the first torn or corrupt frame and reports the clean prefix', 
 t.test('zeros after the last frame are zeroed room, a clean end', async (t) => {
   for (const zeros of [1, RECORD_HEADER_BYTES - 1, RECORD_HEADER_BYTES, 4096]) {
     const decoded = decodeRecords(Buffer.concat([TALLY_FRAME, Buffer.alloc(zeros)]));
-    t.same(decoded, { payloads: [Buffer.from('tally')], cleanBytes: TALLY_FRAME.length, torn: false, reason: null }, `${zeros} zeros`);
+    t.same(decoded, { payloads: [Buffer.from('tally')], cleanBytes: TALLY_FRAME.length, torn: false, roomBytes: zeros, reason: null }, `${zeros} zeros`);
   }
-  t.same(decodeRecords(Buffer.alloc(64)), { payloads: [], cleanBytes: 0, torn: false, reason: null }, 'a segment of zeroed room only');
+  t.same(decodeRecords(Buffer.alloc(64)), { payloads: [], cleanBytes: 0, torn: false, roomBytes: 64, reason: null }, 'a segment of zeroed room only');
 });
 
 t.test('payloads are views of the input, not copies', async (t) => {

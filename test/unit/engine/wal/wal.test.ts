@@ -118,25 +118,50 @@ t.test('rotate waits for earlier appends and later appends go to the new segment
   await reopened.wal.close();
 });
 
-t.test('small groups are written into room zeroed ahead of them; it replays as a clean end, closed or not', async (t) => {
+t.test('small groups are written into room zeroed ahead of them; rotate and close cut the room off', async (t) => {
   const dir = await tempDir(t);
   const warnings: string[] = [];
   const log: WalLog = (level, message) => void (level === 'warn' && warnings.push(message));
   const { wal } = await Wal.open(dir, { fsync: true, log });
   for (const x of ['a', 'b', 'c']) await wal.append(bytes(x));
+  const written = frameEnds(['a', 'b', 'c'].map(bytes)).at(-1)!;
+  const open = (await stat(segmentPath(dir, 1))).size;
+  t.ok(open > written + WAL_ZERO_AHEAD_BYTES, `the open segment holds ${open} bytes for ${written} of frames`);
   await wal.rotate();
+  t.equal((await stat(segmentPath(dir, 1))).size, written, 'the closed segment ends at its last frame');
   await wal.append(bytes('d'));
   await wal.close();
   t.equal(wal.stats.zeroedBytes, 2 * WAL_ZERO_CHUNK_BYTES, 'one chunk zeroed in each segment');
-  const written = frameEnds(['a', 'b', 'c'].map(bytes)).at(-1)!;
-  const first = await readFile(segmentPath(dir, 1));
-  t.ok(first.length > written + WAL_ZERO_AHEAD_BYTES, `the first segment holds ${first.length} bytes for ${written} of frames`);
-  t.ok(first.subarray(frameEnds([bytes('a')])[0]!).some((byte) => byte !== 0), 'b and c went into the zeroed room');
+  t.equal((await stat(segmentPath(dir, 2))).size, frameEnds([bytes('d')])[0], 'close cuts the room off too');
   const reopened = await Wal.open(dir, { fsync: true, log });
   t.same(reopened.replay.map(text), ['a', 'b', 'c', 'd']);
   t.same(reopened.cuts, [], 'no torn tail');
-  t.same(warnings, [], 'a closed segment ending in zeroed room is not corrupt');
+  t.same(warnings, []);
   await reopened.wal.close();
+});
+
+t.test('the last segment\'s zeroed room is cut off at open; zeros ending a closed segment are lost frames', async (t) => {
+  const dir = await tempDir(t);
+  const frames = (xs: string[]) => Buffer.concat(xs.map((x) => encodeRecord(bytes(x))));
+  // What a crash leaves: room zeroed past the frames of the last segment.
+  await writeFile(segmentPath(dir, 1), Buffer.concat([frames(['a', 'b']), Buffer.alloc(4096)]));
+  const warnings: string[] = [];
+  const log: WalLog = (level, message) => void (level === 'warn' && warnings.push(message));
+  const opened = await Wal.open(dir, { fsync: true, log });
+  t.same([opened.replay.map(text), opened.cuts, warnings], [['a', 'b'], [], []], 'a clean end');
+  t.equal((await stat(segmentPath(dir, 1))).size, frames(['a', 'b']).length, 'its room is cut off: it is a closed segment now');
+  await opened.wal.close();
+
+  // A closed segment ending in zeros: the device lost frames that were acknowledged.
+  const lost = await tempDir(t);
+  await writeFile(segmentPath(lost, 1), Buffer.concat([frames(['a']), Buffer.alloc(RECORD_HEADER_BYTES + 1)]));
+  await writeFile(segmentPath(lost, 2), frames(['c']));
+  const reported = await Wal.open(lost, { fsync: true, log });
+  t.same(reported.replay.map(text), ['a', 'c'], 'the clean prefix and the later segment replay');
+  t.match(reported.cuts, [{ fileIndex: 1, cleanBytes: frames(['a']).length, reason: 'zeroed-room', truncated: false }]);
+  t.equal(warnings.length, 1, 'with a warning');
+  t.equal((await stat(segmentPath(lost, 1))).size, frames(['a']).length + RECORD_HEADER_BYTES + 1, 'left intact for inspection');
+  await reported.wal.close();
 });
 
 t.test('a batch-sized group zeroes nothing, and without fsync nothing is zeroed', async (t) => {
@@ -327,8 +352,8 @@ t.test('fuzz: a crash at every byte offset of the tail replays a clean prefix', 
     const prefix = payloads.slice(0, cleanCount);
     if (!sameAll(opened.replay, prefix)) t.fail(`offset ${offset}: replay is not the prefix`);
     const torn = offset !== cleanBytes;
-    // A clean end keeps its zeroed room; a torn tail is cut back to the clean prefix.
-    if ((await stat(segmentPath(dir, 1))).size !== (torn ? cleanBytes : found.length)) t.fail(`offset ${offset}: size`);
+    // A torn tail and zeroed room are both cut back to the clean prefix.
+    if ((await stat(segmentPath(dir, 1))).size !== cleanBytes) t.fail(`offset ${offset}: size`);
     if (opened.cuts.length !== (torn ? 1 : 0)) t.fail(`offset ${offset}: cuts`);
     await opened.wal.append(bytes('after-recovery'));
     await opened.wal.close();
@@ -394,16 +419,14 @@ async function ensureDir(dir: string): Promise<string> {
   return dir;
 }
 
-/** Appends `payloads` through a real Wal and returns the bytes of its one segment. */
-/** The frames of `payloads` as a durable WAL wrote them (without the room it zeroed past them). */
+/** Appends `payloads` through a real Wal and returns the bytes of its one segment (close cut its zeroed room off). */
 async function writeLog(dir: string, payloads: Uint8Array[]): Promise<Buffer> {
   const { wal } = await Wal.open(dir, durable);
   for (const payload of payloads) await wal.append(payload);
   await wal.close();
   const file = await readFile(segmentPath(dir, 1));
-  const end = frameEnds(payloads).at(-1)!;
-  t.ok(file.subarray(end).every((byte) => byte === 0), 'only zeroed room follows the frames');
-  return file.subarray(0, end);
+  t.equal(file.length, frameEnds(payloads).at(-1), 'the segment holds the frames only');
+  return file;
 }
 
 /** The byte offset just past each frame, computed from the codec, not from the file. */
