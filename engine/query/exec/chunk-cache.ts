@@ -159,6 +159,18 @@ export class ChunkCache {
     return 'warmed';
   }
 
+  /**
+   * Reads a segment's footer before a query asks, while the footer budget has room (so it never
+   * evicts one a query read): a distinct count reads the footers of segments other workers scan
+   * as well as its own (footer-sketch.ts). 'full' when there was no room.
+   */
+  warmFooter(ref: SegmentRef): 'warmed' | 'cached' | 'full' {
+    if (this.footers.has(ref.file)) return 'cached';
+    if (this.footerBytes >= this.footerBudgetBytes) return 'full';
+    this.footer(ref);
+    return 'warmed';
+  }
+
   /** Drops segments that are gone (replaced by a merge, deleted): no query will ask for them. */
   forget(files: readonly string[]): void {
     for (const file of files) {

@@ -130,6 +130,11 @@ export class QueryService {
     return this.pool?.segmentsWarmed ?? 0;
   }
 
+  /** Footers read into a worker's cache for segments other workers scan, since start. */
+  get footersWarmed(): number {
+    return this.pool?.footersWarmed ?? 0;
+  }
+
   /** Segment files gone: dropped from every worker's cache (and the in-process one). */
   forget(files: readonly string[]): void {
     this.pool?.forget(files);

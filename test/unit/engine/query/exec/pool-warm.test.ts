@@ -3,11 +3,14 @@
  * columns fit the cache is warmed whole; one that would not fit is not, once a segment shows
  * what a row takes; a collection's newest segment is warmed first, with its ids and times.
  */
+import fs from 'node:fs';
 import t from 'tap';
 import type { SegmentRef } from '../../../../../engine/storage/chunk.js';
 import { columnsBytes, dictStringBytes, systemBytes } from '../../../../../engine/storage/chunk-bytes.js';
 import { compactColumns, readSegment } from '../../../../../engine/storage/segment/reader.js';
 import { WorkerPool } from '../../../../../engine/query/exec/pool.js';
+import { QueryService } from '../../../../../engine/query/exec/service.js';
+import { SIDECAR_SUFFIX } from '../../../../../engine/storage/segment/layout.js';
 import { writeDaySegments } from '../../../../helpers/query/segments.js';
 
 function segments(count: number): SegmentRef[] {
@@ -84,4 +87,28 @@ t.test("a collection's newest segment is warmed first and whole; the rest only w
   pool.warm([all[13]], 1);
   t.equal(await settled(pool, 1), 2, 'the newer one (the one left of the twelve was dropped with the queue)');
   t.equal(pool.segmentsWarmedWhole, 2, 'the newer segment warmed whole');
+});
+
+t.test('every worker reads the footers of the segments the others scan: a distinct count then reads no footer file', async (t) => {
+  const refs = segments(6);
+  const service = new QueryService({
+    source: () => ({ idKey: 0, memoryVersion: 0, segments: refs, memory: null, schema: {} }),
+    clock: () => Date.UTC(2024, 0, 8),
+    workers: 2,
+    fanOut: 2,
+  });
+  t.teardown(() => service.close());
+  service.warm(refs);
+  const deadline = Date.now() + 30_000;
+  // Bound: the deadline; a worker first loads its modules.
+  while ((service.footersWarmed < 6 || service.segmentsWarmed < 6) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  t.equal(service.footersWarmed, 6, 'each footer by the worker that does not scan its segment');
+  t.equal(service.segmentsWarmed, 6);
+  // Each share of a distinct count reads every segment's footer (footer-sketch.ts): all are held.
+  for (const ref of refs) fs.rmSync(ref.file + SIDECAR_SUFFIX);
+  const params = { event_collection: 'e', timeframe: { start: '2024-01-01T00:00:00.000Z', end: '2024-01-08T00:00:00.000Z' } };
+  t.same(await service.run('p', 'count_unique', { ...params, target_property: 'tag' }), { result: 7 });
+  t.same(await service.run('p', 'count_unique', { ...params, target_property: 'price' }), { result: 2010 }, 'halves from 0 to 1004.5');
 });
