@@ -19,19 +19,23 @@ import { GroupTable } from '../eval/group-by.js';
 import { bucketOf } from '../plan/interval.js';
 import type { AggregatePlan, Plan } from '../plan/plan.js';
 import { shapeAggregate, type AggregateOutcome } from './result.js';
-import { scanSource, ScanBuffers, type ExecEnv, type Selected } from './scan.js';
+import { scanSteps, ScanBuffers, type ExecEnv, type Selected } from './scan.js';
+import { runSteps, type Steps } from './steps.js';
 import { valueCountsAnswer } from './value-counts.js';
 
 export type { ExecEnv } from './scan.js';
 
-/** Runs `plan`; `sources` holds one source per funnel step, else exactly one. */
-export function executePlan(plan: Plan, sources: readonly ScanSource[], env: ExecEnv): Record<string, unknown> {
+/**
+ * Runs `plan` as steps (steps.ts): an aggregate's, one a segment; an extraction or a funnel runs
+ * in one. `sources` holds one source per funnel step, else exactly one.
+ */
+export function* executeSteps(plan: Plan, sources: readonly ScanSource[], env: ExecEnv): Steps<Record<string, unknown>> {
   const startedMs = Date.now();
   const buffers = new ScanBuffers();
   let body: Record<string, unknown>;
   let propertiesPerEvent = 0;
   if (plan.kind === 'aggregate') {
-    body = shapeAggregate(plan, aggregateOver(plan, sources[0], env, buffers));
+    body = shapeAggregate(plan, yield* aggregateSteps(plan, sources[0], env, buffers));
     propertiesPerEvent = propertiesRead(plan);
   } else if (plan.kind === 'extraction') {
     body = runExtraction(plan, sources[0], env, buffers);
@@ -89,6 +93,14 @@ export function aggregateOver(
   plan: AggregatePlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers,
   whole: ScanSource | null = null,
 ): AggregateOutcome {
+  return runSteps(aggregateSteps(plan, source, env, buffers, whole));
+}
+
+/** aggregateOver as steps (steps.ts): one after each segment it reads. */
+export function* aggregateSteps(
+  plan: AggregatePlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers,
+  whole: ScanSource | null = null,
+): Steps<AggregateOutcome> {
   const aggregators = plan.aggregates.map((spec) => createAggregator(spec, env.limits, env.views));
   // A count aggregate already counts rows per cell; reuse it rather than count twice.
   const counter = aggregators.find((a): a is CountAggregator => a instanceof CountAggregator);
@@ -145,7 +157,7 @@ export function aggregateOver(
   }
   const columns = [...(plan.groupBy ?? [])];
   for (const spec of plan.aggregates) if (spec.targetProperty !== null) columns.push(spec.targetProperty);
-  scanSource(source, { range: plan.range, filters: plan.filters, columns, answerFromFooter },
+  yield* scanSteps(source, { range: plan.range, filters: plan.filters, columns, answerFromFooter },
     env, buffers, visit);
   if (whole === null) for (const aggregator of aggregators) aggregator.check();
   return { aggregators: aggregators as Aggregator[], rowsPerCell, groups, bucketCount };

@@ -11,6 +11,7 @@ import type { ColumnViews } from '../eval/columns.js';
 import { DeleteScratch, dropDeleted, hideProperties, touches } from '../../deletes/predicate.js';
 import { compileFilters, Scratch } from '../eval/filter-eval.js';
 import type { ExecLimits, FilterNode, TimeRange } from '../plan/plan.js';
+import { runSteps, type Steps } from './steps.js';
 
 export interface ExecEnv {
   readonly views: ColumnViews;
@@ -76,6 +77,14 @@ export function scanSource(
   source: ScanSource, options: ScanOptions, env: ExecEnv, buffers: ScanBuffers,
   visit: (selected: Selected) => void,
 ): void {
+  runSteps(scanSteps(source, options, env, buffers, visit));
+}
+
+/** scanSource as steps (steps.ts): one after each segment it reads. */
+export function* scanSteps(
+  source: ScanSource, options: ScanOptions, env: ExecEnv, buffers: ScanBuffers,
+  visit: (selected: Selected) => void,
+): Steps<void> {
   const { range, filters } = options;
   const deletes = source.deletes ?? [];
   const deleteFilters = deletes.flatMap((entry) => (entry.kind === 'rows' ? entry.filters : []));
@@ -93,6 +102,7 @@ export function scanSource(
       continue;
     }
     visitChunk(loadSegment(ref, columns, env), inside, options, env, buffers, visit, deletes);
+    yield;
   }
   const memory = source.memory;
   if (memory !== null && memory.rows > 0) {

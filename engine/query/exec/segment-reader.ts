@@ -19,3 +19,8 @@ export async function loadSegmentFiles(): Promise<SegmentFiles> {
   const reader = await import('../../storage/segment/reader.js');
   return { readSegment: reader.readSegment, readFooter: reader.readFooter, compactColumns: reader.compactColumns };
 }
+
+/** Bytes the thread's native zstd decoder has made since its event loop last turned (arrow.ts). */
+export async function loadNativeBytes(): Promise<() => number> {
+  return (await import('../../storage/segment/arrow.js')).nativeBytesDecodedThisTurn;
+}

@@ -5,13 +5,14 @@
 import { ApiError } from '../../base/errors.js';
 import { WORKER_SNAPSHOTS_KEPT_MAX } from '../../base/limits.js';
 import type { ScanSource } from '../../storage/chunk.js';
-import { aggregateOver, executePlan } from './execute.js';
+import { aggregateSteps, executeSteps } from './execute.js';
 import { extractToFile, type ExtractionOutput } from './extraction.js';
 import type { PartialBody } from './partial.js';
 import { encodeFunnelSteps, encodeOutcome } from './partial-codec.js';
 import { stepActors } from './funnel.js';
 import type { ExecLimits, Plan } from '../plan/plan.js';
 import { ScanBuffers, type ExecEnv } from './scan.js';
+import { runSteps, runStepsPaced, type Steps } from './steps.js';
 
 export { checkResponseBytes };
 
@@ -60,11 +61,26 @@ export interface QueryTask {
   readonly output?: ExtractionOutput;
 }
 
-export function runTask(task: QueryTask, env: Omit<ExecEnv, 'limits' | 'deadlineMs' | 'timeoutMs'>): Record<string, unknown> {
+export function runTask(task: QueryTask, env: TaskEnv): Record<string, unknown> {
+  return runSteps(taskSteps(task, env));
+}
+
+/**
+ * runTask, letting the thread's event loop turn between two segments whenever `mustTurn()` (a
+ * query worker: when its native zstd decoder has made enough garbage, which Node frees only on a
+ * later turn; steps.ts). Nothing else runs on the worker meanwhile: its tasks are queued.
+ */
+export function runTaskPaced(task: QueryTask, env: TaskEnv, mustTurn: () => boolean): Promise<Record<string, unknown>> {
+  return runStepsPaced(taskSteps(task, env), mustTurn);
+}
+
+type TaskEnv = Omit<ExecEnv, 'limits' | 'deadlineMs' | 'timeoutMs'>;
+
+function* taskSteps(task: QueryTask, env: TaskEnv): Steps<Record<string, unknown>> {
   env.cache?.beginQuery();
   if (task.whole !== undefined && task.plan.kind === 'aggregate') {
     const buffers = new ScanBuffers();
-    const outcome = aggregateOver(task.plan, task.sources[0], {
+    const outcome = yield* aggregateSteps(task.plan, task.sources[0], {
       ...env, limits: task.limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs,
     }, buffers, task.whole);
     const partial: PartialBody = { state: encodeOutcome(outcome, buffers.eventsScanned) };
@@ -84,7 +100,7 @@ export function runTask(task: QueryTask, env: Omit<ExecEnv, 'limits' | 'deadline
     }, new ScanBuffers(), task.output);
     return { events };
   }
-  const body = executePlan(task.plan, task.sources, {
+  const body = yield* executeSteps(task.plan, task.sources, {
     ...env, limits: task.limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs,
   });
   checkResponseBytes(body, task.limits.responseBytesMax);

@@ -7,10 +7,11 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { isApiError } from '../../base/errors.js';
 import { ChunkCache } from './chunk-cache.js';
 import { ColumnViews } from '../eval/columns.js';
-import { loadSegmentFiles, type SegmentFiles } from './segment-reader.js';
+import { loadNativeBytes, loadSegmentFiles, type SegmentFiles } from './segment-reader.js';
 import type { ColumnChunk, ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
 import { transferablesOf } from './partial.js';
-import { KeptSnapshots, runTask, type QueryTask } from './task.js';
+import { KeptSnapshots, runTaskPaced, type QueryTask } from './task.js';
+import { NATIVE_YIELD_BYTES } from '../../base/limits.js';
 import { niceThread } from '../../base/thread-priority.js';
 
 /**
@@ -98,6 +99,9 @@ function withMemory(source: ScanSource): ScanSource {
   return { ...source, memory: kept };
 }
 
+/** The native decoder's output since the last turn (segment-reader.ts); loaded with the first segment read. */
+let native: Promise<() => number> | null = null;
+
 /** Tasks run one at a time, in arrival order (the first one may wait for Arrow's import). */
 let queue: Promise<void> = Promise.resolve();
 
@@ -135,7 +139,9 @@ async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promis
       (task.whole !== undefined && task.whole.segments.length > 0))) {
       cache = new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes);
     }
-    const body = runTask(task, { views, cache });
+    // Paced (steps.ts): the native decoder's garbage is freed between segments, not at the end.
+    const nativeBytes = cache === null ? null : await (native ??= loadNativeBytes());
+    const body = await runTaskPaced(task, { views, cache }, () => nativeBytes !== null && nativeBytes() >= NATIVE_YIELD_BYTES);
     // A fan-out share's partial state is one ArrayBuffer (partial-codec.ts): moved, not copied.
     if (task.whole !== undefined || task.funnelSteps !== undefined) transfer = transferablesOf(body);
     reply = { id, ok: true, body };
