@@ -112,3 +112,29 @@ t.test('every worker reads the footers of the segments the others scan: a distin
   t.same(await service.run('p', 'count_unique', { ...params, target_property: 'tag' }), { result: 7 });
   t.same(await service.run('p', 'count_unique', { ...params, target_property: 'price' }), { result: 2010 }, 'halves from 0 to 1004.5');
 });
+
+t.test('an extraction runs on the worker whose cache holds the newest segment', async (t) => {
+  const refs = segments(6);
+  // Named 0 .. 5: the newest, 5, is scanned (and warmed whole) by worker 1; an idle pool would
+  // otherwise give a task to worker 0.
+  const service = new QueryService({
+    source: () => ({ idKey: 0, memoryVersion: 0, segments: refs, memory: null, schema: {} }),
+    clock: () => Date.UTC(2024, 0, 8),
+    workers: 2,
+    fanOut: 2,
+  });
+  t.teardown(() => service.close());
+  service.warm(refs);
+  const deadline = Date.now() + 30_000;
+  // Bound: the deadline; a worker first loads its modules.
+  while (service.segmentsWarmed < 6 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  t.equal(service.segmentsWarmed, 6);
+  // Only worker 1's cache holds the newest segment now.
+  fs.rmSync(refs[5].file);
+  fs.rmSync(refs[5].file + SIDECAR_SUFFIX);
+  const params = { event_collection: 'e', timeframe: { start: '2024-01-01T00:00:00.000Z', end: '2024-01-08T00:00:00.000Z' } };
+  for (let run = 0; run < 3; run++) {
+    const { result } = await service.run('p', 'extraction', { ...params, latest: 5 }) as { result: { price: number }[] };
+    t.same(result.map((event) => event.price), [1002.5, 1003, 1003.5, 1004, 1004.5], `run ${run + 1}: the latest five, oldest first, from the cache`);
+  }
+});
