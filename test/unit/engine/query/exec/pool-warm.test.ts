@@ -4,7 +4,7 @@
  * what a row takes; a collection's newest segment is warmed first, with its ids and times.
  */
 import fs from 'node:fs';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { SegmentRef } from '../../../../../engine/storage/chunk.js';
 import { columnsBytes, dictStringBytes, systemBytes } from '../../../../../engine/storage/chunk-bytes.js';
 import { compactColumns, readSegment } from '../../../../../engine/storage/segment/reader.js';
@@ -89,8 +89,14 @@ t.test("a collection's newest segment is warmed first and whole; the rest only w
   t.equal(pool.segmentsWarmedWhole, 2, 'the newer segment warmed whole');
 });
 
-t.test('every worker reads the footers of the segments the others scan: a distinct count then reads no footer file', async (t) => {
-  const refs = segments(6);
+/** The six-day week the service tests query. */
+const WEEK = { event_collection: 'e', timeframe: { start: '2024-01-01T00:00:00.000Z', end: '2024-01-08T00:00:00.000Z' } };
+
+/**
+ * A 2-worker service over six segments (named 0 .. 5, so worker 1 scans the newest, 5), once it
+ * has warmed all six and read each footer on the worker that does not scan its segment.
+ */
+async function warmedService(t: Test, refs: SegmentRef[]): Promise<QueryService> {
   const service = new QueryService({
     source: () => ({ idKey: 0, memoryVersion: 0, segments: refs, memory: null, schema: {} }),
     clock: () => Date.UTC(2024, 0, 8),
@@ -101,40 +107,31 @@ t.test('every worker reads the footers of the segments the others scan: a distin
   service.warm(refs);
   const deadline = Date.now() + 30_000;
   // Bound: the deadline; a worker first loads its modules.
-  while ((service.footersWarmed < 6 || service.segmentsWarmed < 6) && Date.now() < deadline) {
+  while ((service.footersWarmed < refs.length || service.segmentsWarmed < refs.length) && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  t.equal(service.footersWarmed, 6, 'each footer by the worker that does not scan its segment');
-  t.equal(service.segmentsWarmed, 6);
+  t.equal(service.footersWarmed, refs.length, 'each footer read by the worker that does not scan its segment');
+  t.equal(service.segmentsWarmed, refs.length);
+  return service;
+}
+
+t.test('every worker reads the footers of the segments the others scan: a distinct count then reads no footer file', async (t) => {
+  const refs = segments(6);
+  const service = await warmedService(t, refs);
   // Each share of a distinct count reads every segment's footer (footer-sketch.ts): all are held.
   for (const ref of refs) fs.rmSync(ref.file + SIDECAR_SUFFIX);
-  const params = { event_collection: 'e', timeframe: { start: '2024-01-01T00:00:00.000Z', end: '2024-01-08T00:00:00.000Z' } };
-  t.same(await service.run('p', 'count_unique', { ...params, target_property: 'tag' }), { result: 7 });
-  t.same(await service.run('p', 'count_unique', { ...params, target_property: 'price' }), { result: 2010 }, 'halves from 0 to 1004.5');
+  t.same(await service.run('p', 'count_unique', { ...WEEK, target_property: 'tag' }), { result: 7 });
+  t.same(await service.run('p', 'count_unique', { ...WEEK, target_property: 'price' }), { result: 2010 }, 'halves from 0 to 1004.5');
 });
 
 t.test('an extraction runs on the worker whose cache holds the newest segment', async (t) => {
   const refs = segments(6);
-  // Named 0 .. 5: the newest, 5, is scanned (and warmed whole) by worker 1; an idle pool would
-  // otherwise give a task to worker 0.
-  const service = new QueryService({
-    source: () => ({ idKey: 0, memoryVersion: 0, segments: refs, memory: null, schema: {} }),
-    clock: () => Date.UTC(2024, 0, 8),
-    workers: 2,
-    fanOut: 2,
-  });
-  t.teardown(() => service.close());
-  service.warm(refs);
-  const deadline = Date.now() + 30_000;
-  // Bound: the deadline; a worker first loads its modules.
-  while (service.segmentsWarmed < 6 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-  t.equal(service.segmentsWarmed, 6);
-  // Only worker 1's cache holds the newest segment now.
+  // An idle pool would otherwise give the task to worker 0, whose cache does not hold segment 5.
+  const service = await warmedService(t, refs);
   fs.rmSync(refs[5].file);
   fs.rmSync(refs[5].file + SIDECAR_SUFFIX);
-  const params = { event_collection: 'e', timeframe: { start: '2024-01-01T00:00:00.000Z', end: '2024-01-08T00:00:00.000Z' } };
   for (let run = 0; run < 3; run++) {
-    const { result } = await service.run('p', 'extraction', { ...params, latest: 5 }) as { result: { price: number }[] };
+    const { result } = await service.run('p', 'extraction', { ...WEEK, latest: 5 }) as { result: { price: number }[] };
     t.same(result.map((event) => event.price), [1002.5, 1003, 1003.5, 1004, 1004.5], `run ${run + 1}: the latest five, oldest first, from the cache`);
   }
 });
