@@ -52,6 +52,8 @@ export interface WalOptions {
   readonly log?: WalLog;
   /** Test seam: runs before each fdatasync (a group's synchronized write, or a recovery's sync); a throw simulates a failed sync. */
   readonly beforeSync?: () => void | Promise<void>;
+  /** Test seam: runs after each group's synchronized write; a throw simulates a write whose bytes reached the file but whose sync failed. */
+  readonly afterWrite?: () => void | Promise<void>;
   /** Test seam: runs before each chunk of room is zeroed (a delay makes later groups reach into it). */
   readonly beforeZero?: () => void | Promise<void>;
 }
@@ -328,7 +330,14 @@ export class Wal {
     }
     if (previous !== null) await previous;
     if (cause !== null && this.#failure === null) this.#fail(walFailure('write its log', cause));
-    if (this.#failure !== null) return rejectAll(group, this.#failure);
+    if (this.#failure !== null) {
+      rejectAll(group, this.#failure);
+      // The last group in flight (none can start behind it while the WAL is failed): cut the
+      // refused bytes off now, so that a crash before recovery does not replay them. Recovery and
+      // close cut again and sync.
+      if (this.#inFlight.length === 1) await this.#handle.truncate(this.#currentBytes).catch(() => {});
+      return;
+    }
     assert(position === this.#currentBytes, 'groups are acknowledged in the order of their bytes');
     this.#currentBytes = position + length;
     this.stats.groups += 1;
@@ -347,6 +356,7 @@ export class Wal {
     const started = process.hrtime.bigint();
     await this.#options.beforeSync?.();
     await writeFully(this.#handle, frames, length, position);
+    await this.#options.afterWrite?.();
     this.stats.syncs += 1;
     this.onSync?.(Number(process.hrtime.bigint() - started) / 1e9);
   }
@@ -409,12 +419,15 @@ export class Wal {
   }
 
   /**
-   * Cuts the zeroed room off the current segment and syncs it, so that a closed segment ends at
-   * its last frame and zeros found in one on replay are reported (replay.ts). Every group is
-   * settled here: it runs as a control entry.
+   * Cuts the current segment back to its last acknowledged byte and syncs it: the zeroed room, so
+   * that a closed segment ends at its last frame and zeros found in one on replay are reported
+   * (replay.ts), and after a failure the bytes of refused groups, which may have reached the file
+   * (a failed O_DSYNC write, or a group written behind a failed one) and would otherwise replay as
+   * stored events that a client was told were not. Every group is settled here: it runs as a
+   * control entry.
    */
   async #trimRoom(): Promise<void> {
-    if (this.#roomEnd <= this.#currentBytes) return;
+    if (this.#roomEnd <= this.#currentBytes && this.#failure === null) return;
     await this.#handle.truncate(this.#currentBytes);
     if (this.#options.fsync) await this.#sync();
     this.#roomEnd = this.#currentBytes;

@@ -2,7 +2,7 @@
  * The WAL against real files in a temp directory: round trip, group commit, rotation, failure, and
  * the seeded crash fuzz (truncate at every byte offset, reopen, assert a clean prefix).
  */
-import { constants } from 'node:fs';
+import { constants, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -305,6 +305,51 @@ t.test('groups in flight are acknowledged in order and replay in order', async (
   await wal.close();
   const reopened = await Wal.open(dir, durable);
   t.same(reopened.replay.map(text), ['one', 'two']);
+  await reopened.wal.close();
+});
+
+t.test('bytes of refused groups are cut off when the last of them settles and again at close: they never replay', async (t) => {
+  // Batch-sized groups zero no room ahead, so nothing but the failure itself makes close cut the file.
+  const big = (tag: string) => Buffer.concat([bytes(tag), Buffer.alloc(WAL_ZERO_GROUP_BYTES_MAX + 1, 0x61)]);
+  const dir = await tempDir(t);
+  let writes = -1; // the first write, 'acknowledged', passes
+  let sizeWritten = 0;
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const written: (() => void)[] = [];
+  const firstWritten = new Promise<void>((resolve) => written.push(resolve));
+  const secondWritten = new Promise<void>((resolve) => written.push(resolve));
+  // The first group's bytes reach the file and its sync fails (EIO from an O_DSYNC write); the group
+  // behind it is written in full, and refused because the one before it failed.
+  const afterWrite = async () => {
+    const call = ++writes;
+    if (call === 2) sizeWritten = statSync(segmentPath(dir, 1)).size;
+    if (call > 0) written[call - 1]?.();
+    if (call === 1) {
+      await held;
+      throw new Error('EIO (simulated)');
+    }
+  };
+  const { wal } = await Wal.open(dir, { ...durable, afterWrite });
+  await wal.append(big('acknowledged'));
+  const first = rejection(wal.append(big('first')));
+  await firstWritten; // so the next append is a group of its own
+  const behind = rejection(wal.append(big('second')));
+  await secondWritten;
+  release();
+  t.match(await first, { error_code: 'ServiceUnavailableError', cause: /EIO/ });
+  t.match(await behind, { error_code: 'ServiceUnavailableError', cause: /EIO/ });
+  const acknowledgedEnd = frameEnds([big('acknowledged')]).at(-1)!;
+  t.ok(sizeWritten > acknowledgedEnd + 2 * WAL_ZERO_GROUP_BYTES_MAX, 'both refused groups reached the file');
+  t.equal(wal.stats.zeroedBytes, 0, 'no room was zeroed');
+  // Refused at once (the failure holds), and only after the groups before it settled.
+  t.match(await rejection(wal.append(bytes('later'))), { error_code: 'ServiceUnavailableError' });
+  t.equal((await stat(segmentPath(dir, 1))).size, acknowledgedEnd, 'cut off once the last refused group settled: a crash now replays none of them');
+  await wal.close();
+  t.equal((await stat(segmentPath(dir, 1))).size, acknowledgedEnd, 'and close keeps the file at its last acknowledged byte');
+  const reopened = await Wal.open(dir, durable);
+  t.same(reopened.replay.map(text), [text(big('acknowledged'))], 'no refused frame replays, so a retry stores it once');
+  t.same(reopened.cuts, []);
   await reopened.wal.close();
 });
 
