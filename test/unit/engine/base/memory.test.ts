@@ -58,6 +58,7 @@ async function answers(engine: TallyEngine, project: string): Promise<unknown[]>
 
 t.test('a store far larger than the memory budget answers every analysis as with a large budget', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-budget-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const small = 2 * 1024 * 1024;
   let engine = await openEngine({ dataDir: dir, queryWorkers: 1, memoryBudgetBytes: small, flushIntervalMs: 3_600_000 });
   const project = engine.projects.list()[0].id;
