@@ -261,26 +261,33 @@ class CodeSums {
       this.counts = new Float64Array(width);
     }
     const { rows, sums, counts } = this;
-    rows.fill(0, 0, width);
-    addByCell(null, str, n, width, null, rows);
     const buckets = edges === null ? 1 : edges.length - 1;
     const cellOf = (code: number) => groups.idOfCode(column.dict!, code) * buckets + bucket;
+    // Rows per code: every row is a number of each target here, so a target's counts are the
+    // rows; counted on their own only when no target is summed.
+    let rowsCounted = false;
     for (let a = 0; a < aggregators.length; a++) {
       const values = targets[a];
-      const aggregator = aggregators[a];
-      if (values === null) {
-        for (let code = 0; code < width; code++) {
-          if (rows[code] > 0) (aggregator as CountAggregator).addRows(cellOf(code), rows[code]);
-        }
-        continue;
-      }
+      if (values === null) continue;
       sums.fill(0, 0, width);
       counts.fill(0, 0, width);
       addNumbersByCell(values, str, n, width, sums, counts);
-      const summing = aggregator as AverageAggregator | SumAggregator;
+      const summing = aggregators[a] as AverageAggregator | SumAggregator;
       summing.gather.addNumeric(n);
       for (let code = 0; code < width; code++) {
         if (counts[code] > 0) summing.addCell(cellOf(code), sums[code], counts[code]);
+      }
+      if (!rowsCounted) rows.set(counts.subarray(0, width));
+      rowsCounted = true;
+    }
+    if (!rowsCounted) {
+      rows.fill(0, 0, width);
+      addByCell(null, str, n, width, null, rows);
+    }
+    for (let a = 0; a < aggregators.length; a++) {
+      if (targets[a] !== null) continue;
+      for (let code = 0; code < width; code++) {
+        if (rows[code] > 0) (aggregators[a] as CountAggregator).addRows(cellOf(code), rows[code]);
       }
     }
     if (this.extraCounter !== null) {
