@@ -1,8 +1,7 @@
 /**
  * The Arrow IPC file layout segments use (layout.ts), as Tally's own readers see it: the footer,
  * schema and batch headers parsed from flatbuffers, and the place of every buffer. Parsed once per
- * file and thread and kept (`layouts`); ipc-read.ts reads and decompresses the buffers,
- * read-ahead.ts reads them ahead on libuv's thread pool.
+ * file and thread and kept (`layouts`); ipc-read.ts reads and decompresses the buffers.
  *
  *   File    => "ARROW1" pad:2 Message* Footer footerLength:i32 "ARROW1"
  *   Message => 0xFFFFFFFF metadataLength:i32 flatbuffer(Message) pad body
@@ -20,8 +19,8 @@ export const TYPE_BOOL = 6;
 export const TYPE_TIMESTAMP = 10;
 export const TYPE_LIST = 12;
 export const TYPE_FIXED_SIZE_BINARY = 15;
-export const HEADER_RECORD_BATCH = 3;
-export const HEADER_DICTIONARY_BATCH = 2;
+const HEADER_RECORD_BATCH = 3;
+const HEADER_DICTIONARY_BATCH = 2;
 const CODEC_LZ4_FRAME = 0;
 const CODEC_ZSTD = 1;
 /** Body compression of a batch: none, or the codec of its buffers. */
@@ -163,7 +162,7 @@ export function dictionaryHeader(layout: Layout, read: ReadAt, id: number, field
 }
 
 
-/** Reads `length` bytes of a file at `position` (fs.readSync, or bytes read ahead: read-ahead.ts). */
+/** Reads `length` bytes of a file at `position` (ipc-read.ts: fs.readSync of the open file). */
 export type ReadAt = (position: number, length: number) => Uint8Array;
 
 /** Parses the footer and record batch header of a file of `size` bytes; null: not ours to read. */
@@ -206,12 +205,12 @@ export function parseLayout(read: ReadAt, size: number): Layout | null {
 
 const KNOWN = new Set([TYPE_NULL, TYPE_INT, TYPE_FLOAT, TYPE_BINARY, TYPE_UTF8, TYPE_BOOL, TYPE_TIMESTAMP, TYPE_LIST, TYPE_FIXED_SIZE_BINARY]);
 
-export function nodeCount(field: FieldInfo): number {
+function nodeCount(field: FieldInfo): number {
   return 1 + field.children.reduce((total, child) => total + nodeCount(child), 0);
 }
 
 /** IPC buffers of a field (Null has none; a dictionary-encoded field's values are in the dictionary batch). */
-export function bufferCount(field: FieldInfo): number {
+function bufferCount(field: FieldInfo): number {
   const kind = field.dictionary !== null ? TYPE_INT : field.type.kind;
   if (kind === TYPE_NULL) return 0;
   if (kind === TYPE_UTF8 || kind === TYPE_BINARY) return 3;
@@ -271,7 +270,7 @@ function parseSchema(flat: Flat, schema: number): { fields: FieldInfo[]; metadat
 }
 
 /** The header of the message at `block`, if it is of `kind` and its compression is one we read. */
-export function readBatchHeader(read: ReadAt, block: Block, kind: number): { header: BatchHeader; id: number } | null {
+function readBatchHeader(read: ReadAt, block: Block, kind: number): { header: BatchHeader; id: number } | null {
   const meta = read(block.offset, block.metaLength);
   const flat = new Flat(meta);
   let start = 0;
