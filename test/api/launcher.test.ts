@@ -35,7 +35,7 @@ async function launch(t: Test, env: Record<string, string | undefined>) {
 
 t.test('the launcher sets the malloc tunables and execs the server', async (t) => {
   const defaults = launcherDefaults();
-  t.same(defaults, { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '4194304', UV_USE_IO_URING: '0' }, 'the defaults test servers copy');
+  t.same(defaults, { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '1048576', UV_USE_IO_URING: '0' }, 'the defaults test servers copy');
   const { child, url, exited } = await launch(t, { MALLOC_ARENA_MAX: undefined, MALLOC_MMAP_THRESHOLD_: undefined, UV_USE_IO_URING: undefined });
   t.match(url, /^http:\/\/127.0.0.1:\d+$/, 'it printed the ready line');
   t.same(await (await fetch(`${url}/health`)).json(), { status: 'ok' });
@@ -43,7 +43,7 @@ t.test('the launcher sets the malloc tunables and execs the server', async (t) =
   t.match(cmdline[1], /dist\/server\/main\.js$/, 'the launched pid is Node running the server (exec, no shell left)');
   const environ = environOf(child.pid!);
   t.equal(environ.get('MALLOC_ARENA_MAX'), '2');
-  t.equal(environ.get('MALLOC_MMAP_THRESHOLD_'), '4194304');
+  t.equal(environ.get('MALLOC_MMAP_THRESHOLD_'), '1048576');
   t.equal(environ.get('UV_USE_IO_URING'), '0');
   // Writes make WAL writes: on libuv's thread pool, so no io_uring polling thread (iou-sqp-*) appears.
   const projects = await (await fetch(`${url}/3.0/organizations/default/projects`, { headers: { Authorization: orgKeyOf(child.pid!) } })).json() as
@@ -64,7 +64,7 @@ t.test('values from the environment win over the defaults', async (t) => {
   const { child, url, exited } = await launch(t, { MALLOC_ARENA_MAX: '4', MALLOC_MMAP_THRESHOLD_: undefined });
   const environ = environOf(child.pid!);
   t.equal(environ.get('MALLOC_ARENA_MAX'), '4');
-  t.equal(environ.get('MALLOC_MMAP_THRESHOLD_'), '4194304');
+  t.equal(environ.get('MALLOC_MMAP_THRESHOLD_'), '1048576');
   child.kill('SIGTERM');
   t.equal(await exited, 0);
 });
