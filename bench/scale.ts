@@ -189,6 +189,8 @@ const QUERIES: Query[] = [
     sql: `SELECT device, avg(price) FROM views WHERE ${WHERE} GROUP BY device`,
     tally: (r) => byKey((r as { device: string; result: number }[]).map((g) => [g.device, g.result.toFixed(6)])),
     duck: (rows) => byKey(rows.map((row) => [row[0], num(row[1]).toFixed(6)])) },
+  { name: 'minimum', analysis: 'minimum', params: { target_property: 'price' },
+    sql: `SELECT min(price) FROM views WHERE ${WHERE}`, tally: num, duck: (rows) => num(rows[0][0]) },
   { name: 'maximum, filtered', analysis: 'maximum',
     params: { target_property: 'price', filters: [{ property_name: 'is_member', operator: 'eq', property_value: true }] },
     sql: `SELECT max(price) FROM views WHERE ${WHERE} AND is_member`, tally: num, duck: (rows) => num(rows[0][0]) },

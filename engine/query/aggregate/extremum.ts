@@ -47,6 +47,16 @@ export class ExtremumAggregator implements Aggregator {
     }
   }
 
+  /**
+   * The extreme of rows a caller summarized itself (a segment's footer: query/exec/execute.ts),
+   * `present` of them holding a value, at least one a number.
+   */
+  addSummarized(value: number, present: number): void {
+    this.best = growF64(this.best, 1, this.empty);
+    if (this.max ? value > this.best[0] : value < this.best[0]) this.best[0] = value;
+    this.gather.addSummarized(present);
+  }
+
   merge(other: Aggregator): void {
     const source = other as ExtremumAggregator;
     this.gather.merge(source.gather);

@@ -150,6 +150,16 @@ export class NumericGather {
     this.present += n;
   }
 
+  /**
+   * Counts rows a caller summarized itself, `present` of them holding a value and at least one a
+   * number (a segment's footer). Only whether either count is 0 is read (check), so one number
+   * stands for all of them.
+   */
+  addSummarized(present: number): void {
+    this.numeric += 1;
+    this.present += Math.max(1, present);
+  }
+
   /** Fills values/cells[0 .. count) for this input. */
   gather(input: UpdateInput): void {
     this.count = 0;

@@ -8,6 +8,7 @@ import {
 } from '../../storage/chunk.js';
 import { createAggregator, CountAggregator, type Aggregator } from '../aggregate/index.js';
 import type { AverageAggregator } from '../aggregate/average.js';
+import type { ExtremumAggregator } from '../aggregate/extremum.js';
 import { addByCell, addNumbersByCell } from '../aggregate/cell-sums.js';
 import type { SumAggregator } from '../aggregate/sum.js';
 import { AggregateTag } from '../aggregate/types.js';
@@ -117,7 +118,8 @@ export function* aggregateSteps(
       extraCounter?.addRows(0, ref.footer.rows);
       return true;
     }
-    : valueCountsAnswer(plan, source, env, aggregators, extraCounter, groups, edges);
+    : extremesFromFooter(plan, source, aggregators, extraCounter) ??
+      valueCountsAnswer(plan, source, env, aggregators, extraCounter, groups, edges);
   // Counts grouped by one property: a chunk whose values are all strings is counted per
   // dictionary code, and each code's count is added to its group once (no per-row group ids).
   const countsByCode = groups !== null && groups.paths.length === 1 &&
@@ -221,6 +223,32 @@ function chunkBucket(chunk: ColumnChunk, env: ExecEnv, edges: Float64Array | nul
   const [tsMin, tsMax] = env.views.tsRange(chunk);
   const bucket = bucketOf(edges, tsMin);
   return bucket !== -1 && bucket === bucketOf(edges, tsMax) ? bucket : -1;
+}
+
+/**
+ * Minimum, maximum and counts, unfiltered and ungrouped, of a segment wholly inside the timeframe
+ * from its footer: the least and greatest number of each target column (storage/segment/footer.ts
+ * statsOf, over the very doubles a scan reads) and its rows. A segment whose target holds no number
+ * is read, so that a target with values but no number is still refused (NumericGather.check); so
+ * is every segment of a source with deletes, which may hide a column's values.
+ */
+function extremesFromFooter(
+  plan: AggregatePlan, source: ScanSource, aggregators: readonly Aggregator[], extraCounter: CountAggregator | null,
+): ((ref: SegmentRef) => boolean) | undefined {
+  if (plan.filters.length > 0 || plan.groupBy !== null || plan.buckets !== null || (source.deletes?.length ?? 0) > 0) return undefined;
+  const kinds = plan.aggregates.map((spec) => spec.kind);
+  if (!kinds.every((kind) => kind === 'count' || kind === 'minimum' || kind === 'maximum') || !kinds.includes('minimum') && !kinds.includes('maximum')) return undefined;
+  return (ref) => {
+    const stats = plan.aggregates.map((spec) => (spec.kind === 'count' ? null : ref.footer.columns[spec.targetProperty!]));
+    if (stats.some((column, a) => plan.aggregates[a].kind !== 'count' && column?.numMin === undefined)) return false;
+    aggregators.forEach((aggregator, a) => {
+      const column = stats[a];
+      if (column === null) (aggregator as CountAggregator).addRows(0, ref.footer.rows);
+      else (aggregator as ExtremumAggregator).addSummarized(aggregator.codecTag === AggregateTag.maximum ? column!.numMax! : column!.numMin!, column!.present);
+    });
+    extraCounter?.addRows(0, ref.footer.rows);
+    return true;
+  };
 }
 
 /**
