@@ -168,6 +168,7 @@ export function selectRange(ts: Float64Array, rows: number, range: TimeRange, id
 function cannotMatch(filters: readonly FilterNode[], footer: SegmentFooter): boolean {
   for (const node of filters) {
     if (node.kind === 'or' || node.path === 'svc.timestamp' || node.path === 'svc.created_at') continue;
+    if (outsideNumbers(node, footer)) return true;
     const present = footer.columns[node.path]?.present ?? 0;
     if (present > 0) continue;
     const positive =
@@ -189,4 +190,22 @@ export function queryIncomplete(timeoutMs: number): ApiError {
   const allowed = timeoutMs % 1000 === 0 ? `${timeoutMs / 1000} seconds` : `${timeoutMs} ms`;
   return new ApiError('QueryIncompleteError',
     `the query did not finish in ${allowed}; shorten the timeframe or add filters`);
+}
+
+/**
+ * True when `node` compares with a number (gt, gte, lt, lte) and no number of the segment's column
+ * is in its range, from the footer's least and greatest (storage/segment/footer.ts statsOf). Such a
+ * comparison matches numbers only (filter-eval.ts: not strings, lists or nulls), so no row can.
+ */
+function outsideNumbers(node: Exclude<FilterNode, { kind: 'or' }>, footer: SegmentFooter): boolean {
+  if (node.kind !== 'compare' || typeof node.value !== 'number' || node.operator === 'eq' || node.operator === 'ne') return false;
+  const stats = footer.columns[node.path];
+  if (stats?.numMin === undefined || stats.numMax === undefined) return true;
+  const v = node.value;
+  switch (node.operator) {
+    case 'gt': return !(stats.numMax > v);
+    case 'gte': return !(stats.numMax >= v);
+    case 'lt': return !(stats.numMin < v);
+    default: return !(stats.numMin <= v);
+  }
 }

@@ -1,8 +1,9 @@
 /**
- * Minimum and maximum without filters or groups are answered from the footers of segments wholly
- * inside the timeframe (execute.ts extremesFromFooter): the same answers as a scan, over numbers
- * mixed with strings, nulls and missing values, with boundary segments and unflushed rows read;
- * and without reading a segment file at all.
+ * What segment footers answer without reading a segment, checked against brute force over the
+ * rows and with the segment files removed: minimum and maximum without filters or groups
+ * (execute.ts extremesFromFooter), over numbers mixed with strings, nulls and missing values, with
+ * boundary segments and unflushed rows read; and numeric range filters, which skip a segment
+ * none of whose numbers is in range (scan.ts outsideNumbers).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -54,7 +55,7 @@ function expected(rows: Row[], property: 'price' | 'sparse', timeframe: { start:
 async function storeWith(t: Test, rows: Row[], unflushed: Row[]): Promise<{ engine: TallyEngine; project: string; dir: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-extremes-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const engine = await openEngine({ dataDir: dir, queryWorkers: 1, flushIntervalMs: 3_600_000 });
+  const engine = await openEngine({ dataDir: dir, queryWorkers: 1, flushIntervalMs: 3_600_000, cacheWarming: false });
   t.teardown(() => engine.close());
   const project = engine.projects.list()[0].id;
   const appended = await engine.events.append(project, rows.map((row) => ({ collection: 'views', event: event(row) })), ctx);
@@ -122,4 +123,42 @@ t.test('segments wholly inside the timeframe are not read: their files may be go
   for (const file of files) fs.rmSync(path.join(dir, file));
   t.equal(await run(engine, project, 'maximum', { target_property: 'price', timeframe: whole }), expected(rows, 'price', whole, true));
   t.equal(await run(engine, project, 'minimum', { target_property: 'price', timeframe: whole }), expected(rows, 'price', whole, false));
+});
+
+t.test('a numeric range filter skips the segments none of whose numbers is in range', async (t) => {
+  // Day d holds prices d*100 .. d*100 + 99.99 (and strings and lists, which such a filter never matches).
+  const random = mulberry32(14);
+  const rows = Array.from({ length: 3_000 }, () => {
+    const day = Math.floor(random() * 10);
+    const roll = random();
+    const price = roll < 0.8 ? day * 100 + Math.floor(random() * 10_000) / 100 : roll < 0.9 ? `${day * 100 + 50}` : [day * 100 + 50];
+    return { ts: START + day * DAY + Math.floor(random() * DAY), price, sparse: 0, label: 'x' };
+  });
+  // Each day's extremes, so that filters can sit exactly on them.
+  const edges = [0, 4, 5].flatMap((day) => {
+    const prices = rows.filter((row) => typeof row.price === 'number' && Math.floor((row.ts - START) / DAY) === day).map((row) => row.price as number);
+    return [Math.min(...prices), Math.max(...prices)];
+  });
+  const { engine, project } = await storeWith(t, rows as Row[], []);
+  const count = (filters: unknown[]) => run(engine, project, 'count', { timeframe: whole, filters });
+  const brute = (test: (price: number) => boolean) => rows.filter((row) => typeof row.price === 'number' && test(row.price)).length;
+  for (const v of [...edges, 250, 499.99, 500, 1e9, -1]) {
+    t.equal(await count([{ property_name: 'price', operator: 'gt', property_value: v }]), brute((p) => p > v), `gt ${v}`);
+    t.equal(await count([{ property_name: 'price', operator: 'gte', property_value: v }]), brute((p) => p >= v), `gte ${v}`);
+    t.equal(await count([{ property_name: 'price', operator: 'lt', property_value: v }]), brute((p) => p < v), `lt ${v}`);
+    t.equal(await count([{ property_name: 'price', operator: 'lte', property_value: v }]), brute((p) => p <= v), `lte ${v}`);
+  }
+  t.equal(await count([{ property_name: 'price', operator: 'gte', property_value: '550' }]), rows.filter((row) => typeof row.price === 'string' && row.price >= '550').length,
+    'a string bound compares strings, and skips nothing');
+  // A store whose caches are cold, with only day 5's segment (2024-01-06) left on disk: a filter
+  // on its range reads nothing else.
+  const cold = await storeWith(t, rows as Row[], []);
+  const files = fs.readdirSync(cold.dir, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.arrow'));
+  t.ok(files.length >= 10, `${files.length} segment files`);
+  for (const file of files) if (!file.includes('2024-01-06')) fs.rmSync(path.join(cold.dir, file));
+  const coldCount = (filters: unknown[]) => run(cold.engine, cold.project, 'count', { timeframe: whole, filters });
+  t.equal(await coldCount([{ property_name: 'price', operator: 'gte', property_value: 500 }, { property_name: 'price', operator: 'lt', property_value: 600 }]),
+    brute((p) => p >= 500 && p < 600));
+  t.equal(await run(cold.engine, cold.project, 'sum', { timeframe: whole, target_property: 'price', filters: [{ property_name: 'price', operator: 'gt', property_value: 500 }, { property_name: 'price', operator: 'lte', property_value: 599.5 }] }),
+    rows.reduce((total, row) => (typeof row.price === 'number' && row.price > 500 && row.price <= 599.5 ? total + row.price : total), 0));
 });
