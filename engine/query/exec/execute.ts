@@ -111,15 +111,8 @@ export function* aggregateSteps(
   const bucketCount = edges === null ? 1 : edges.length - 1;
   let cells = new Int32Array(0);
   const extraCounter = counter === undefined ? rowsPerCell : null;
-  const answerFromFooter = plan.filters.length === 0 && groups === null && edges === null &&
-    plan.aggregates.every((spec) => spec.kind === 'count')
-    ? (ref: SegmentRef) => {
-      for (const aggregator of aggregators) (aggregator as CountAggregator).addRows(0, ref.footer.rows);
-      extraCounter?.addRows(0, ref.footer.rows);
-      return true;
-    }
-    : extremesFromFooter(plan, source, aggregators, extraCounter) ??
-      valueCountsAnswer(plan, source, env, aggregators, extraCounter, groups, edges);
+  const answerFromFooter = footerAnswer(plan, source, aggregators, extraCounter) ??
+    valueCountsAnswer(plan, source, env, aggregators, extraCounter, groups, edges);
   // Counts grouped by one property: a chunk whose values are all strings is counted per
   // dictionary code, and each code's count is added to its group once (no per-row group ids).
   const countsByCode = groups !== null && groups.paths.length === 1 &&
@@ -226,21 +219,25 @@ function chunkBucket(chunk: ColumnChunk, env: ExecEnv, edges: Float64Array | nul
 }
 
 /**
- * Minimum, maximum and counts, unfiltered and ungrouped, of a segment wholly inside the timeframe
- * from its footer: the least and greatest number of each target column (storage/segment/footer.ts
- * statsOf, over the very doubles a scan reads) and its rows. A segment whose target holds no number
- * is read, so that a target with values but no number is still refused (NumericGather.check); so
- * is every segment of a source with deletes, which may hide a column's values.
+ * Counts, minima and maxima, unfiltered and ungrouped, of a segment wholly inside the timeframe
+ * from its footer: its rows, and the least and greatest number of each target column
+ * (storage/segment/footer.ts statsOf, over the very doubles a scan reads). A segment whose target
+ * holds no number is read, so that a target with values but no number is still refused
+ * (NumericGather.check); so is every segment of a source with deletes when a minimum or maximum is
+ * asked for, since a delete may hide a column's values (the rows a delete removes are never
+ * answered from a footer: scan.ts).
  */
-function extremesFromFooter(
+function footerAnswer(
   plan: AggregatePlan, source: ScanSource, aggregators: readonly Aggregator[], extraCounter: CountAggregator | null,
 ): ((ref: SegmentRef) => boolean) | undefined {
-  if (plan.filters.length > 0 || plan.groupBy !== null || plan.buckets !== null || (source.deletes?.length ?? 0) > 0) return undefined;
+  if (plan.filters.length > 0 || plan.groupBy !== null || plan.buckets !== null) return undefined;
   const kinds = plan.aggregates.map((spec) => spec.kind);
-  if (!kinds.every((kind) => kind === 'count' || kind === 'minimum' || kind === 'maximum') || !kinds.includes('minimum') && !kinds.includes('maximum')) return undefined;
+  if (!kinds.every((kind) => kind === 'count' || kind === 'minimum' || kind === 'maximum')) return undefined;
+  const extremes = kinds.some((kind) => kind !== 'count');
+  if (extremes && (source.deletes?.length ?? 0) > 0) return undefined;
   return (ref) => {
     const stats = plan.aggregates.map((spec) => (spec.kind === 'count' ? null : ref.footer.columns[spec.targetProperty!]));
-    if (stats.some((column, a) => plan.aggregates[a].kind !== 'count' && column?.numMin === undefined)) return false;
+    if (extremes && stats.some((column, a) => plan.aggregates[a].kind !== 'count' && column?.numMin === undefined)) return false;
     aggregators.forEach((aggregator, a) => {
       const column = stats[a];
       if (column === null) (aggregator as CountAggregator).addRows(0, ref.footer.rows);

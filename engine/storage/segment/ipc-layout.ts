@@ -238,13 +238,8 @@ function parseField(flat: Flat, table: number): FieldInfo | null {
   const kind = flat.scalar(table, 2, 'u8');
   if (!KNOWN.has(kind)) return null;
   const type = parseType(flat, kind, flat.ref(table, 3));
-  const childVector = flat.ref(table, 5);
-  const children: FieldInfo[] = [];
-  for (let i = 0; i < flat.length(childVector); i++) {
-    const child = parseField(flat, flat.tableAt(childVector, i));
-    if (child === null) return null;
-    children.push(child);
-  }
+  const children = parseFields(flat, flat.ref(table, 5));
+  if (children === null) return null;
   if (kind === TYPE_LIST && children.length !== 1) return null;
   const encoding = flat.ref(table, 4);
   let dictionary: FieldInfo['dictionary'] = null;
@@ -259,14 +254,19 @@ function parseField(flat: Flat, table: number): FieldInfo | null {
 
 function parseSchema(flat: Flat, schema: number): { fields: FieldInfo[]; metadata: Map<string, string> } | null {
   if (schema === 0) return null;
-  const vector = flat.ref(schema, 1);
+  const fields = parseFields(flat, flat.ref(schema, 1));
+  return fields === null ? null : { fields, metadata: parseMetadata(flat, flat.ref(schema, 2)) };
+}
+
+/** The fields of a vector of Field tables (a schema's, or a field's children); null if any is not ours to read. */
+function parseFields(flat: Flat, vector: number): FieldInfo[] | null {
   const fields: FieldInfo[] = [];
   for (let i = 0; i < flat.length(vector); i++) {
     const field = parseField(flat, flat.tableAt(vector, i));
     if (field === null) return null;
     fields.push(field);
   }
-  return { fields, metadata: parseMetadata(flat, flat.ref(schema, 2)) };
+  return fields;
 }
 
 /** The header of the message at `block`, if it is of `kind` and its compression is one we read. */

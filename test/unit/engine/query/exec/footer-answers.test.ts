@@ -1,7 +1,7 @@
 /**
  * What segment footers answer without reading a segment, checked against brute force over the
  * rows and with the segment files removed: minimum and maximum without filters or groups
- * (execute.ts extremesFromFooter), over numbers mixed with strings, nulls and missing values, with
+ * (execute.ts footerAnswer), over numbers mixed with strings, nulls and missing values, with
  * boundary segments and unflushed rows read; and numeric range filters, which skip a segment
  * none of whose numbers is in range (scan.ts outsideNumbers).
  */
