@@ -20,7 +20,7 @@ export interface FlusherDeps {
   readonly wal: Wal;
   readonly segmentPool: SegmentPool;
   /** The write path: appends in flight, and when the last one started (performance.now()). */
-  readonly writes: { readonly busy: boolean; readonly lastWriteMs: number; settled(): Promise<void> };
+  readonly writes: { readonly busy: boolean; readonly lastWriteMs: number; readonly rowsInFlight: number; settled(): Promise<void> };
   /** Milliseconds since the last query ran (compaction waits for a pause). */
   readonly queriesIdleMs: () => number;
   /** One step of the background delete rewrites (deletes/manager.ts). */
@@ -109,11 +109,13 @@ export class Flusher {
    * waits behind a merge on the segment worker; without this a load kept writing into them and the
    * write thread's memory grew by the merge's duration times the ingest rate (bench/scale, 50M
    * events: its heap and arrays reached 1.1 GB). Writes are not held back while flushes fail (a
-   * full disk): they would only retry a failing flush.
+   * full disk): they would only retry a failing flush. Rows on their way through the WAL count as
+   * buffered: when a flush ends, the writes it woke go in one after another until they reach the
+   * limit again, rather than all at once (each would see the buffers empty).
    */
   roomForWrites(): Promise<void> | null {
     if (this.failing || this.deps.isClosed()) return null;
-    if (this.deps.stores.bufferedRows() < this.deps.backlogRows) return null;
+    if (this.deps.stores.bufferedRows() + this.deps.writes.rowsInFlight < this.deps.backlogRows) return null;
     this.writesHeldBack++;
     this.flushInBackground();
     return new Promise((resolve) => this.roomWaiters.push(resolve));

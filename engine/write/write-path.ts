@@ -100,6 +100,8 @@ export class WritePath {
   private lastNow = NaN;
   private lastNowIso = '';
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Rows written to the WAL and not yet in the buffers: the flusher counts them as buffered. */
+  rowsInFlight = 0;
   /** Events accepted (stored or dropped as duplicates) and refused since start: the metrics' counters. */
   accepted = 0;
   refused = 0;
@@ -341,7 +343,9 @@ export class WritePath {
       this.frames.give(pooled!);
       this.releaseLeaves(leaves);
     };
+    this.rowsInFlight += staged.length;
     const done = this.deps.wal.appendFrame(frame).then(() => {
+      this.rowsInFlight -= staged.length;
       this.applyAll(project, staged, batch);
       if (tag !== null) this.deps.tagged?.(project, tag, staged[0]!.seq);
       release();
@@ -349,6 +353,7 @@ export class WritePath {
     }, (error: unknown) => {
       // Not stored: their uniqueness tokens must not turn a client's retry into a silent duplicate.
       for (const event of staged) if (event.token !== null) event.store.tokens.forget(event.token, event.createdAt);
+      this.rowsInFlight -= staged.length;
       this.accepted -= staged.length;
       this.failed += staged.length;
       release();

@@ -269,6 +269,28 @@ t.test('writes wait for a flush while the buffers hold the backlog limit; every 
   await engine.close();
 });
 
+t.test('writes held back are let in one batch at a time, counting the rows still on their way to the buffers', async (t) => {
+  const engine = await openEngine({ dataDir: tempDir(), queryWorkers: 0, flushIntervalMs: 3_600_000, writeBacklogRows: 1_000 });
+  const project = engine.projects.list()[0].id;
+  const batch = 2_500;
+  const events = (b: number) => Array.from({ length: batch }, (_, i) => ({ collection: 'held', event: { n: b * batch + i } }));
+  await engine.events.append(project, events(0), ctx); // the buffers now hold more than the limit
+  // Ten batches wait together for the flush; when it ends they must not all go in at once (each
+  // sees empty buffers while the others' rows are still being written to the WAL).
+  const waiting = Array.from({ length: 10 }, (_, b) => engine.events.append(project, events(b + 1), ctx));
+  let bufferedMax = 0;
+  const sampler = setInterval(() => { bufferedMax = Math.max(bufferedMax, engine.stats().bufferRows); }, 1);
+  const results = await Promise.all(waiting);
+  clearInterval(sampler);
+  bufferedMax = Math.max(bufferedMax, engine.stats().bufferRows);
+  t.ok(results.every((rows) => rows.every((row) => row.ok)), 'every event acknowledged');
+  t.ok(bufferedMax <= batch, `at most one batch past the limit in the buffers (${bufferedMax} rows seen)`);
+  const ns = rowsOf(engine, project, 'held').map((r) => JSON.parse(r).n as number).sort((a, b) => a - b);
+  t.equal(ns.length, batch * 11);
+  t.ok(ns.every((n, i) => n === i), 'every row once');
+  await engine.close();
+});
+
 t.test('a segment a reader listed stays on disk through compaction until the reader is done', async (t) => {
   const dir = tempDir();
   const engine = await open(dir);
