@@ -270,6 +270,13 @@ export const WARM_RETRY_MS = 1_000;
  * page paths, countries, devices are; user and session ids (about a row per entry) are not.
  */
 export const WARM_ROWS_PER_DICTIONARY_ENTRY = 8;
+/**
+ * The share of a query worker's cache that warming fills, ids included (query/exec/pool.ts
+ * warmRest): ids go in only while the store's columns without ids and the ids taken so far stay
+ * within it, so a quarter of the cache stays free for what queries decode on first use (times of
+ * boundary segments, columns of segments warmed earlier and since evicted).
+ */
+export const WARM_REST_SHARE = 0.75;
 /** Segment footers a query worker keeps (a few hundred bytes each) before both sides start over. */
 export const SENT_FOOTERS_MAX = 20_000;
 /** Regex filter pattern length (docs/api.md §6) → InvalidFilterError. */

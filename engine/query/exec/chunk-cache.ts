@@ -159,6 +159,42 @@ export class ChunkCache {
     return 'warmed';
   }
 
+  /** Columns warmRest found to take more than its allowance: not tried again on later segments. */
+  private readonly restSkipped = new Set<string>();
+
+  /**
+   * Adds to a warmed segment's entry the columns warm() left out (ids), one at a time, each
+   * only while the columns added so far take at most `bytesPerRow` a row of the segment and the
+   * budget has room left (it never evicts). A column past the allowance is dropped and not tried
+   * on later segments. 'cached' when the entry is gone or has every column already.
+   */
+  warmRest(ref: SegmentRef, bytesPerRow: number): 'warmed' | 'cached' | 'full' {
+    this.warmedCompactBytes = 0;
+    const entry = this.entries.get(ref.file);
+    if (entry === undefined || entry.complete) return 'cached';
+    let allowance = bytesPerRow * ref.footer.rows;
+    let added = false;
+    for (const path of Object.keys(ref.footer.columns)) {
+      if (entry.chunk.columns.has(path) || this.restSkipped.has(path)) continue;
+      const chunk = replaceColumns(entry.chunk, new Map([...entry.chunk.columns, ...this.read(ref.file, [path]).columns]));
+      const columnBytes = columnsBytes(chunk);
+      const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
+      if (bytes - entry.bytes > allowance) {
+        this.restSkipped.add(path);
+        continue;
+      }
+      if (this.bytes + bytes - entry.bytes > this.budgetBytes) return added ? 'warmed' : 'full';
+      allowance -= bytes - entry.bytes;
+      this.bytes += bytes - entry.bytes;
+      entry.chunk = chunk;
+      entry.columnBytes = columnBytes;
+      entry.bytes = bytes;
+      entry.complete = Object.keys(ref.footer.columns).every((name) => chunk.columns.has(name));
+      added = true;
+    }
+    return added ? 'warmed' : 'cached';
+  }
+
   /**
    * Reads a segment's footer before a query asks, while the footer budget has room (so it never
    * evicts one a query read): a distinct count reads the footers of segments other workers scan

@@ -9,7 +9,9 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { assert } from '../../base/assert.js';
 import { ApiError, type ErrorCode } from '../../base/errors.js';
-import { SENT_FOOTERS_MAX, WARM_QUEUE_MAX, WARM_RETRY_MS, WORKER_YOUNG_GENERATION_MB } from '../../base/limits.js';
+import {
+  SENT_FOOTERS_MAX, WARM_QUEUE_MAX, WARM_REST_SHARE, WARM_RETRY_MS, WORKER_YOUNG_GENERATION_MB,
+} from '../../base/limits.js';
 import { queryIncomplete } from './scan.js';
 import type { ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
 import { KeptSnapshots, type QueryTask } from './task.js';
@@ -36,6 +38,8 @@ interface Slot {
   readonly toWarm: Map<string, SegmentRef>;
   /** Fresh segments other workers scan, whose footers this worker reads too (warm()); before toWarm. */
   readonly toWarmFooters: Map<string, SegmentRef>;
+  /** Segments warmed without their ids, whose ids go in after toWarm is done, while they fit (warmNext). */
+  readonly toWarmRest: Map<string, SegmentRef>;
   /** A warm message is with the worker: the next one goes after its 'warmed'. */
   warming: boolean;
   /** Rows of every segment this worker scans that warm() was told of and forget() did not drop. */
@@ -48,6 +52,8 @@ interface Slot {
   warmingRows: number;
   warmingWhole: boolean;
   warmingFooter: boolean;
+  warmingRest: boolean;
+  warmingRef: SegmentRef | null;
 }
 
 export class WorkerPool {
@@ -60,6 +66,8 @@ export class WorkerPool {
   segmentsWarmedWhole = 0;
   /** Footers read into a worker's cache for segments other workers scan (warm()). */
   footersWarmed = 0;
+  /** Segments whose ids (the columns left out at first) were then warmed too (warmNext). */
+  segmentsWarmedRest = 0;
   /** Each collection's newest segment known to warm(), by the collection's folder. */
   private readonly newest = new Map<string, { readonly file: string; readonly tsMax: number }>();
   /** Segments to warm whole: a collection's newest, while not yet warmed. */
@@ -73,8 +81,9 @@ export class WorkerPool {
     assert(size >= 1, 'a pool has at least one worker');
     for (let s = 0; s < size; s++) {
       const slot = {
-        current: null, queue: [], toWarm: new Map(), toWarmFooters: new Map(), warming: false, known: new Map(),
-        knownRows: 0, warmedRows: 0, warmedBytes: 0, warmingRows: 0, warmingWhole: false, warmingFooter: false,
+        current: null, queue: [], toWarm: new Map(), toWarmFooters: new Map(), toWarmRest: new Map(), warming: false,
+        known: new Map(), knownRows: 0, warmedRows: 0, warmedBytes: 0, warmingRows: 0, warmingWhole: false,
+        warmingFooter: false, warmingRest: false, warmingRef: null,
       } as unknown as Slot;
       this.spawn(slot);
       this.slots.push(slot);
@@ -96,6 +105,7 @@ export class WorkerPool {
     slot.footers = new Set();
     slot.warming = false;
     slot.warmingFooter = false;
+    slot.warmingRest = false;
     slot.ready = new Promise((resolve) => (markReady = resolve));
     worker.on('message', (reply: WorkerReply | WorkerWarmed | 'ready') => {
       if (slot.worker !== worker) return;
@@ -107,12 +117,19 @@ export class WorkerPool {
         // The footer budget is spent: the queries' own footers come first.
         if (reply.full) slot.toWarmFooters.clear();
         this.pump(slot);
+      } else if ('warmed' in reply && slot.warmingRest) {
+        if (reply.warmed) this.segmentsWarmedRest++;
+        slot.warming = false;
+        slot.warmingRest = false;
+        if (reply.full) slot.toWarmRest.clear();
+        this.pump(slot);
       } else if ('warmed' in reply) {
         if (reply.warmed) {
           this.segmentsWarmed++;
           if (slot.warmingWhole) this.segmentsWarmedWhole++;
           slot.warmedRows += slot.warmingRows;
           slot.warmedBytes += reply.bytes;
+          if (!slot.warmingWhole && slot.warmingRef !== null) slot.toWarmRest.set(slot.warmingRef.file, slot.warmingRef);
         }
         slot.warming = false;
         // No room: the older segments queued would not fit either (each is read first).
@@ -208,6 +225,7 @@ export class WorkerPool {
         if (this.newest.get(collection)?.file === file) this.newest.delete(collection);
         slot.toWarm.delete(file);
         slot.toWarmFooters.delete(file);
+        slot.toWarmRest.delete(file);
         slot.knownRows -= slot.known.get(file) ?? 0;
         slot.known.delete(file);
       }
@@ -216,7 +234,7 @@ export class WorkerPool {
   }
 
   private warmNext(slot: Slot): void {
-    if (slot.warming || (slot.toWarm.size === 0 && slot.toWarmFooters.size === 0)) return;
+    if (slot.warming || (slot.toWarm.size === 0 && slot.toWarmFooters.size === 0 && slot.toWarmRest.size === 0)) return;
     if (!this.mayWarm()) {
       this.warmLater(slot);
       return;
@@ -229,6 +247,10 @@ export class WorkerPool {
       slot.warming = true;
       slot.warmingFooter = true;
       slot.worker.postMessage({ warm: ref, whole: false, footerOnly: true } satisfies WorkerWarm);
+      return;
+    }
+    if (slot.toWarm.size === 0) {
+      this.warmRest(slot);
       return;
     }
     // A store whose warmed columns would not fit the cache is not warmed: the queries' own reads
@@ -244,8 +266,32 @@ export class WorkerPool {
     slot.toWarm.delete(file);
     slot.warming = true;
     slot.warmingRows = ref.footer.rows;
+    slot.warmingRef = ref;
     slot.warmingWhole = this.whole.delete(file);
     slot.worker.postMessage({ warm: ref, whole: slot.warmingWhole } satisfies WorkerWarm);
+  }
+
+  /**
+   * Once a worker's segments are warmed without their ids, their ids go in too, newest first,
+   * within WARM_REST_SHARE of its cache: the share left after what the columns without ids take
+   * for every segment it scans, as bytes a row. A distinct count of user ids then reads no
+   * dictionary from disk on its first run (bench/scale at 10M: its dictionaries were ~60% of that
+   * run). Ids that take more than the share are left out (chunk-cache.ts warmRest); the rest of
+   * the cache stays free for what queries decode on first use.
+   */
+  private warmRest(slot: Slot): void {
+    const perRow = slot.warmedRows === 0 ? 0 : slot.warmedBytes / slot.warmedRows;
+    const bytesPerRow = (this.cacheBytes * WARM_REST_SHARE) / Math.max(1, slot.knownRows) - perRow;
+    if (bytesPerRow <= 0) {
+      slot.toWarmRest.clear();
+      return;
+    }
+    const file = [...slot.toWarmRest.keys()].pop()!;
+    const ref = slot.toWarmRest.get(file)!;
+    slot.toWarmRest.delete(file);
+    slot.warming = true;
+    slot.warmingRest = true;
+    slot.worker.postMessage({ warm: ref, whole: false, restBytesPerRow: bytesPerRow } satisfies WorkerWarm);
   }
 
   /** Warming waits (a load runs): the slot tries again WARM_RETRY_MS later. */

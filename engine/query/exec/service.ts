@@ -135,6 +135,11 @@ export class QueryService {
     return this.pool?.footersWarmed ?? 0;
   }
 
+  /** Segments whose ids were warmed after their other columns (pool.ts warmRest). */
+  get segmentsWarmedRest(): number {
+    return this.pool?.segmentsWarmedRest ?? 0;
+  }
+
   /** Segment files gone: dropped from every worker's cache (and the in-process one). */
   forget(files: readonly string[]): void {
     this.pool?.forget(files);

@@ -37,6 +37,8 @@ export interface WorkerWarm {
   readonly whole: boolean;
   /** Only its footer (chunk-cache.ts warmFooter): a segment another worker scans. */
   readonly footerOnly?: boolean;
+  /** Only the columns a first warm left out (ids), within these bytes a row (chunk-cache.ts warmRest). */
+  readonly restBytesPerRow?: number;
 }
 
 /** The answer to a WorkerWarm: whether it decoded the segment, and whether the cache had room. */
@@ -112,12 +114,13 @@ port.on('message', (request: WorkerRequest | WorkerWarm | WorkerForget) => {
 });
 
 /** Decodes a fresh segment into the cache when it has room; a failure only leaves it cold. */
-async function warm({ warm: ref, whole, footerOnly }: WorkerWarm): Promise<void> {
+async function warm({ warm: ref, whole, footerOnly, restBytesPerRow }: WorkerWarm): Promise<void> {
   let outcome: 'warmed' | 'cached' | 'full' | 'failed' = 'failed';
   let bytes = 0;
   try {
     cache ??= new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes);
-    outcome = footerOnly === true ? cache.warmFooter(ref) : cache.warm(ref, whole);
+    outcome = footerOnly === true ? cache.warmFooter(ref)
+      : restBytesPerRow !== undefined ? cache.warmRest(ref, restBytesPerRow) : cache.warm(ref, whole);
     bytes = footerOnly === true ? 0 : cache.warmedCompactBytes;
   } catch {
     // The file may be gone already (replaced, deleted): the query that needs it reads it.

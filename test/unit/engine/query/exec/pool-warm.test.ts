@@ -8,6 +8,7 @@ import t, { type Test } from 'tap';
 import type { SegmentRef } from '../../../../../engine/storage/chunk.js';
 import { columnsBytes, dictStringBytes, systemBytes } from '../../../../../engine/storage/chunk-bytes.js';
 import { compactColumns, readSegment } from '../../../../../engine/storage/segment/reader.js';
+import { WARM_REST_SHARE } from '../../../../../engine/base/limits.js';
 import { WorkerPool } from '../../../../../engine/query/exec/pool.js';
 import { QueryService } from '../../../../../engine/query/exec/service.js';
 import { SIDECAR_SUFFIX } from '../../../../../engine/storage/segment/layout.js';
@@ -89,6 +90,35 @@ t.test("a collection's newest segment is warmed first and whole; the rest only w
   t.equal(pool.segmentsWarmedWhole, 2, 'the newer segment warmed whole');
 });
 
+t.test('ids go in once the other columns are warmed, only within the share of the cache they may take', async (t) => {
+  const refs = segmentsWithIds(6);
+  const probe = readSegment(refs[0].file, compactColumns(refs[0].file));
+  const one = columnsBytes(probe) + systemBytes(probe) + dictStringBytes(probe);
+  const full = readSegment(refs[0].file, Object.keys(refs[0].footer.columns));
+  const withIds = columnsBytes(full) + systemBytes(full) + dictStringBytes(full);
+  t.ok(withIds > one, `${withIds} bytes with ids, ${one} without`);
+  // Room for the six without ids, and within three quarters of it for the six with ids too.
+  const roomy = new WorkerPool(1, Math.ceil((8 * withIds) / WARM_REST_SHARE), 8 << 20);
+  t.teardown(() => roomy.close());
+  roomy.warm(refs, 1);
+  t.equal(await settled(roomy), 6);
+  await until(() => roomy.segmentsWarmedRest === 5);
+  t.equal(roomy.segmentsWarmedRest, 5, 'the five not warmed whole get their ids');
+  // Room for the six without ids, not for their ids within the share.
+  const tight = new WorkerPool(1, Math.ceil((6 * (one + withIds) / 2) / WARM_REST_SHARE), 8 << 20);
+  t.teardown(() => tight.close());
+  tight.warm(refs, 1);
+  t.equal(await settled(tight), 6);
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  t.equal(tight.segmentsWarmedRest, 0, 'ids past the share stay on disk');
+});
+
+/** Waits (up to 30 s) until `done()`. */
+async function until(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
 /** The six-day week the service tests query. */
 const WEEK = { event_collection: 'e', timeframe: { start: '2024-01-01T00:00:00.000Z', end: '2024-01-08T00:00:00.000Z' } };
 
@@ -122,6 +152,16 @@ t.test('every worker reads the footers of the segments the others scan: a distin
   for (const ref of refs) fs.rmSync(ref.file + SIDECAR_SUFFIX);
   t.same(await service.run('p', 'count_unique', { ...WEEK, target_property: 'tag' }), { result: 7 });
   t.same(await service.run('p', 'count_unique', { ...WEEK, target_property: 'price' }), { result: 2010 }, 'halves from 0 to 1004.5');
+});
+
+t.test('a distinct count of ids after warming reads no segment file', async (t) => {
+  const refs = segmentsWithIds(6);
+  const service = await warmedService(t, refs);
+  // Every segment but the newest (warmed whole, ids and all) gets its ids after.
+  await until(() => service.segmentsWarmedRest === 5);
+  t.equal(service.segmentsWarmedRest, 5);
+  for (const ref of refs) fs.rmSync(ref.file);
+  t.same(await service.run('p', 'count_unique', { ...WEEK, target_property: 'user' }), { result: 12_000 }, 'each row its own id');
 });
 
 t.test('an extraction runs on the worker whose cache holds the newest segment', async (t) => {
