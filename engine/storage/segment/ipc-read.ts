@@ -150,13 +150,16 @@ export class IpcFile {
     const offset = batch.buffers[2 * index];
     const length = batch.buffers[2 * index + 1];
     if (length === 0) return new Uint8Array(0);
-    const raw = readAt(this.fd, batch.bodyOffset + offset, length);
-    if (batch.codec === 'none') return raw;
+    if (batch.codec === 'none') return readAt(this.fd, batch.bodyOffset + offset, length);
+    // Compressed bytes are decompressed at once, so they are read into this thread's scratch
+    // buffer: a scan reads five or six a segment, and a fresh array for each was zero-filled,
+    // faulted in page by page and left to the collector.
+    const raw = readInto(scratchOf(length), this.fd, batch.bodyOffset + offset, length);
     const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
     const uncompressed = view.getUint32(0, true) + view.getInt32(4, true) * 4294967296;
     // Only -1 is read: apache-arrow 21's writer puts the compressed length where the format has the
     // uncompressed one, and both frame formats carry their own.
-    if (uncompressed === -1) return raw.subarray(8);
+    if (uncompressed === -1) return raw.slice(8);
     const frame = Buffer.from(raw.buffer, raw.byteOffset + 8, raw.byteLength - 8);
     const out = batch.codec === 'zstd' ? (native ? zstdDecompressColumn(frame) : zstdDecompress(frame)) : decompressFrame(frame);
     return out.byteOffset % 8 === 0 ? out : new Uint8Array(out);
@@ -174,7 +177,20 @@ function fileReader(fd: number): ReadAt {
 }
 
 function readAt(fd: number, position: number, length: number): Uint8Array {
-  const bytes = new Uint8Array(length);
+  return readInto(new Uint8Array(length), fd, position, length);
+}
+
+/** This thread's buffer for compressed bytes (IpcFile.buffer): grown, never shrunk. */
+let scratch = new Uint8Array(0);
+
+/** The first `length` bytes of the scratch buffer, grown to hold them: valid until the next call. */
+function scratchOf(length: number): Uint8Array {
+  if (scratch.byteLength < length) scratch = new Uint8Array(Math.max(length, 2 * scratch.byteLength));
+  return scratch.subarray(0, length);
+}
+
+/** Reads `length` bytes at `position` of `fd` into `bytes` (exactly that long), synchronously. */
+function readInto(bytes: Uint8Array, fd: number, position: number, length: number): Uint8Array {
   let read = 0;
   while (read < length) {
     const count = fs.readSync(fd, bytes, read, length - read, position + read);
