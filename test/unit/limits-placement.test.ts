@@ -45,7 +45,7 @@ const ALLOWED: readonly Allowed[] = [
   { file: 'engine/query/eval/hash-table.ts', names: ['PENDING_MAX', 'PENDING_MIN', 'SMALL_KEYS_MAX'], why: 'sizing of the hash sets\' sort buffer and their small-set crossover' },
   { file: 'engine/query/eval/state-io.ts', names: ['CHUNK_BYTES', 'INLINE_ARRAY_BYTES'], why: 'allocation unit and copy-or-reference crossover of the partial-state codec' },
   { file: 'engine/query/aggregate/numeric.ts', names: ['EXACT_INTEGER_ROWS'], why: 'arithmetic: up to 2^22 integers below 2^31 sum exactly in doubles in any order' },
-  { file: 'engine/query/aggregate/cell-sums.ts', names: ['LANED_CELLS_MAX'], why: 'crossover to the laned sum tables (speed only)' },
+  { file: 'engine/storage/cell-sums.ts', names: ['LANED_CELLS_MAX'], why: 'crossover to the laned sum tables (speed only)' },
   { file: 'engine/query/aggregate/count-unique.ts', names: ['SEEN_BITMAP_MAX'], why: 'crossover from a bitmap to hashing (speed only)' },
   { file: 'engine/write/byte-pool.ts', names: ['POOLED_BYTES_MIN'], why: 'which requests the pool serves; its cap is limits.WAL_POOL_BYTES_MAX' },
   { file: 'engine/write/write-path.ts', names: ['LEAVES_KEPT'], why: 'reuse pool of about the calls in flight' },

@@ -1,6 +1,6 @@
 /** average: mean of the numeric values per cell; null over none. */
 import { numbersOf, storedNumbers, TAG_NUM } from '../../storage/chunk.js';
-import { addByCell, addNumbersByCell } from './cell-sums.js';
+import { addByCell, addNumbersByCell } from '../../storage/cell-sums.js';
 import { NumericGather } from './numeric.js';
 import { PartialStateError, type StateReader, type StateWriter } from '../eval/state-io.js';
 import { AggregateTag, growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';

@@ -1,5 +1,5 @@
 /** count: matching rows per cell. The target column is ignored. */
-import { addByCell } from './cell-sums.js';
+import { addByCell } from '../../storage/cell-sums.js';
 import type { StateReader, StateWriter } from '../eval/state-io.js';
 import { AggregateTag, growF64, remapF64, type Aggregator, type UpdateInput } from './types.js';
 

@@ -9,7 +9,7 @@ import {
 import { createAggregator, CountAggregator, type Aggregator } from '../aggregate/index.js';
 import type { AverageAggregator } from '../aggregate/average.js';
 import type { ExtremumAggregator } from '../aggregate/extremum.js';
-import { addByCell, addNumbersByCell } from '../aggregate/cell-sums.js';
+import { addByCell, addNumbersByCell } from '../../storage/cell-sums.js';
 import type { SumAggregator } from '../aggregate/sum.js';
 import { AggregateTag } from '../aggregate/types.js';
 import type { StateReader, StateWriter } from '../eval/state-io.js';
@@ -22,7 +22,7 @@ import type { AggregatePlan, Plan } from '../plan/plan.js';
 import { shapeAggregate, type AggregateOutcome } from './result.js';
 import { scanSteps, ScanBuffers, type ExecEnv, type Selected } from './scan.js';
 import { runSteps, type Steps } from './steps.js';
-import { valueCountsAnswer } from './value-counts.js';
+import { groupSumsAnswer, valueCountsAnswer } from './value-counts.js';
 
 export type { ExecEnv } from './scan.js';
 
@@ -112,7 +112,8 @@ export function* aggregateSteps(
   let cells = new Int32Array(0);
   const extraCounter = counter === undefined ? rowsPerCell : null;
   const answerFromFooter = footerAnswer(plan, source, aggregators, extraCounter) ??
-    valueCountsAnswer(plan, source, env, aggregators, extraCounter, groups, edges);
+    valueCountsAnswer(plan, source, env, aggregators, extraCounter, groups, edges) ??
+    groupSumsAnswer(plan, source, env, aggregators, extraCounter, groups, edges);
   // Counts grouped by one property: a chunk whose values are all strings is counted per
   // dictionary code, and each code's count is added to its group once (no per-row group ids).
   const countsByCode = groups !== null && groups.paths.length === 1 &&

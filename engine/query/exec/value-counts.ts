@@ -13,6 +13,8 @@ import {
 import type { ValueCounts } from '../../storage/segment/sketches.js';
 import type { Aggregator } from '../aggregate/index.js';
 import { CountAggregator } from '../aggregate/index.js';
+import type { AverageAggregator } from '../aggregate/average.js';
+import type { SumAggregator } from '../aggregate/sum.js';
 import { TIME_PATHS } from '../plan/filter.js';
 import { compileFilters, Scratch } from '../eval/filter-eval.js';
 import type { GroupTable } from '../eval/group-by.js';
@@ -93,6 +95,56 @@ export function valueCountsAnswer(
         tagMask: env.views.tagMask(summary.column),
       });
     }
+    return true;
+  };
+}
+
+/**
+ * The per-segment answer for a sum, average or count grouped by one column, with no filter, from
+ * the sidecar's per-value sums (sketches.ts computeGroupSums), or undefined when the plan is not
+ * one. A segment has those sums only where a scan would sum it per dictionary code (execute.ts
+ * CodeSums: every row of the group column a string, every row of each target a number), and they
+ * are that scan's sums to the last bit; a segment without them, or across buckets, is scanned.
+ */
+export function groupSumsAnswer(
+  plan: AggregatePlan, source: ScanSource, env: ExecEnv, aggregators: readonly Aggregator[],
+  rowsPerCell: CountAggregator | null, groups: GroupTable | null, edges: Float64Array | null,
+): ((ref: SegmentRef) => boolean) | undefined {
+  const cache = env.cache;
+  if (cache === null || groups === null || groups.paths.length !== 1 || plan.filters.length > 0) return undefined;
+  if ((source.deletes?.length ?? 0) > 0) return undefined;
+  const kinds = plan.aggregates.map((spec) => spec.kind);
+  if (!kinds.every((kind) => kind === 'count' || kind === 'sum' || kind === 'average') || kinds.every((kind) => kind === 'count')) return undefined;
+  const path = groups.paths[0];
+  if (TIME_PATHS.has(path) || plan.aggregates.some((spec) => spec.targetProperty !== null && TIME_PATHS.has(spec.targetProperty))) return undefined;
+  const buckets = edges === null ? 1 : edges.length - 1;
+  let cells = new Int32Array(0);
+  return (ref) => {
+    let bucket = 0;
+    if (edges !== null) {
+      bucket = bucketOf(edges, ref.footer.tsMin);
+      if (bucket === -1 || bucket !== bucketOf(edges, ref.footer.tsMax)) return false;
+    }
+    const stats = ref.footer.columns[path];
+    const counts = stats === undefined ? undefined : cache.footer(ref).values[path];
+    const sums = counts?.sums;
+    if (counts === undefined || sums === undefined) return false;
+    if (plan.aggregates.some((spec) => spec.kind !== 'count' && sums[spec.targetProperty!] === undefined)) return false;
+    const summary = env.views.summary(counts, () => summarize(path, counts, stats!.present, ref.footer.rows));
+    const rows = summary.chunk.rows;
+    if (cells.length < rows) cells = new Int32Array(rows);
+    groups.mapRows(summary.chunk, env.views, identityOf(rows), rows, cells);
+    plan.aggregates.forEach((spec, a) => {
+      if (spec.kind === 'count') {
+        for (let i = 0; i < counts.values.length; i++) (aggregators[a] as CountAggregator).addRows(cells[i] * buckets + bucket, counts.rows[i]);
+        return;
+      }
+      const summing = aggregators[a] as AverageAggregator | SumAggregator;
+      const perValue = sums[spec.targetProperty!];
+      summing.gather.addNumeric(ref.footer.rows);
+      for (let i = 0; i < counts.values.length; i++) summing.addCell(cells[i] * buckets + bucket, perValue[i], counts.rows[i]);
+    });
+    if (rowsPerCell !== null) for (let i = 0; i < counts.values.length; i++) rowsPerCell.addRows(cells[i] * buckets + bucket, counts.rows[i]);
     return true;
   };
 }

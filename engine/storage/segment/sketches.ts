@@ -4,7 +4,7 @@
  * and true count apart; -0 is 0; a list counts as one value (its JSON text). Nulls and missing
  * rows are not values. count_unique must hash with `hashValue` to merge with these sketches.
  */
-import { DISTINCT_VALUES_MAX } from '../../base/limits.js';
+import { DISTINCT_VALUES_MAX, GROUP_SUMS_VALUES_MAX } from '../../base/limits.js';
 import { hashNumber, hashString } from '../../sketch/hash.js';
 import { HyperLogLog } from '../../sketch/hyperloglog.js';
 import {
@@ -12,10 +12,14 @@ import {
   TAG_LIST,
   TAG_NUM,
   TAG_STR,
+  numbersOf,
+  storedNumbers,
   type Column,
   type ColumnChunk,
   type Primitive,
+  type ScaledNumbers,
 } from '../chunk.js';
+import { addNumbersByCell } from '../cell-sums.js';
 
 const SEED_NUM = 0x5bd1e995;
 const SEED_STR = 0x1b873593;
@@ -36,6 +40,59 @@ export interface ValueCounts {
   readonly values: Primitive[];
   /** rows[i]: the rows whose value is values[i]. */
   readonly rows: number[];
+  /**
+   * For a column whose every row is one of these strings: per column whose every row is a
+   * number, sums[path][i] is its sum over the rows holding values[i] (computeGroupSums).
+   */
+  readonly sums?: Readonly<Record<string, number[]>>;
+}
+
+/**
+ * The sums a scan of the whole segment would make for a sum or average grouped by one column:
+ * per column G that computeDistinct listed whose every row is a string, and per column T whose
+ * every row is a number, the sum of T over the rows of each of G's values (ValueCounts.sums).
+ * Summed by the very kernel, in the same lanes and row order, as a scan's grouped sum over the
+ * segment (query/exec/execute.ts CodeSums; storage/cell-sums.ts), so an answer from the sidecar
+ * equals the scan's to the last bit. At most GROUP_SUMS_VALUES_MAX sums, in column order.
+ */
+export function computeGroupSums(chunk: ColumnChunk, distinct: Record<string, ValueCounts>): Record<string, ValueCounts> {
+  const targets: [string, Float64Array | ScaledNumbers][] = [];
+  for (const [path, column] of chunk.columns) {
+    if (column.num === null && column.scaled === null) continue;
+    if (!everyRow(column.tags, chunk.rows, TAG_NUM)) continue;
+    targets.push([path, storedNumbers(column) ?? numbersOf(column)]);
+  }
+  if (targets.length === 0) return distinct;
+  const out = { ...distinct };
+  let budget = GROUP_SUMS_VALUES_MAX;
+  for (const [path, counts] of Object.entries(distinct)) {
+    const column = chunk.columns.get(path)!;
+    const width = counts.values.length;
+    if (column.dict === null || width * targets.length > budget || !everyRow(column.tags, chunk.rows, TAG_STR)) continue;
+    budget -= width * targets.length;
+    const indexOf = new Map(counts.values.map((value, i) => [value, i]));
+    const ofCode = Int32Array.from(column.dict, (value) => indexOf.get(value) ?? -1);
+    const str = column.str!;
+    const cells = new Int32Array(chunk.rows);
+    for (let row = 0; row < chunk.rows; row++) cells[row] = ofCode[str[row]];
+    const sums: Record<string, number[]> = {};
+    const rowCounts = new Float64Array(width);
+    for (const [target, numbers] of targets) {
+      if (target === path) continue;
+      const perValue = new Float64Array(width);
+      rowCounts.fill(0);
+      addNumbersByCell(numbers, cells, chunk.rows, width, perValue, rowCounts);
+      sums[target] = Array.from(perValue);
+    }
+    out[path] = { ...counts, sums };
+  }
+  return out;
+}
+
+/** Whether every one of the first `rows` tags is `tag`. */
+function everyRow(tags: Uint8Array, rows: number, tag: number): boolean {
+  for (let row = 0; row < rows; row++) if (tags[row] !== tag) return false;
+  return true;
 }
 
 /**
