@@ -135,11 +135,12 @@ export const HLL_PRECISION = 14;
 /** Distinct values a column may list in its segment's sidecar; more and it lists none. */
 export const DISTINCT_VALUES_MAX = 256;
 /**
- * Per-value sums a segment's sidecar holds at most, over all its (group column, summed column)
- * pairs (storage/segment/sketches.ts computeGroupSums): ~37 KB before zstd, while the bench's
- * segments hold 110 (50 countries and 5 devices by 2 numbers).
+ * Per-value sums, least and greatest numbers a segment's sidecar holds at most, over all its
+ * (column of few values, column of numbers) pairs (storage/segment/sketches.ts computeGroupStats):
+ * ~37 KB before zstd, while the bench's segments hold 338 (50 countries and 5 devices by 2
+ * numbers, three each; is_member by 2 numbers, two each).
  */
-export const GROUP_SUMS_VALUES_MAX = 4096;
+export const GROUP_STATS_NUMBERS_MAX = 4096;
 /** Native output a thread may leave as garbage within one job (see zstdDecompressColumn). */
 export const NATIVE_BYTES_PER_TURN = 32 * 1024 * 1024;
 /**

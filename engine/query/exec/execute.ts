@@ -22,7 +22,7 @@ import type { AggregatePlan, Plan } from '../plan/plan.js';
 import { shapeAggregate, type AggregateOutcome } from './result.js';
 import { scanSteps, ScanBuffers, type ExecEnv, type Selected } from './scan.js';
 import { runSteps, type Steps } from './steps.js';
-import { groupSumsAnswer, valueCountsAnswer } from './value-counts.js';
+import { groupExtremesAnswer, groupSumsAnswer, valueCountsAnswer } from './value-counts.js';
 
 export type { ExecEnv } from './scan.js';
 
@@ -113,7 +113,8 @@ export function* aggregateSteps(
   const extraCounter = counter === undefined ? rowsPerCell : null;
   const answerFromFooter = footerAnswer(plan, source, aggregators, extraCounter) ??
     valueCountsAnswer(plan, source, env, aggregators, extraCounter, groups, edges) ??
-    groupSumsAnswer(plan, source, env, aggregators, extraCounter, groups, edges);
+    groupSumsAnswer(plan, source, env, aggregators, extraCounter, groups, edges) ??
+    groupExtremesAnswer(plan, source, env, aggregators, extraCounter);
   // Counts grouped by one property: a chunk whose values are all strings is counted per
   // dictionary code, and each code's count is added to its group once (no per-row group ids).
   const countsByCode = groups !== null && groups.paths.length === 1 &&

@@ -15,6 +15,7 @@ import type { Aggregator } from '../aggregate/index.js';
 import { CountAggregator } from '../aggregate/index.js';
 import type { AverageAggregator } from '../aggregate/average.js';
 import type { SumAggregator } from '../aggregate/sum.js';
+import type { ExtremumAggregator } from '../aggregate/extremum.js';
 import { TIME_PATHS } from '../plan/filter.js';
 import { compileFilters, Scratch } from '../eval/filter-eval.js';
 import type { GroupTable } from '../eval/group-by.js';
@@ -101,7 +102,7 @@ export function valueCountsAnswer(
 
 /**
  * The per-segment answer for a sum, average or count grouped by one column, with no filter, from
- * the sidecar's per-value sums (sketches.ts computeGroupSums), or undefined when the plan is not
+ * the sidecar's per-value sums (sketches.ts computeGroupStats), or undefined when the plan is not
  * one. A segment has those sums only where a scan would sum it per dictionary code (execute.ts
  * CodeSums: every row of the group column a string, every row of each target a number), and they
  * are that scan's sums to the last bit; a segment without them, or across buckets, is scanned.
@@ -145,6 +146,56 @@ export function groupSumsAnswer(
       for (let i = 0; i < counts.values.length; i++) summing.addCell(cells[i] * buckets + bucket, perValue[i], counts.rows[i]);
     });
     if (rowsPerCell !== null) for (let i = 0; i < counts.values.length; i++) rowsPerCell.addRows(cells[i] * buckets + bucket, counts.rows[i]);
+    return true;
+  };
+}
+
+/**
+ * The per-segment answer for a minimum or maximum (with counts, if any) whose filters all test one
+ * column, with no group or interval, from that column's per-value least and greatest numbers in
+ * the sidecar (sketches.ts computeGroupStats): the filters pick the values, as they pick rows in
+ * valueCountsAnswer, and the extreme is the best of theirs. A segment without them is scanned.
+ */
+export function groupExtremesAnswer(
+  plan: AggregatePlan, source: ScanSource, env: ExecEnv, aggregators: readonly Aggregator[],
+  rowsPerCell: CountAggregator | null,
+): ((ref: SegmentRef) => boolean) | undefined {
+  const cache = env.cache;
+  if (cache === null || plan.groupBy !== null || plan.buckets !== null || plan.filters.length === 0) return undefined;
+  if ((source.deletes?.length ?? 0) > 0) return undefined;
+  const kinds = plan.aggregates.map((spec) => spec.kind);
+  if (!kinds.every((kind) => kind === 'count' || kind === 'minimum' || kind === 'maximum') || kinds.every((kind) => kind === 'count')) return undefined;
+  const paths = new Set(filterPaths(plan.filters));
+  if (paths.size !== 1) return undefined;
+  const path = [...paths][0];
+  if (TIME_PATHS.has(path) || plan.aggregates.some((spec) => spec.targetProperty !== null && TIME_PATHS.has(spec.targetProperty))) return undefined;
+  const scratch = new Scratch();
+  let selected = new Int32Array(0);
+  return (ref) => {
+    const stats = ref.footer.columns[path];
+    const counts = stats === undefined ? undefined : cache.footer(ref).values[path];
+    const { least, greatest } = counts ?? {};
+    if (counts === undefined || least === undefined || greatest === undefined) return false;
+    if (plan.aggregates.some((spec) => spec.kind !== 'count' && least[spec.targetProperty!] === undefined)) return false;
+    const summary = env.views.summary(counts, () => summarize(path, counts, stats!.present, ref.footer.rows));
+    const rows = summary.chunk.rows;
+    if (selected.length < rows) selected = new Int32Array(rows);
+    const n = compileFilters(plan.filters, summary.chunk, env.views, scratch)(identityOf(rows), selected, rows);
+    let present = 0;
+    for (let k = 0; k < n; k++) present += summary.weights[selected[k]];
+    plan.aggregates.forEach((spec, a) => {
+      if (spec.kind === 'count') {
+        (aggregators[a] as CountAggregator).addRows(0, present);
+        return;
+      }
+      if (n === 0) return;
+      const max = spec.kind === 'maximum';
+      const perValue = (max ? greatest : least)[spec.targetProperty!];
+      let best = perValue[selected[0]];
+      for (let k = 1; k < n; k++) best = max ? Math.max(best, perValue[selected[k]]) : Math.min(best, perValue[selected[k]]);
+      (aggregators[a] as ExtremumAggregator).addSummarized(best, present);
+    });
+    rowsPerCell?.addRows(0, present);
     return true;
   };
 }

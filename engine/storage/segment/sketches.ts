@@ -4,7 +4,7 @@
  * and true count apart; -0 is 0; a list counts as one value (its JSON text). Nulls and missing
  * rows are not values. count_unique must hash with `hashValue` to merge with these sketches.
  */
-import { DISTINCT_VALUES_MAX, GROUP_SUMS_VALUES_MAX } from '../../base/limits.js';
+import { DISTINCT_VALUES_MAX, GROUP_STATS_NUMBERS_MAX } from '../../base/limits.js';
 import { hashNumber, hashString } from '../../sketch/hash.js';
 import { HyperLogLog } from '../../sketch/hyperloglog.js';
 import {
@@ -42,20 +42,24 @@ export interface ValueCounts {
   readonly rows: number[];
   /**
    * For a column whose every row is one of these strings: per column whose every row is a
-   * number, sums[path][i] is its sum over the rows holding values[i] (computeGroupSums).
+   * number, sums[path][i] is its sum over the rows holding values[i] (computeGroupStats).
    */
   readonly sums?: Readonly<Record<string, number[]>>;
+  /** As sums, the least and greatest number over those rows; for a column of booleans too. */
+  readonly least?: Readonly<Record<string, number[]>>;
+  readonly greatest?: Readonly<Record<string, number[]>>;
 }
 
 /**
- * The sums a scan of the whole segment would make for a sum or average grouped by one column:
- * per column G that computeDistinct listed whose every row is a string, and per column T whose
- * every row is a number, the sum of T over the rows of each of G's values (ValueCounts.sums).
- * Summed by the very kernel, in the same lanes and row order, as a scan's grouped sum over the
- * segment (query/exec/execute.ts CodeSums; storage/cell-sums.ts), so an answer from the sidecar
- * equals the scan's to the last bit. At most GROUP_SUMS_VALUES_MAX sums, in column order.
+ * What a scan of the whole segment would make of a column with few values and a column of
+ * numbers: per column G that computeDistinct listed whose every row is a string (or every row a
+ * boolean), and per column T whose every row is a number, T's least and greatest number over the
+ * rows of each of G's values and, for strings, its sum over them (ValueCounts.least, greatest,
+ * sums). The sums are made by the very kernel, in the same lanes and row order, as a scan's sum
+ * grouped by G (query/exec/execute.ts CodeSums; storage/cell-sums.ts), so an answer from the
+ * sidecar equals the scan's to the last bit. At most GROUP_STATS_NUMBERS_MAX numbers, in column order.
  */
-export function computeGroupSums(chunk: ColumnChunk, distinct: Record<string, ValueCounts>): Record<string, ValueCounts> {
+export function computeGroupStats(chunk: ColumnChunk, distinct: Record<string, ValueCounts>): Record<string, ValueCounts> {
   const targets: [string, Float64Array | ScaledNumbers][] = [];
   for (const [path, column] of chunk.columns) {
     if (column.num === null && column.scaled === null) continue;
@@ -64,29 +68,64 @@ export function computeGroupSums(chunk: ColumnChunk, distinct: Record<string, Va
   }
   if (targets.length === 0) return distinct;
   const out = { ...distinct };
-  let budget = GROUP_SUMS_VALUES_MAX;
+  let budget = GROUP_STATS_NUMBERS_MAX;
   for (const [path, counts] of Object.entries(distinct)) {
     const column = chunk.columns.get(path)!;
     const width = counts.values.length;
-    if (column.dict === null || width * targets.length > budget || !everyRow(column.tags, chunk.rows, TAG_STR)) continue;
-    budget -= width * targets.length;
-    const indexOf = new Map(counts.values.map((value, i) => [value, i]));
-    const ofCode = Int32Array.from(column.dict, (value) => indexOf.get(value) ?? -1);
-    const str = column.str!;
-    const cells = new Int32Array(chunk.rows);
-    for (let row = 0; row < chunk.rows; row++) cells[row] = ofCode[str[row]];
+    const strings = column.dict !== null && everyRow(column.tags, chunk.rows, TAG_STR);
+    const cost = width * targets.length * (strings ? 3 : 2);
+    if (cost > budget || (!strings && !everyRow(column.tags, chunk.rows, TAG_BOOL))) continue;
+    budget -= cost;
+    const cells = valueIndexes(column, counts, chunk.rows);
     const sums: Record<string, number[]> = {};
+    const least: Record<string, number[]> = {};
+    const greatest: Record<string, number[]> = {};
     const rowCounts = new Float64Array(width);
     for (const [target, numbers] of targets) {
       if (target === path) continue;
-      const perValue = new Float64Array(width);
-      rowCounts.fill(0);
-      addNumbersByCell(numbers, cells, chunk.rows, width, perValue, rowCounts);
-      sums[target] = Array.from(perValue);
+      if (strings) {
+        const perValue = new Float64Array(width);
+        rowCounts.fill(0);
+        addNumbersByCell(numbers, cells, chunk.rows, width, perValue, rowCounts);
+        sums[target] = Array.from(perValue);
+      }
+      [least[target], greatest[target]] = extremesByCell(numbers, cells, chunk.rows, width);
     }
-    out[path] = { ...counts, sums };
+    out[path] = strings ? { ...counts, sums, least, greatest } : { ...counts, least, greatest };
   }
   return out;
+}
+
+/** Per row, the index in counts.values of its value (a column of strings or of booleans). */
+function valueIndexes(column: Column, counts: ValueCounts, rows: number): Int32Array {
+  const indexOf = new Map<Primitive, number>(counts.values.map((value, i) => [value, i]));
+  const cells = new Int32Array(rows);
+  if (column.dict !== null && column.str !== null && column.tags[0] === TAG_STR) {
+    const ofCode = Int32Array.from(column.dict, (value) => indexOf.get(value) ?? -1);
+    const str = column.str;
+    for (let row = 0; row < rows; row++) cells[row] = ofCode[str[row]];
+    return cells;
+  }
+  const yes = indexOf.get(true) ?? -1;
+  const no = indexOf.get(false) ?? -1;
+  const num = column.num!;
+  for (let row = 0; row < rows; row++) cells[row] = num[row] !== 0 ? yes : no;
+  return cells;
+}
+
+/** The least and greatest of `numbers` over the rows of each cell (each the double a scan reads). */
+function extremesByCell(numbers: Float64Array | ScaledNumbers, cells: Int32Array, rows: number, width: number): [number[], number[]] {
+  const least = new Array<number>(width).fill(Infinity);
+  const greatest = new Array<number>(width).fill(-Infinity);
+  const values = numbers instanceof Float64Array ? numbers : numbers.values;
+  const factor = numbers instanceof Float64Array ? 1 : numbers.factor;
+  for (let row = 0; row < rows; row++) {
+    const value = factor === 1 ? values[row] : values[row] / factor;
+    const cell = cells[row];
+    if (value < least[cell]) least[cell] = value;
+    if (value > greatest[cell]) greatest[cell] = value;
+  }
+  return [least, greatest];
 }
 
 /** Whether every one of the first `rows` tags is `tag`. */

@@ -35,7 +35,7 @@ import {
   SIDECAR_SUFFIX,
   type Role,
 } from './layout.js';
-import { computeDistinct, computeGroupSums, computeSketches } from './sketches.js';
+import { computeDistinct, computeGroupStats, computeSketches } from './sketches.js';
 
 /**
  * Writes `chunk` to `file` (and `file.meta`) durably and returns its footer. A path absent from
@@ -49,7 +49,7 @@ export function writeSegment(
   assertChunk(chunk);
   const footer = computeFooter(chunk);
   assertFooter(footer);
-  const distinct = computeGroupSums(chunk, computeDistinct(chunk));
+  const distinct = computeGroupStats(chunk, computeDistinct(chunk));
   const sidecar = encodeSidecar(footer, computeSketches(chunk, distinct), distinct);
   const arrow = encodeSegment(chunk, schema, footer);
   stageFile(file, arrow);

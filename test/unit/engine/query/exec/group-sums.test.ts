@@ -1,8 +1,9 @@
 /**
- * Sums, averages and counts grouped by one column answered from the segments' sidecars (the
- * per-value sums of sketches.ts computeGroupSums, value-counts.ts groupSumsAnswer): equal to the
- * last bit to the same queries scanning the same segments (their sidecars rewritten without the
- * sums), with the segment files removed, over seeded random prices of two decimals.
+ * Sums, averages and counts grouped by one column, and minima and maxima filtered by one column,
+ * answered from the segments' sidecars (the per-value sums, least and greatest numbers of
+ * sketches.ts computeGroupStats; value-counts.ts groupSumsAnswer, groupExtremesAnswer): equal to
+ * the last bit to the same queries scanning the same segments (their sidecars rewritten without
+ * them), with the segment files removed, over seeded random prices of two decimals.
  */
 import fs from 'node:fs';
 import t, { type Test } from 'tap';
@@ -22,6 +23,7 @@ function segments(t: Test, seed: number): SegmentRef[] {
   return writeDaySegments(t, 6, 3000, (s, i) => ({
     price: Math.round(random() * random() * 20_000) / 100,
     quantity: 1 + Math.floor(random() * 5),
+    member: random() < 0.3,
     ...(s === 4 && i === 17 ? {} : { device: DEVICES[Math.floor(DEVICES.length * random() ** 1.5)] }),
   }));
 }
@@ -54,6 +56,10 @@ const QUERIES: [string, Record<string, unknown>][] = [
   ['sum', { target_property: 'quantity', group_by: 'device', interval: 'daily' }],
   ['average', { target_property: 'quantity', group_by: 'device', timeframe: { start: '2024-01-02T12:00:00.000Z', end: '2024-01-07T00:00:00.000Z' } }],
   ['count', { group_by: 'device' }],
+  ['maximum', { target_property: 'price', filters: [{ property_name: 'member', operator: 'eq', property_value: true }] }],
+  ['minimum', { target_property: 'price', filters: [{ property_name: 'device', operator: 'in', property_value: ['tv', 'console'] }] }],
+  ['maximum', { target_property: 'quantity', filters: [{ property_name: 'device', operator: 'ne', property_value: 'desktop' }] }],
+  ['minimum', { target_property: 'price', filters: [{ property_name: 'device', operator: 'eq', property_value: 'none' }] }],
 ];
 
 t.test('the sidecar sums answer as a scan does, to the last bit, with the segment files gone', async (t) => {
@@ -61,6 +67,8 @@ t.test('the sidecar sums answer as a scan does, to the last bit, with the segmen
     const refs = segments(t, seed);
     const sums = decodeSidecar(fs.readFileSync(refs[0].file + SIDECAR_SUFFIX), refs[0].file).values.device.sums;
     t.ok(sums?.price !== undefined && sums.quantity !== undefined, 'a day whose every row has a device has sums of price and quantity');
+    const member = decodeSidecar(fs.readFileSync(refs[0].file + SIDECAR_SUFFIX), refs[0].file).values.member;
+    t.ok(member.greatest?.price !== undefined && member.sums === undefined, 'a column of booleans has extremes, no sums');
     t.equal(decodeSidecar(fs.readFileSync(refs[4].file + SIDECAR_SUFFIX), refs[4].file).values.device?.sums, undefined,
       'a day with a row without a device has none');
     const scanned = service(t, withoutSums(refs));
