@@ -130,3 +130,25 @@ function addDividedByCell(
     counts[c] += (laneCounts[l] + laneCounts[l + 1]) + (laneCounts[l + 2] + laneCounts[l + 3]);
   }
 }
+
+/**
+ * values[0] + ... + values[n - 1] as a scan adds a chunk whose every row is a number (query/
+ * aggregate/numeric.ts denseSum; its sumDivided adds stored integers in the same order): four
+ * independent running sums (no add-latency chain), the tail first. A segment footer's numSum is
+ * made by this, so a sum answered from it is the scan's to the last bit.
+ */
+export function sumLoop(values: Float64Array, n: number): number {
+  const head = n & 3;
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  for (let i = 0; i < head; i++) s0 += values[i];
+  for (let i = head; i < n; i += 4) {
+    s0 += values[i];
+    s1 += values[i + 1];
+    s2 += values[i + 2];
+    s3 += values[i + 3];
+  }
+  return (s0 + s1) + (s2 + s3);
+}

@@ -172,6 +172,12 @@ export interface ColumnChunk {
 export interface ColumnStats {
   readonly numMin?: number;
   readonly numMax?: number;
+  /**
+   * When every row is a number: their sum, added as a scan of the whole segment adds them
+   * (cell-sums.ts sumLoop), so a sum or average answered from it is the scan's to the last bit.
+   * Absent from footers written before 2026-11-28.
+   */
+  readonly numSum?: number;
   readonly strMin?: string;
   readonly strMax?: string;
   /** Rows whose tag is not TAG_MISSING. */

@@ -7,6 +7,7 @@ import { ApiError } from '../../base/errors.js';
 import { numbersOf, storedNumbers, TAG_NUM, type ScaledNumbers } from '../../storage/chunk.js';
 import type { StateReader, StateWriter } from '../eval/state-io.js';
 import type { UpdateInput } from './types.js';
+import { sumLoop } from '../../storage/cell-sums.js';
 
 /** The last denseSum, reused when sum and average read the same column of the same chunk. */
 let lastValues: Float64Array | null = null;
@@ -23,22 +24,6 @@ function denseSum(values: Float64Array, n: number): number {
   return lastSum;
 }
 
-/** Four independent running sums (no add-latency chain); the tail first. */
-function sumLoop(values: Float64Array, n: number): number {
-  const head = n & 3;
-  let s0 = 0;
-  let s1 = 0;
-  let s2 = 0;
-  let s3 = 0;
-  for (let i = 0; i < head; i++) s0 += values[i];
-  for (let i = head; i < n; i += 4) {
-    s0 += values[i];
-    s1 += values[i + 1];
-    s2 += values[i + 2];
-    s3 += values[i + 3];
-  }
-  return (s0 + s1) + (s2 + s3);
-}
 
 /** The last denseStoredSum, as denseSum's. */
 let lastStored: Integers | null = null;

@@ -221,11 +221,12 @@ function chunkBucket(chunk: ColumnChunk, env: ExecEnv, edges: Float64Array | nul
 }
 
 /**
- * Counts, minima and maxima, unfiltered and ungrouped, of a segment wholly inside the timeframe
- * from its footer: its rows, and the least and greatest number of each target column
- * (storage/segment/footer.ts statsOf, over the very doubles a scan reads). A segment whose target
- * holds no number is read, so that a target with values but no number is still refused
- * (NumericGather.check); so is every segment of a source with deletes when a minimum or maximum is
+ * Counts, minima, maxima, sums and averages, unfiltered and ungrouped, of a segment wholly inside
+ * the timeframe from its footer: its rows, the least and greatest number of each target column
+ * (storage/segment/footer.ts statsOf, over the very doubles a scan reads) and, when its every row
+ * is a number, their sum as the scan adds them. A segment whose target holds no number (or, for
+ * a sum, not only numbers) is read, so that a target with values but no number is still refused
+ * (NumericGather.check); so is every segment of a source with deletes when anything but a count is
  * asked for, since a delete may hide a column's values (the rows a delete removes are never
  * answered from a footer: scan.ts).
  */
@@ -234,16 +235,23 @@ function footerAnswer(
 ): ((ref: SegmentRef) => boolean) | undefined {
   if (plan.filters.length > 0 || plan.groupBy !== null || plan.buckets !== null) return undefined;
   const kinds = plan.aggregates.map((spec) => spec.kind);
-  if (!kinds.every((kind) => kind === 'count' || kind === 'minimum' || kind === 'maximum')) return undefined;
-  const extremes = kinds.some((kind) => kind !== 'count');
-  if (extremes && (source.deletes?.length ?? 0) > 0) return undefined;
+  const summed = (kind: string) => kind === 'sum' || kind === 'average';
+  if (!kinds.every((kind) => kind === 'count' || kind === 'minimum' || kind === 'maximum' || summed(kind))) return undefined;
+  const numbers = kinds.some((kind) => kind !== 'count');
+  if (numbers && (source.deletes?.length ?? 0) > 0) return undefined;
   return (ref) => {
     const stats = plan.aggregates.map((spec) => (spec.kind === 'count' ? null : ref.footer.columns[spec.targetProperty!]));
-    if (extremes && stats.some((column, a) => plan.aggregates[a].kind !== 'count' && column?.numMin === undefined)) return false;
+    if (numbers && stats.some((column, a) => kinds[a] !== 'count' && column?.numMin === undefined)) return false;
+    if (stats.some((column, a) => summed(kinds[a]) && column?.numSum === undefined)) return false;
     aggregators.forEach((aggregator, a) => {
       const column = stats[a];
       if (column === null) (aggregator as CountAggregator).addRows(0, ref.footer.rows);
-      else (aggregator as ExtremumAggregator).addSummarized(aggregator.codecTag === AggregateTag.maximum ? column!.numMax! : column!.numMin!, column!.present);
+      else if (summed(kinds[a])) {
+        // As the scan's dense path: every row a number (numSum is there only then).
+        const summing = aggregator as AverageAggregator | SumAggregator;
+        summing.gather.addNumeric(column!.present);
+        summing.addCell(0, column!.numSum!, column!.present);
+      } else (aggregator as ExtremumAggregator).addSummarized(aggregator.codecTag === AggregateTag.maximum ? column!.numMax! : column!.numMin!, column!.present);
     });
     extraCounter?.addRows(0, ref.footer.rows);
     return true;

@@ -11,10 +11,13 @@
  *   Sketches => msgpack { [path]: bin }
  *   Payload  => msgpack { version: 1, footer: SegmentFooter, sketches: { [path]: bin },
  *                         values?: { [path]: ValueCounts } }
- *   ValueCounts => { values: (string | number | boolean)[], rows: uint[] }
+ *   ValueCounts => { values: (string | number | boolean)[], rows: uint[],
+ *                    sums?: { [path]: f64[] }, least?: { [path]: f64[] }, greatest?: { [path]: f64[] } }
  *   values (absent in the oldest sidecars) lists a column's distinct values and their row counts
- *   when it has few (sketches.ts computeDistinct). crc32c covers the bytes after the header as
- *   stored; length is their count; headLength is zstd(Head)'s.
+ *   when it has few (sketches.ts computeDistinct). sums, least and greatest (written since
+ *   2026-11-28; optional, so older sidecars and older readers are unaffected) give, per column
+ *   of numbers, its sum, least and greatest number over each value's rows (computeGroupStats).
+ *   crc32c covers the bytes after the header as stored; length is their count; headLength is zstd(Head)'s.
  *
  * Sidecars are written as TSZ2 since 2026-11-26. The sketches are most of a sidecar (~5 KB of
  * registers a column) and only a distinct count over many values reads them, while the first
@@ -38,6 +41,7 @@ import {
 import { hashNumber } from '../../sketch/hash.js';
 import { HyperLogLog } from '../../sketch/hyperloglog.js';
 import { zstdCompress, zstdDecompress } from './arrow.js';
+import { sumLoop } from '../cell-sums.js';
 import type { ValueCounts } from './sketches.js';
 
 /**
@@ -89,6 +93,7 @@ function rangeOf(values: Float64Array, rows: number): [number, number] {
 function statsOf(column: Column, rows: number): ColumnStats {
   const { tags, num, str, dict } = column;
   let present = 0;
+  let numeric = 0;
   let numMin = Infinity;
   let numMax = -Infinity;
   const used = dict === null ? null : new Uint8Array(dict.length);
@@ -97,6 +102,7 @@ function statsOf(column: Column, rows: number): ColumnStats {
     if (tag === TAG_MISSING) continue;
     present++;
     if (tag === TAG_NUM) {
+      numeric++;
       const value = num![row];
       if (value < numMin) numMin = value;
       if (value > numMax) numMax = value;
@@ -107,6 +113,8 @@ function statsOf(column: Column, rows: number): ColumnStats {
     stats.numMin = numMin;
     stats.numMax = numMax;
   }
+  // Every row a number: its sum as a scan of the whole segment adds it (cell-sums.ts sumLoop).
+  if (numeric === rows) stats.numSum = sumLoop(num as Float64Array, rows);
   for (let code = 0; used !== null && code < used.length; code++) {
     if (used[code] === 0) continue;
     const value = dict![code];

@@ -1,7 +1,8 @@
 /**
- * Sums, averages and counts grouped by one column, and minima and maxima filtered by one column,
- * answered from the segments' sidecars (the per-value sums, least and greatest numbers of
- * sketches.ts computeGroupStats; value-counts.ts groupSumsAnswer, groupExtremesAnswer): equal to
+ * Sums, averages and counts grouped by one column, minima and maxima filtered by one column, and
+ * plain sums and averages, answered from the segments' footers and sidecars (the per-value sums,
+ * least and greatest numbers of sketches.ts computeGroupStats; value-counts.ts groupSumsAnswer,
+ * groupExtremesAnswer; a column's numSum, execute.ts footerAnswer): equal to
  * the last bit to the same queries scanning the same segments (their sidecars rewritten without
  * them), with the segment files removed, over seeded random prices of two decimals.
  */
@@ -28,15 +29,23 @@ function segments(t: Test, seed: number): SegmentRef[] {
   }));
 }
 
-/** Copies of `refs` whose sidecars list the value counts without their sums: queries scan them. */
+/**
+ * Copies of `refs` whose footers have no sums and whose sidecars list the value counts without
+ * their sums and extremes: queries scan them.
+ */
 function withoutSums(refs: readonly SegmentRef[]): SegmentRef[] {
   return refs.map((ref) => {
     const file = ref.file.replace(/\.arrow$/, '-scanned.arrow');
     fs.copyFileSync(ref.file, file);
-    const { rows, tsMin, tsMax, seqMin, seqMax, columns, values, sketches } = decodeSidecar(fs.readFileSync(ref.file + SIDECAR_SUFFIX), ref.file);
+    const { values, sketches } = decodeSidecar(fs.readFileSync(ref.file + SIDECAR_SUFFIX), ref.file);
+    const columns = Object.fromEntries(Object.entries(ref.footer.columns).map(([column, { numSum, ...stats }]) => {
+      void numSum;
+      return [column, stats];
+    }));
+    const footer = { ...ref.footer, columns };
     const bare = Object.fromEntries(Object.entries(values).map(([column, counts]) => [column, { values: counts.values, rows: counts.rows }]));
-    fs.writeFileSync(file + SIDECAR_SUFFIX, encodeSidecar({ rows, tsMin, tsMax, seqMin, seqMax, columns }, sketches, bare));
-    return { file, footer: ref.footer };
+    fs.writeFileSync(file + SIDECAR_SUFFIX, encodeSidecar(footer, sketches, bare));
+    return { file, footer };
   });
 }
 
@@ -60,6 +69,8 @@ const QUERIES: [string, Record<string, unknown>][] = [
   ['minimum', { target_property: 'price', filters: [{ property_name: 'device', operator: 'in', property_value: ['tv', 'console'] }] }],
   ['maximum', { target_property: 'quantity', filters: [{ property_name: 'device', operator: 'ne', property_value: 'desktop' }] }],
   ['minimum', { target_property: 'price', filters: [{ property_name: 'device', operator: 'eq', property_value: 'none' }] }],
+  ['sum', { target_property: 'price' }],
+  ['average', { target_property: 'quantity' }],
 ];
 
 t.test('the sidecar sums answer as a scan does, to the last bit, with the segment files gone', async (t) => {
@@ -69,6 +80,8 @@ t.test('the sidecar sums answer as a scan does, to the last bit, with the segmen
     t.ok(sums?.price !== undefined && sums.quantity !== undefined, 'a day whose every row has a device has sums of price and quantity');
     const member = decodeSidecar(fs.readFileSync(refs[0].file + SIDECAR_SUFFIX), refs[0].file).values.member;
     t.ok(member.greatest?.price !== undefined && member.sums === undefined, 'a column of booleans has extremes, no sums');
+    t.equal(typeof refs[0].footer.columns.price.numSum, 'number', 'a column of numbers only has its sum in the footer');
+    t.equal(refs[0].footer.columns.device.numSum, undefined);
     t.equal(decodeSidecar(fs.readFileSync(refs[4].file + SIDECAR_SUFFIX), refs[4].file).values.device?.sums, undefined,
       'a day with a row without a device has none');
     const scanned = service(t, withoutSums(refs));
