@@ -113,8 +113,12 @@ function statsOf(column: Column, rows: number): ColumnStats {
     stats.numMin = numMin;
     stats.numMax = numMax;
   }
-  // Every row a number: its sum as a scan of the whole segment adds it (cell-sums.ts sumLoop).
-  if (numeric === rows) stats.numSum = sumLoop(num as Float64Array, rows);
+  // Every row a number: its sum as a scan of the whole segment adds it (cell-sums.ts sumLoop);
+  // not one that overflows (the manifest is JSON, which has no Infinity: such a segment is scanned).
+  if (numeric === rows) {
+    const sum = sumLoop(num as Float64Array, rows);
+    if (Number.isFinite(sum)) stats.numSum = sum;
+  }
   for (let code = 0; used !== null && code < used.length; code++) {
     if (used[code] === 0) continue;
     const value = dict![code];

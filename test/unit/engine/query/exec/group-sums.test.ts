@@ -107,3 +107,11 @@ t.test('a boundary day is scanned, the days inside answered from sums', async (t
   for (const s of [2, 3, 5]) fs.rmSync(refs[s].file);
   t.strictSame(await answered.run('p', analysis, { ...WEEK, ...params }), expected);
 });
+
+t.test('a footer has no sum where the sum overflows (the manifest is JSON): such a segment is scanned', async (t) => {
+  const refs = writeDaySegments(t, 1, 4, () => ({ big: 1.5e308 }));
+  t.equal(refs[0].footer.columns.big.numSum, undefined);
+  t.equal(refs[0].footer.columns.big.numMax, 1.5e308);
+  const { result } = await service(t, refs).run('p', 'sum', { ...WEEK, target_property: 'big' }) as { result: unknown };
+  t.equal(result, Infinity, 'the scan'''s sum');
+});
