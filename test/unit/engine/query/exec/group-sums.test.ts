@@ -113,5 +113,5 @@ t.test('a footer has no sum where the sum overflows (the manifest is JSON): such
   t.equal(refs[0].footer.columns.big.numSum, undefined);
   t.equal(refs[0].footer.columns.big.numMax, 1.5e308);
   const { result } = await service(t, refs).run('p', 'sum', { ...WEEK, target_property: 'big' }) as { result: unknown };
-  t.equal(result, Infinity, 'the scan'''s sum');
+  t.equal(result, Infinity, 'as the scan adds it');
 });
