@@ -152,3 +152,20 @@ export function sumLoop(values: Float64Array, n: number): number {
   }
   return (s0 + s1) + (s2 + s3);
 }
+
+/** sumLoop over values[i] / factor, in the same order. */
+export function sumDivided(values: ScaledNumbers['values'], factor: number, n: number): number {
+  const head = n & 3;
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  for (let i = 0; i < head; i++) s0 += values[i] / factor;
+  for (let i = head; i < n; i += 4) {
+    s0 += values[i] / factor;
+    s1 += values[i + 1] / factor;
+    s2 += values[i + 2] / factor;
+    s3 += values[i + 3] / factor;
+  }
+  return (s0 + s1) + (s2 + s3);
+}

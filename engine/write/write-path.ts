@@ -343,8 +343,10 @@ export class WritePath {
       this.frames.give(pooled!);
       this.releaseLeaves(leaves);
     };
+    const written = this.deps.wal.appendFrame(frame);
+    // Counted once the append is under way (a throw above leaves nothing counted to hold writes back).
     this.rowsInFlight += staged.length;
-    const done = this.deps.wal.appendFrame(frame).then(() => {
+    const done = written.then(() => {
       this.rowsInFlight -= staged.length;
       this.applyAll(project, staged, batch);
       if (tag !== null) this.deps.tagged?.(project, tag, staged[0]!.seq);

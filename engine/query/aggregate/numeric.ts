@@ -7,7 +7,7 @@ import { ApiError } from '../../base/errors.js';
 import { numbersOf, storedNumbers, TAG_NUM, type ScaledNumbers } from '../../storage/chunk.js';
 import type { StateReader, StateWriter } from '../eval/state-io.js';
 import type { UpdateInput } from './types.js';
-import { sumLoop } from '../../storage/cell-sums.js';
+import { sumDivided, sumLoop } from '../../storage/cell-sums.js';
 
 /** The last denseSum, reused when sum and average read the same column of the same chunk. */
 let lastValues: Float64Array | null = null;
@@ -96,22 +96,6 @@ function sumIntegers(values: Integers, n: number): number {
   return (s0 + s1) + (s2 + s3);
 }
 
-/** sumLoop over values[i] / factor, in the same order. */
-function sumDivided(values: Integers, factor: number, n: number): number {
-  const head = n & 3;
-  let s0 = 0;
-  let s1 = 0;
-  let s2 = 0;
-  let s3 = 0;
-  for (let i = 0; i < head; i++) s0 += values[i] / factor;
-  for (let i = head; i < n; i += 4) {
-    s0 += values[i] / factor;
-    s1 += values[i + 1] / factor;
-    s2 += values[i + 2] / factor;
-    s3 += values[i + 3] / factor;
-  }
-  return (s0 + s1) + (s2 + s3);
-}
 
 // Run every path before the main loop is first optimized on stack: a path without type
 // feedback would deopt the optimized code at the end of each call.

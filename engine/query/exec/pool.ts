@@ -244,9 +244,7 @@ export class WorkerPool {
     }
     if (slot.toWarmFooters.size > 0) {
       // A footer takes a millisecond or two: they go first. Newest first, as segments.
-      const file = [...slot.toWarmFooters.keys()].pop()!;
-      const ref = slot.toWarmFooters.get(file)!;
-      slot.toWarmFooters.delete(file);
+      const ref = takeNewest(slot.toWarmFooters);
       slot.warming = true;
       slot.warmingFooter = true;
       slot.worker.postMessage({ warm: ref, whole: false, footerOnly: true } satisfies WorkerWarm);
@@ -264,13 +262,11 @@ export class WorkerPool {
       return;
     }
     // Newest first: the file added last is the one a query is likeliest to read.
-    const file = [...slot.toWarm.keys()].pop()!;
-    const ref = slot.toWarm.get(file)!;
-    slot.toWarm.delete(file);
+    const ref = takeNewest(slot.toWarm);
     slot.warming = true;
     slot.warmingRows = ref.footer.rows;
     slot.warmingRef = ref;
-    slot.warmingWhole = this.whole.delete(file);
+    slot.warmingWhole = this.whole.delete(ref.file);
     slot.worker.postMessage({ warm: ref, whole: slot.warmingWhole } satisfies WorkerWarm);
   }
 
@@ -289,9 +285,7 @@ export class WorkerPool {
       slot.toWarmRest.clear();
       return;
     }
-    const file = [...slot.toWarmRest.keys()].pop()!;
-    const ref = slot.toWarmRest.get(file)!;
-    slot.toWarmRest.delete(file);
+    const ref = takeNewest(slot.toWarmRest);
     slot.warming = true;
     slot.warmingRest = true;
     slot.worker.postMessage({ warm: ref, whole: false, restBytesPerRow: bytesPerRow } satisfies WorkerWarm);
@@ -421,4 +415,12 @@ function withoutSent(task: QueryTask, sent: KeptSnapshots<true>, footers: Set<st
 /** The folder of a segment's collection: segment files are <collection>/<day>/<name>.arrow (storage/collection.ts). */
 function collectionOf(file: string): string {
   return path.dirname(path.dirname(file));
+}
+
+/** Removes and returns the segment added to `queue` last (the newest: warmed first). */
+function takeNewest(queue: Map<string, SegmentRef>): SegmentRef {
+  const file = [...queue.keys()].pop()!;
+  const ref = queue.get(file)!;
+  queue.delete(file);
+  return ref;
 }

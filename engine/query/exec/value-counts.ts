@@ -54,11 +54,8 @@ export function valueCountsAnswer(
   let selected = new Int32Array(0);
   let cells = new Int32Array(0);
   return (ref) => {
-    let bucket = 0;
-    if (edges !== null) {
-      bucket = bucketOf(edges, ref.footer.tsMin);
-      if (bucket === -1 || bucket !== bucketOf(edges, ref.footer.tsMax)) return false;
-    }
+    const bucket = segmentBucket(edges, ref);
+    if (bucket === -1) return false;
     if (path === null) {
       for (const counter of allCounters) counter.addRows(bucket, ref.footer.rows);
       return true;
@@ -121,11 +118,8 @@ export function groupSumsAnswer(
   const buckets = edges === null ? 1 : edges.length - 1;
   let cells = new Int32Array(0);
   return (ref) => {
-    let bucket = 0;
-    if (edges !== null) {
-      bucket = bucketOf(edges, ref.footer.tsMin);
-      if (bucket === -1 || bucket !== bucketOf(edges, ref.footer.tsMax)) return false;
-    }
+    const bucket = segmentBucket(edges, ref);
+    if (bucket === -1) return false;
     const stats = ref.footer.columns[path];
     const counts = stats === undefined ? undefined : cache.footer(ref).values[path];
     const sums = counts?.sums;
@@ -198,6 +192,13 @@ export function groupExtremesAnswer(
     rowsPerCell?.addRows(0, present);
     return true;
   };
+}
+
+/** The interval bucket a segment lies wholly inside (0 without intervals), or -1 when it spans two. */
+function segmentBucket(edges: Float64Array | null, ref: SegmentRef): number {
+  if (edges === null) return 0;
+  const bucket = bucketOf(edges, ref.footer.tsMin);
+  return bucket !== -1 && bucket === bucketOf(edges, ref.footer.tsMax) ? bucket : -1;
 }
 
 function summarize(
