@@ -139,23 +139,25 @@ export class WritePath {
     const preparer = this.preparer;
     const staged: Staged[] = [];
     const contexts = isContextList(ctx) ? ctx : null;
-    const results = this.validateAll(events.length, atomic, staged, (i) => {
-      batch.leaves.start = batch.leaves.count; // a refusal rolls back to here
-      const store = this.storeFor(project, events[i].collection, batch);
-      if (!stamped) {
-        const context = contexts === null ? ctx as WriteContext : contexts[i]!;
-        const row = preparer.prepare(events[i].event, context, batch.now, batch.nowIso, batch.leaves);
-        return this.checked(store, events[i].collection, row, batch);
-      }
-      // Received where it was stamped: its svc.created_at is its receipt time, here too.
-      const createdIso = stampedTime(events[i].event);
-      const created = parseTimestamp(createdIso);
-      const row = preparer.prepare(events[i].event, STAMPED_CONTEXT, created, createdIso, batch.leaves);
-      return this.checked(store, events[i].collection, row, batch, created);
-    }, batch);
-    // The scratch encoding is copied into the WAL frame (write → encodeWalPayload) before any other call encodes.
-    const encoded = staged.length === 0 ? EMPTY : this.encoder.encode(batch.leaves, batch.leaves.count, true);
-    return this.write(project, staged, results, batch, encoded, tag);
+    return this.unwinding(staged, () => {
+      const results = this.validateAll(events.length, atomic, staged, (i) => {
+        batch.leaves.start = batch.leaves.count; // a refusal rolls back to here
+        const store = this.storeFor(project, events[i].collection, batch);
+        if (!stamped) {
+          const context = contexts === null ? ctx as WriteContext : contexts[i]!;
+          const row = preparer.prepare(events[i].event, context, batch.now, batch.nowIso, batch.leaves);
+          return this.checked(store, events[i].collection, row, batch);
+        }
+        // Received where it was stamped: its svc.created_at is its receipt time, here too.
+        const createdIso = stampedTime(events[i].event);
+        const created = parseTimestamp(createdIso);
+        const row = preparer.prepare(events[i].event, STAMPED_CONTEXT, created, createdIso, batch.leaves);
+        return this.checked(store, events[i].collection, row, batch, created);
+      }, batch);
+      // The scratch encoding is copied into the WAL frame (write → encodeWalPayload) before any other call encodes.
+      const encoded = staged.length === 0 ? EMPTY : this.encoder.encode(batch.leaves, batch.leaves.count, true);
+      return this.write(project, staged, results, batch, encoded, tag);
+    });
   }
 
   /**
@@ -240,18 +242,35 @@ export class WritePath {
     for (const [collection, count] of packed.collections) for (let i = 0; i < count; i++) collectionOf.push(collection);
     const { ranges } = packed;
     const staged: Staged[] = [];
-    const results = this.validateAll(collectionOf.length, false, staged, (i) => {
-      const store = this.storeFor(project, collectionOf[i], batch);
-      const refusal = packed.errorOf[i];
-      if (refusal !== -1) throw new ApiError(packed.errors[refusal].code, packed.errors[refusal].message);
-      const at = RANGE_FIELDS * i;
-      const row: PreparedRow = {
-        timestamp: packed.timestamps[i], token: packed.tokens[i], from: ranges[at], to: ranges[at + 1], tooLarge: packed.tooLarge[i] === 1,
-      };
-      return this.checked(store, collectionOf[i], row, batch);
-    }, batch);
-    if (batch.view !== null) this.observeView(batch.view, staged, batch);
-    return this.write(project, staged, results, batch, staged.length === 0 ? EMPTY : encoded());
+    return this.unwinding(staged, () => {
+      const results = this.validateAll(collectionOf.length, false, staged, (i) => {
+        const store = this.storeFor(project, collectionOf[i], batch);
+        const refusal = packed.errorOf[i];
+        if (refusal !== -1) throw new ApiError(packed.errors[refusal].code, packed.errors[refusal].message);
+        const at = RANGE_FIELDS * i;
+        const row: PreparedRow = {
+          timestamp: packed.timestamps[i], token: packed.tokens[i], from: ranges[at], to: ranges[at + 1], tooLarge: packed.tooLarge[i] === 1,
+        };
+        return this.checked(store, collectionOf[i], row, batch);
+      }, batch);
+      if (batch.view !== null) this.observeView(batch.view, staged, batch);
+      return this.write(project, staged, results, batch, staged.length === 0 ? EMPTY : encoded());
+    });
+  }
+
+  /**
+   * Runs `work`, which stages events and starts their WAL write. Should it throw before the write
+   * is under way (an embedded caller's event whose getter throws, a closed WAL), the tokens the
+   * staged events took are given back: nothing was stored, and a retry must be stored, not taken
+   * for a duplicate.
+   */
+  private unwinding<T>(staged: readonly Staged[], work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      forgetTokens(staged);
+      throw error;
+    }
   }
 
   /** The schema observations checked() left for the batch: of the staged events, store by store. */
@@ -354,7 +373,7 @@ export class WritePath {
       return results;
     }, (error: unknown) => {
       // Not stored: their uniqueness tokens must not turn a client's retry into a silent duplicate.
-      for (const event of staged) if (event.token !== null) event.store.tokens.forget(event.token, event.createdAt);
+      forgetTokens(staged);
       this.rowsInFlight -= staged.length;
       this.accepted -= staged.length;
       this.failed += staged.length;
@@ -492,6 +511,11 @@ export class WritePath {
     }
     return tags;
   }
+}
+
+/** Gives back the uniqueness tokens `staged` events took: they were not stored. */
+function forgetTokens(staged: readonly Staged[]): void {
+  for (const event of staged) if (event.token !== null) event.store.tokens.forget(event.token, event.createdAt);
 }
 
 function isContextList(ctx: WriteContext | readonly WriteContext[]): ctx is readonly WriteContext[] {

@@ -145,6 +145,20 @@ t.test('uniqueness tokens drop duplicates, also across restarts', async (t) => {
   await reopened.close();
 });
 
+t.test('a call that throws stores nothing and leaves no token behind: its retry is stored', async (t) => {
+  const dir = tempDir();
+  const engine = await open(dir);
+  const project = engine.projects.list()[0].id;
+  const first = { collection: 'orders', event: { svc: { uniqueness_token: 'tok-a' }, v: 1 } };
+  // An embedded caller's event whose property throws when read: the call fails after the first
+  // event was checked and took its token.
+  const throwing = { collection: 'orders', event: { v: 2, get w(): number { throw new Error('a getter threw'); } } };
+  await t.rejects(engine.events.append(project, [first, throwing], ctx), /a getter threw/);
+  t.same((await engine.events.append(project, [first], ctx)).map((r) => r.ok), [true], 'the retry is accepted');
+  t.same(rowsOf(engine, project, 'orders').map((r) => JSON.parse(r).v), [1], 'and stored, once');
+  await engine.close();
+});
+
 t.test('rows are partitioned by day; the log keeps insertion order across partitions', async (t) => {
   const dir = tempDir();
   const engine = await open(dir);
