@@ -5,8 +5,11 @@
  * Every CLUSTER_PROBE_INTERVAL_MS (and once at start) one tick asks Kafka the end offset of every
  * partition this node stores (one ListOffsets request) and asks each other node's `/ready`, all at
  * once, each within CLUSTER_PROBE_TIMEOUT_MS. A partition's lag is its end offset minus the
- * offset after the last record the store holds (ConsumedOffsets), so 0 once the node stored
- * everything Kafka had at the last tick. A node is up when it answered its last probe at all, ready
+ * offset after the last record the store holds (ConsumedOffsets). A scrape of /metrics reads the
+ * ends again (lagsNow), so its lag is 0 only once the node stored everything Kafka held when
+ * scraped: with the last tick's ends, up to CLUSTER_PROBE_INTERVAL_MS old, a scrape right after a
+ * write read 0 for records not yet stored, and a test that waited for lag 0 queried too early.
+ * A node is up when it answered its last probe at all, ready
  * when it answered 200 (caught up with the topic). A probe never overlaps the one before, and the
  * timer keeps no process alive. Queries try nodes last seen down after the others (queries.ts).
  */
@@ -17,7 +20,7 @@ import { CLUSTER_PROBE_INTERVAL_MS, CLUSTER_PROBE_TIMEOUT_MS } from '../common/l
 
 export interface PartitionLag {
   readonly partition: number;
-  /** Records of the partition in Kafka (at the last tick) that the store does not hold. */
+  /** Records of the partition in Kafka (when its end was read) that the store does not hold. */
   readonly lag: number;
 }
 
@@ -56,7 +59,7 @@ export class ClusterStatus {
   private readonly peers = new Map<number, { up: boolean; ready: boolean }>();
   private admin: Admin | null = null;
   private timer: NodeJS.Timeout | undefined;
-  private readingEnds: Promise<void> | null = null;
+  private readingEnds: Promise<unknown> | null = null;
   private probing: Promise<void> | null = null;
   private closed = false;
 
@@ -76,11 +79,20 @@ export class ClusterStatus {
     await this.admin?.disconnect().catch(() => {});
   }
 
-  lags(): PartitionLag[] {
+  /**
+   * The lags against the partitions' ends read now (what /metrics reports), or against the last
+   * ends read when Kafka does not answer within CLUSTER_PROBE_TIMEOUT_MS.
+   */
+  async lagsNow(): Promise<PartitionLag[]> {
+    const ends = this.closed ? null : await this.readEnds();
+    return this.lags(ends ?? this.ends);
+  }
+
+  private lags(ends: ReadonlyMap<number, number>): PartitionLag[] {
     const { offsets, topic, owned } = this.options;
     const lags: PartitionLag[] = [];
     for (const partition of owned) {
-      const end = this.ends.get(partition);
+      const end = ends.get(partition);
       if (end !== undefined) lags.push({ partition, lag: Math.max(0, end - (offsets.last(topic, partition) + 1)) });
     }
     return lags;
@@ -117,19 +129,25 @@ export class ClusterStatus {
       .then(() => {}).finally(() => { this.probing = null; });
   }
 
-  private async readEnds(): Promise<void> {
+  /** Reads every partition's end into `ends` and returns what it read (null when Kafka did not answer). */
+  private async readEnds(): Promise<Map<number, number> | null> {
     try {
       this.admin ??= this.options.kafka.admin({ retry: { retries: 0 } });
       await this.admin.connect();
       const signal = AbortSignal.timeout(CLUSTER_PROBE_TIMEOUT_MS);
       const aborted = new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
-      const ends = await Promise.race([this.admin.fetchTopicOffsets(this.options.topic), aborted]);
-      for (const { partition, high } of ends) this.ends.set(partition, Number(high));
+      const read = new Map<number, number>();
+      for (const { partition, high } of await Promise.race([this.admin.fetchTopicOffsets(this.options.topic), aborted])) {
+        read.set(partition, Number(high));
+        this.ends.set(partition, Math.max(this.ends.get(partition) ?? 0, Number(high)));
+      }
+      return read;
     } catch {
       // Kafka did not answer: the lags stay those of the last tick that got the ends.
       const admin = this.admin;
       this.admin = null;
       await admin?.disconnect().catch(() => {});
+      return null;
     }
   }
 

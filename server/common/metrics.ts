@@ -12,8 +12,8 @@ import { WRITE_PATHS, writeCounts, type WritePathName } from './write-counts.js'
 
 /** A cluster node's numbers (server/cluster/status.ts), read at scrape time. */
 export interface ClusterGauges {
-  /** Per partition this node stores: records in Kafka its store does not hold. */
-  lags(): readonly { readonly partition: number; readonly lag: number }[];
+  /** Per partition this node stores: records in Kafka its store does not hold, Kafka asked now. */
+  lagsNow(): Promise<readonly { readonly partition: number; readonly lag: number }[]>;
   /** Per node of --cluster-nodes: it answered its last probe (up), with 200 (ready). */
   members(): readonly { readonly id: number; readonly up: boolean; readonly ready: boolean }[];
 }
@@ -99,9 +99,10 @@ export class Metrics {
     new client.Gauge({
       name: 'tally_cluster_partition_lag', help: 'Records of each partition this node stores that are in Kafka but not yet in its store',
       labelNames: ['partition'], registers,
-      collect() {
+      async collect() {
+        const lags = await cluster.lagsNow();
         this.reset();
-        for (const { partition, lag } of cluster.lags()) this.set({ partition: String(partition) }, lag);
+        for (const { partition, lag } of lags) this.set({ partition: String(partition) }, lag);
       },
     });
     const byNode = (name: string, help: string, read: (m: { up: boolean; ready: boolean }) => boolean) => new client.Gauge({

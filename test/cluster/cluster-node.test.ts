@@ -17,6 +17,10 @@ import {
   ALL_TIME, caughtUp, clusterArgs, countOf, emptyOutcome, startClusterNode, storedIds, writeUntil,
 } from '../helpers/cluster.js';
 import { notServedYet, untilServed } from '../../server/cluster/served.js';
+import { ClusterStatus } from '../../server/cluster/status.js';
+import { ConsumedOffsets } from '../../server/cluster/offsets.js';
+import { Metrics } from '../../server/common/metrics.js';
+import { openEngine } from '../../engine/index.js';
 
 let kafka: RealKafka;
 let server: TestServer | undefined;
@@ -141,6 +145,37 @@ t.test('no flush before a kill -9: the offsets come back from the WAL records\' 
   t.equal(seen.size, 200);
   t.ok([...seen.values()].every((n) => n === 1), 'each once');
   t.equal(await server.stop(), 0);
+});
+
+t.test('the lag gauge counts what Kafka holds when /metrics is scraped, not at the last probe', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tally-lag-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const topic = 'lag-probe';
+  const kafkaClient = new Kafka({ brokers: kafka.bootstrap, logLevel: logLevel.NOTHING });
+  const admin = kafkaClient.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
+  await admin.disconnect();
+  const engine = await openEngine({ dataDir: join(dir, 'store'), queryWorkers: 0 });
+  const offsets = new ConsumedOffsets(dir);
+  const status = new ClusterStatus({ kafka: kafkaClient, topic, self: 0, members: [], owned: [0], offsets, caughtUp: () => true });
+  const metrics = new Metrics(engine);
+  metrics.addCluster(status);
+  const lag = async () => Number(/^tally_cluster_partition_lag\{partition="0"\} (\d+)$/m.exec(await metrics.text())?.[1] ?? -1);
+  status.start();
+  t.ok(await eventually(async () => (await lag()) === 0, 10_000), 'an empty partition: lag 0');
+  const producer = kafkaClient.producer();
+  await producer.connect();
+  await producer.send({ topic, acks: -1, messages: Array.from({ length: 5 }, (_, i) => ({ value: String(i) })) });
+  await producer.disconnect();
+  // Right after the write, well within a probe interval: a barrier on lag 0 must not pass yet.
+  t.equal(await lag(), 5, 'five records acknowledged by Kafka, none stored: lag 5 at once');
+  offsets.advance(topic, 0, 2);
+  t.equal(await lag(), 2, 'three stored: lag 2');
+  offsets.advance(topic, 0, 4);
+  t.equal(await lag(), 0, 'all stored: lag 0');
+  await status.close();
+  await engine.close();
 });
 
 t.test('a cluster that does not answer stops the start with one sentence', async (t) => {
