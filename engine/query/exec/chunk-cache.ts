@@ -40,6 +40,8 @@ export class ChunkCache {
     private readonly files: SegmentFiles,
     private readonly budgetBytes = CHUNK_CACHE_BYTES_DEFAULT,
     private readonly footerBudgetBytes = FOOTER_CACHE_BYTES_DEFAULT,
+    /** Called with each column warmRest reads, before its bytes are counted (it may add to decodedBytes). */
+    private readonly restWarmed?: (column: SegmentColumn) => void,
   ) {
     this.read = files.readSegment;
   }
@@ -176,7 +178,9 @@ export class ChunkCache {
     let added = false;
     for (const path of Object.keys(ref.footer.columns)) {
       if (entry.chunk.columns.has(path) || this.restSkipped.has(path)) continue;
-      const chunk = replaceColumns(entry.chunk, new Map([...entry.chunk.columns, ...this.read(ref.file, [path]).columns]));
+      const read = this.read(ref.file, [path]).columns;
+      if (this.restWarmed !== undefined) for (const column of read.values()) if (column instanceof SegmentColumn) this.restWarmed(column);
+      const chunk = replaceColumns(entry.chunk, new Map([...entry.chunk.columns, ...read]));
       const columnBytes = columnsBytes(chunk);
       const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
       if (bytes - entry.bytes > allowance) {

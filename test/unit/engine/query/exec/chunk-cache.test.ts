@@ -140,6 +140,24 @@ t.test('a segment warmed whole holds its ids too', async (t) => {
   t.equal(reads(), 4, 'the other segment was warmed without its ids');
 });
 
+t.test('the ids warmRest adds are handed to its hook before they are counted, so what the hook adds is in the budget', async (t) => {
+  const refs = segmentsWithIds(1);
+  const files = { readSegment, readFooter, compactColumns };
+  const plain = new ChunkCache(files, 64 << 20);
+  t.equal(plain.warm(refs[0]), 'warmed');
+  t.equal(plain.warmRest(refs[0], 1_000), 'warmed');
+  const seen: string[] = [];
+  const hooked = new ChunkCache(files, 64 << 20, undefined, (column) => {
+    seen.push(column.path);
+    column.decodedBytes += 8 * column.dictSize; // as columns.ts storedKeys counts the keys it adds
+  });
+  t.equal(hooked.warm(refs[0]), 'warmed');
+  t.same(seen, [], 'not the columns warm() reads');
+  t.equal(hooked.warmRest(refs[0], 1_000), 'warmed');
+  t.same(seen, ['user'], 'the id column warmRest reads');
+  t.equal(hooked.usedBytes - plain.usedBytes, 8 * 1000, 'its keys are counted: a distinct id a row');
+});
+
 t.test('a segment whose ids do not fit is warmed without them', async (t) => {
   const refs = segmentsWithIds(1);
   // Room for the price and tag columns (and a little more), not for the ids and times.
