@@ -132,10 +132,12 @@ export class ClusterStatus {
   /** Reads every partition's end into `ends` and returns what it read (null when Kafka did not answer). */
   private async readEnds(): Promise<Map<number, number> | null> {
     try {
-      this.admin ??= this.options.kafka.admin({ retry: { retries: 0 } });
-      await this.admin.connect();
+      // The connect too is within the bound: a scrape of /metrics waits for this when Kafka is down.
       const signal = AbortSignal.timeout(CLUSTER_PROBE_TIMEOUT_MS);
       const aborted = new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+      aborted.catch(() => {});
+      this.admin ??= this.options.kafka.admin({ retry: { retries: 0 } });
+      await Promise.race([this.admin.connect(), aborted]);
       const read = new Map<number, number>();
       for (const { partition, high } of await Promise.race([this.admin.fetchTopicOffsets(this.options.topic), aborted])) {
         read.set(partition, Number(high));

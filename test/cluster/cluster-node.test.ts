@@ -3,7 +3,8 @@
  * --node-id`, a child process): writes over HTTP are produced to `tally.events` and answered once
  * Kafka acknowledged them; the node's consumer stores them (the count query sees exactly what was
  * acknowledged); a kill -9 in the middle of concurrent writers, and a restart, leave every
- * acknowledged event stored exactly once. Needs Java 17+ and Maven: without them this fails.
+ * acknowledged event stored exactly once. The lag gauge of /metrics counts what Kafka holds when
+ * scraped. Needs Java 17+ and Maven: without them this fails.
  */
 import t from 'tap';
 import { Kafka, logLevel } from 'kafkajs';
