@@ -4,12 +4,13 @@
  * force_exact → ApproximationRequiredError, else one HyperLogLog per cell. Strings are keyed by
  * two independent 32-bit hashes computed once per dictionary code, numbers by their float64 bits.
  */
+import { assert } from '../../base/assert.js';
 import { ApiError } from '../../base/errors.js';
 import { HyperLogLog } from '../../sketch/hyperloglog.js';
 import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Column } from '../../storage/chunk.js';
 import { SegmentColumn } from '../../storage/segment/decode-column.js';
 import type { ColumnViews, DictKeys } from '../eval/columns.js';
-import { PartitionedPairSet, TripleSet } from '../eval/hash-table.js';
+import { PARTITION_BITS, PartitionedPairSet, TripleSet } from '../eval/hash-table.js';
 import { PartialStateError, type StateReader, type StateWriter } from '../eval/state-io.js';
 import { sketchHash, valueKeys, type KeyPair } from '../eval/value-key.js';
 import { AggregateTag, growF64, remapF64, remapSparse, type Aggregator, type UpdateInput } from './types.js';
@@ -31,6 +32,12 @@ export class CountUniqueAggregator implements Aggregator {
   sketches: (HyperLogLog | undefined)[] | null = null;
   private precision = 14;
   private readonly pair: KeyPair = { hi: 0, lo: 0 };
+  /**
+   * Of the single cell: a bit per dense id (key-ids.ts) of the keys seen in segments whose
+   * dictionaries have ids, added to `single` at once by drainIds; null when none is pending.
+   */
+  private idsSeen: Int32Array | null = null;
+  private idsGeneration = -1;
 
   readonly codecTag = AggregateTag.count_unique;
 
@@ -47,6 +54,7 @@ export class CountUniqueAggregator implements Aggregator {
    * sketches: cells with a sketch: u32, (cell: u32, registers: u8[2^precision])*.
    */
   encode(writer: StateWriter): void {
+    this.drainIds();
     writer.string(this.target);
     writer.f64(this.exactMax);
     writer.bool(this.forceExact);
@@ -118,10 +126,15 @@ export class CountUniqueAggregator implements Aggregator {
     const stored = column instanceof SegmentColumn;
     const dict = stored ? null : column.dict!;
     const { idx, n, cells, cellCount } = input;
+    const allRows = cells === null && input.dense && input.tagMask === 1 << TAG_STR;
+    const ids = stored && cells === null && this.single !== null ? this.views.denseIds(column) : null;
+    if (ids !== null) {
+      this.markIds(ids, column, input, allRows && this.views.allCodesUsed(column));
+      return;
+    }
     const keys = stored ? this.views.storedKeys(column) : this.views.dictKeys(dict!);
     const width = stored ? column.dictSize : dict!.length;
     const cellsUsed = cells === null ? 1 : cellCount;
-    const allRows = cells === null && input.dense && input.tagMask === 1 << TAG_STR;
     if (allRows && stored && this.single !== null && this.views.allCodesUsed(column)) {
       // Every row, every entry used: the dictionary's keys are the column's distinct values.
       this.single.addKeys(keys.hi, keys.lo, width);
@@ -167,6 +180,51 @@ export class CountUniqueAggregator implements Aggregator {
     }
   }
 
+  /** Sets the bits of the ids of the strings of rows idx[0 .. n) (of every code when `everyCode`). */
+  private markIds(ids: Int32Array, column: Column, input: UpdateInput, everyCode: boolean): void {
+    const keyIds = this.views.keyIds!;
+    if (this.idsSeen !== null && this.idsGeneration !== keyIds.generation) this.drainIds();
+    const limit = keyIds.idLimit;
+    if (this.idsSeen === null || this.idsSeen.length * 32 < limit) {
+      const grown = new Int32Array(Math.ceil(limit / 32));
+      if (this.idsSeen !== null) grown.set(this.idsSeen);
+      this.idsSeen = grown;
+      this.idsGeneration = keyIds.generation;
+    }
+    const seen = this.idsSeen;
+    if (everyCode) {
+      for (let code = 0; code < ids.length; code++) seen[ids[code] >>> 5] |= 1 << (ids[code] & 31);
+      return;
+    }
+    const { tags, str } = column as Column & { str: Int32Array };
+    const { idx, n } = input;
+    for (let k = 0; k < n; k++) {
+      const i = idx[k];
+      if (tags[i] !== TAG_STR) continue;
+      const id = ids[str[i]];
+      seen[id >>> 5] |= 1 << (id & 31);
+    }
+  }
+
+  /** Adds the keys of the ids markIds set to the exact keys (they are distinct among themselves). */
+  private drainIds(): void {
+    const seen = this.idsSeen;
+    if (seen === null) return;
+    this.idsSeen = null;
+    const keyIds = this.views.keyIds!;
+    // The table changes only while a worker warms, never during a task (worker.ts runs one at a time).
+    assert(this.idsGeneration === keyIds.generation, 'key ids kept their generation while a count used them');
+    const hi = new Int32Array(keyIds.size);
+    const lo = new Int32Array(keyIds.size);
+    const starts = new Int32Array((1 << PARTITION_BITS) + 1);
+    keyIds.keysOf(seen, hi, lo, starts);
+    if (this.single !== null) {
+      this.single.addPartitioned(hi, lo, starts);
+      return;
+    }
+    for (let k = 0; k < starts[starts.length - 1]; k++) this.add(0, hi[k], lo[k]);
+  }
+
   private ensureKey(keys: DictKeys, dict: readonly string[] | null, code: number): void {
     if (keys.done === null || keys.done[code] === 1) return;
     valueKeys.string(dict![code], this.pair);
@@ -196,6 +254,7 @@ export class CountUniqueAggregator implements Aggregator {
   }
 
   private toSketches(): void {
+    this.drainIds();
     if (this.single !== null) {
       const single = this.single;
       this.single = null;
@@ -219,6 +278,8 @@ export class CountUniqueAggregator implements Aggregator {
 
   merge(other: Aggregator): void {
     const source = other as CountUniqueAggregator;
+    this.drainIds();
+    source.drainIds();
     if (source.single !== null && this.single === null && this.set !== null && this.set.size === 0) {
       this.single = new PartitionedPairSet();
     }
@@ -254,16 +315,19 @@ export class CountUniqueAggregator implements Aggregator {
   }
 
   finalize(cell: number): number {
+    this.drainIds();
     if (this.single !== null) return cell === 0 ? this.single.size : 0;
     if (this.sketches !== null) return Math.round(this.sketches[cell]?.estimate() ?? 0);
     return cell < this.counts.length ? this.counts[cell] : 0;
   }
 
   check(): void {
+    this.drainIds();
     if (this.single !== null && this.single.size > this.exactMax) this.toSketches();
   }
 
   remap(map: Int32Array): void {
+    this.drainIds();
     if (this.single !== null) {
       // Only an ungrouped query holds `single`, and its one cell never moves.
       if (map.length > 0 && map[0] === 0) return;
@@ -279,6 +343,7 @@ export class CountUniqueAggregator implements Aggregator {
   }
 
   private toExactSet(): void {
+    this.drainIds();
     const single = this.single!;
     this.single = null;
     this.set = new TripleSet();

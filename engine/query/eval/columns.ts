@@ -4,10 +4,11 @@
  * them as instants), and the set of tags each column uses. Both are cached per chunk/column in
  * weak maps owned by one ColumnViews (one per worker or service), never at module level.
  */
-import { isUniformTags, TAG_NUM, uniformTags, type Column, type ColumnChunk, type Utf8Column } from '../../storage/chunk.js';
+import { isUniformTags, TAG_NUM, TAG_STR, uniformTags, type Column, type ColumnChunk, type Utf8Column } from '../../storage/chunk.js';
 import { paddedKeys, utf8Keys } from './value-key.js';
 import { SegmentColumn, type PaddedUtf8 } from '../../storage/segment/decode-column.js';
 import type { ValueCounts } from '../../storage/segment/sketches.js';
+import type { KeyIds } from './key-ids.js';
 
 export interface DictKeys {
   readonly hi: Int32Array;
@@ -31,6 +32,10 @@ export class ColumnViews {
   private readonly summaries = new WeakMap<ValueCounts, Summary>();
   /** Segment columns every row of which is a string and every dictionary entry of which is used. */
   private readonly allUsed = new WeakSet<Column>();
+  private readonly ids = new WeakMap<Utf8Column | PaddedUtf8, { readonly generation: number; readonly ids: Int32Array }>();
+
+  /** @param keyIds the worker's dense ids of distinct keys (key-ids.ts); null where there is none. */
+  constructor(readonly keyIds: KeyIds | null = null) {}
 
   /**
    * Per dictionary code, the 64-bit distinct key of that string (value-key.ts), filled
@@ -56,13 +61,53 @@ export class ColumnViews {
     let keys = this.keys.get(stored);
     if (!keys) {
       const size = column.dictSize;
-      keys = { hi: new Int32Array(size), lo: new Int32Array(size), done: null };
-      if (column.padded !== null) paddedKeys(column.padded, keys.hi, keys.lo);
-      else utf8Keys(column.utf8!, keys.hi, keys.lo);
+      keys = hashStored(column);
       this.keys.set(stored, keys);
       column.decodedBytes += 8 * size;
     }
     return keys;
+  }
+
+  /**
+   * Gives each entry of the column's stored dictionary its dense id (key-ids.ts): done as the ids
+   * are warmed (worker.ts), never by a query. The ids (4 bytes an entry) are kept instead of the
+   * keys (8; storedKeys hashes them again if a grouped count needs them) and counted with the
+   * column's decoded bytes. Without a table, or when the dictionary does not fit in it, its keys
+   * are kept instead.
+   */
+  assignIds(column: SegmentColumn): void {
+    if (column.dictSize === 0) return;
+    const stored = column.padded ?? column.utf8!;
+    if (this.keyIds === null) {
+      this.storedKeys(column);
+      return;
+    }
+    if (this.denseIds(column) !== null) return;
+    const keys = this.keys.get(stored) ?? hashStored(column);
+    const ids = this.keyIds.assign(keys.hi, keys.lo, column.dictSize);
+    if (ids === null) {
+      this.storedKeys(column);
+      return;
+    }
+    this.ids.set(stored, { generation: this.keyIds.generation, ids });
+    column.decodedBytes += 4 * ids.length;
+    // A distinct count of all its rows then sets the ids of its codes, read in order, rather
+    // than those of its rows' codes, read at random (~3x the time).
+    if (this.tagMask(column) !== 1 << TAG_STR || column.str === null) return;
+    const seen = new Uint8Array(column.dictSize);
+    const str = column.str;
+    for (let i = 0; i < str.length; i++) seen[str[i]] = 1;
+    if (seen.indexOf(0) === -1) this.markAllUsed(column);
+  }
+
+  /** The dense id of each code of a stored dictionary, when assignIds gave them in the table's present generation. */
+  denseIds(column: SegmentColumn): Int32Array | null {
+    const stored = column.padded ?? column.utf8;
+    const entry = stored === null ? undefined : this.ids.get(stored);
+    if (entry === undefined || this.keyIds === null) return null;
+    if (entry.generation === this.keyIds.generation) return entry.ids;
+    this.ids.delete(stored!);
+    return null;
   }
 
   /**
@@ -133,4 +178,13 @@ export class ColumnViews {
     }
     return mask;
   }
+}
+
+/** The keys of every entry of a stored dictionary, hashed from its bytes. */
+function hashStored(column: SegmentColumn): DictKeys {
+  const size = column.dictSize;
+  const keys = { hi: new Int32Array(size), lo: new Int32Array(size), done: null };
+  if (column.padded !== null) paddedKeys(column.padded, keys.hi, keys.lo);
+  else utf8Keys(column.utf8!, keys.hi, keys.lo);
+  return keys;
 }

@@ -152,7 +152,8 @@ function checkSlots(capacity: number, others: number[], what: string): void {
   }
 }
 
-function pairHash(hi: number, lo: number): number {
+/** The hash of a 64-bit key (hi, lo): its top bits pick a partition, the rest a slot. */
+export function pairHash(hi: number, lo: number): number {
   return mix32(hi ^ Math.imul(lo, 0x9e3779b1));
 }
 
@@ -242,6 +243,13 @@ class PairSet {
     return set;
   }
 
+  /** Grows the slots at once for `more` keys beyond those held, rather than step by step. */
+  reserve(more: number): void {
+    let capacity = this.his.length;
+    while (capacity < 2 * (this.size + more)) capacity *= 2;
+    if (capacity > this.his.length) this.rehash(capacity);
+  }
+
   /** Adds every key of `other`. */
   addAll(other: PairSet): void {
     const { his, los, used } = other;
@@ -249,8 +257,11 @@ class PairSet {
   }
 
   private grow(): void {
+    this.rehash(this.his.length * 2);
+  }
+
+  private rehash(capacity: number): void {
     const { his, los, used } = this;
-    const capacity = his.length * 2;
     this.his = new Int32Array(capacity);
     this.los = new Int32Array(capacity);
     this.used = new Uint8Array(capacity);
@@ -259,7 +270,8 @@ class PairSet {
   }
 }
 
-const PARTITION_BITS = 8;
+/** A PartitionedPairSet's partitions (and KeyIds', key-ids.ts): the top bits of a key's pairHash. */
+export const PARTITION_BITS = 8;
 /** Keys buffered before they are sorted into partitions; bounds the buffer at 4 MiB. */
 const PENDING_MAX = 1 << 19;
 const PENDING_MIN = 1 << 12;
@@ -356,6 +368,31 @@ export class PartitionedPairSet {
     for (let p = 0; p < parts.length; p++) {
       parts[p].addAll(other.parts![p]);
       stored += parts[p].size;
+    }
+    this.stored = stored;
+  }
+
+  /**
+   * Adds keys distinct from each other grouped by partition: (hi, lo)[starts[p] .. starts[p + 1])
+   * are those whose pairHash's top PARTITION_BITS are p (key-ids.ts keysOf), each partition's
+   * slots grown once for them.
+   */
+  addPartitioned(hi: Int32Array, lo: Int32Array, starts: Int32Array): void {
+    this.flush();
+    const total = starts[starts.length - 1];
+    if (this.small !== null && this.small.size + total <= SMALL_KEYS_MAX) {
+      this.addKeys(hi, lo, total);
+      this.flush();
+      return;
+    }
+    this.partition();
+    const parts = this.parts!;
+    let stored = 0;
+    for (let p = 0; p < parts.length; p++) {
+      const part = parts[p];
+      part.reserve(starts[p + 1] - starts[p]);
+      for (let k = starts[p]; k < starts[p + 1]; k++) part.add(hi[k], lo[k]);
+      stored += part.size;
     }
     this.stored = stored;
   }

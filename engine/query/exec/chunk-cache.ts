@@ -46,9 +46,18 @@ export class ChunkCache {
     this.read = files.readSegment;
   }
 
-  /** Bytes of the decoded segments held. */
+  /** Bytes of the decoded segments held, and those held beside them (hold). */
   get usedBytes(): number {
     return this.bytes;
+  }
+
+  /**
+   * Counts `bytes` (negative: gives them back) of memory the worker keeps beside the entries (its
+   * key ids, key-ids.ts) against the budget: entries make room for it as later ones come in. It
+   * evicts nothing itself, so warming that grows it never evicts what queries read.
+   */
+  hold(bytes: number): void {
+    this.bytes += bytes;
   }
 
   /** The segment's footer with its per-column HyperLogLog sketches (kept; they are small). */

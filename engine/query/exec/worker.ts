@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { isApiError } from '../../base/errors.js';
 import { ChunkCache } from './chunk-cache.js';
+import { KeyIds } from '../eval/key-ids.js';
 import { ColumnViews } from '../eval/columns.js';
 import { loadNativeBytes, loadSegmentFiles, type SegmentFiles } from './segment-reader.js';
 import type { ColumnChunk, ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
@@ -61,9 +62,16 @@ export type WorkerReply =
 const port = parentPort;
 if (port === null) throw new Error('engine/query/exec/worker.js runs only as a worker thread');
 const { cacheBytes, footerCacheBytes } = workerData as { cacheBytes: number; footerCacheBytes: number };
-const views = new ColumnViews();
 /** Opened on the first task that reads segment files. */
 let cache: ChunkCache | null = null;
+/** Bytes the key ids take (counted in the cache once there is one). */
+let keyIdsBytes = 0;
+/** Dense ids of the warmed ids' keys (key-ids.ts), within a quarter of the cache's budget. */
+const keyIds = new KeyIds(Math.floor(cacheBytes / 4), (bytes) => {
+  keyIdsBytes += bytes;
+  cache?.hold(bytes);
+});
+const views = new ColumnViews(keyIds);
 let files: Promise<SegmentFiles> | null = null;
 
 /** The segment reader; its import (apache-arrow, ~150 ms) starts once the worker is ready. */
@@ -107,12 +115,16 @@ let native: Promise<() => number> | null = null;
 /**
  * This worker's cache. The dictionaries of the columns warmed last (ids, warmRest) are hashed as
  * they go in, with the distinct keys a count_unique reads (columns.ts storedKeys, counted in the
- * cache's bytes): hashing ~8M user ids took a first distinct count at 10M ~150 ms a worker.
+ * cache's bytes): hashing ~8M user ids took a first distinct count at 10M ~150 ms a worker. Their
+ * keys get dense ids too (columns.ts assignIds), so a distinct count of them sets bits instead of
+ * inserting ~4.5M keys a worker into a hash set (~275 of a ~400 ms query at 10M).
  */
 async function newCache(): Promise<ChunkCache> {
-  return new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes, (column) => {
-    if (column.dictSize > 0) views.storedKeys(column);
+  const made = new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes, (column) => {
+    if (column.dictSize > 0) views.assignIds(column);
   });
+  made.hold(keyIdsBytes);
+  return made;
 }
 
 /** Tasks run one at a time, in arrival order (the first one may wait for Arrow's import). */
