@@ -9,8 +9,9 @@
  *
  * Ids are interleaved across 256 partitions by the key's hash (id = local << 8 | partition), so
  * assigning a dictionary's ids fills one small table at a time, in cache, and ids stay dense.
- * The table only grows. Past `maxBytes` it is cleared and its generation moves on: ids of an
- * older generation are never read again (ColumnViews drops them).
+ * The table only grows. Past `maxBytes` it refuses new dictionaries (they take the hash path),
+ * until it has refused as many keys as it holds: then it is cleared and its generation moves on
+ * (ids of an older generation are never read again; ColumnViews drops them).
  */
 import { PARTITION_BITS, pairHash } from './hash-table.js';
 
@@ -43,6 +44,8 @@ function partBytes(part: Part): number {
 export class KeyIds {
   private parts: Part[] = [];
   private bytes = 0;
+  /** Keys refused since the last clear (assign). */
+  private refused = 0;
   /** Moves on each time the table is cleared; ids are only comparable within one generation. */
   generation = 0;
 
@@ -69,16 +72,11 @@ export class KeyIds {
   }
 
   /**
-   * The id of each key (hi[k], lo[k]), k < count, assigning new ones; null when the keys do not
-   * fit in maxBytes even in an empty table. Clears the table (a new generation) when they do not
-   * fit in it as it is.
+   * The id of each key (hi[k], lo[k]), k < count, assigning new ones; null when the new keys do
+   * not fit in the table (see the class comment).
    */
   assign(hi: Int32Array, lo: Int32Array, count: number): Int32Array | null {
-    // A partition's slots grow to at most four a key (12 bytes each), its keys by local id to at
-    // most two (8 bytes each): 64 bytes a new key at most.
-    if (64 * count > this.maxBytes) return null;
-    if (this.bytes + 64 * count > this.maxBytes) this.clear();
-    const ids = new Int32Array(count);
+    const ids = new Int32Array(count).fill(-1);
     const hashes = new Int32Array(count);
     const starts = new Int32Array(PARTITIONS + 1);
     const shift = 32 - PARTITION_BITS;
@@ -88,10 +86,28 @@ export class KeyIds {
       starts[(hash >>> shift) + 1]++;
     }
     for (let p = 0; p < PARTITIONS; p++) starts[p + 1] += starts[p];
-    // The keys by partition, so each partition's table is filled while it is in cache.
+    // The keys by partition, so each partition's table is probed while it is in cache.
     const order = new Int32Array(count);
     const next = starts.slice(0, PARTITIONS);
     for (let k = 0; k < count; k++) order[next[hashes[k] >>> shift]++] = k;
+    let added = count;
+    if (this.parts.length > 0) {
+      added = 0;
+      for (let p = 0; p < PARTITIONS; p++) added += this.find(p, order, starts[p], starts[p + 1], hi, lo, hashes, ids);
+    }
+    if (added === 0) return ids;
+    // A partition's slots grow to at most four a key (12 bytes each), its keys by local id to at
+    // most two (8 bytes each): 64 bytes a new key at most.
+    if (64 * added > this.maxBytes) return null;
+    if (this.bytes + 64 * added > this.maxBytes) {
+      // Full: refused, until as many keys were refused as it holds (then what it holds is
+      // likely of segments since merged or evicted, and it starts again), so a store with more
+      // ids than fit does not clear it over and over, invalidating every dictionary's ids.
+      this.refused += added;
+      if (this.refused < this.size) return null;
+      this.clear();
+      ids.fill(-1);
+    }
     const before = this.bytes;
     if (this.parts.length === 0) {
       this.parts = Array.from({ length: PARTITIONS }, newPart);
@@ -106,6 +122,29 @@ export class KeyIds {
     }
     if (this.bytes !== before) this.grew(this.bytes - before);
     return ids;
+  }
+
+  /** Sets the ids of the keys of partition p the table holds; returns how many it does not. */
+  private find(p: number, order: Int32Array, from: number, to: number,
+    hi: Int32Array, lo: Int32Array, hashes: Int32Array, ids: Int32Array): number {
+    const { slots, his, los } = this.parts[p];
+    const mask = slots.length - 1;
+    let missing = 0;
+    for (let at = from; at < to; at++) {
+      const k = order[at];
+      for (let s = hashes[k] & mask; ; s = (s + 1) & mask) {
+        const local = slots[s];
+        if (local === -1) {
+          missing++;
+          break;
+        }
+        if (his[s] === hi[k] && los[s] === lo[k]) {
+          ids[k] = (local << PARTITION_BITS) | p;
+          break;
+        }
+      }
+    }
+    return missing;
   }
 
   /**
@@ -133,6 +172,7 @@ export class KeyIds {
     hi: Int32Array, lo: Int32Array, hashes: Int32Array, ids: Int32Array): void {
     for (let at = from; at < to; at++) {
       const k = order[at];
+      if (ids[k] !== -1) continue;
       if (2 * (part.count + 1) > part.slots.length) growSlots(part);
       const mask = part.slots.length - 1;
       const h = hi[k];
@@ -163,6 +203,7 @@ export class KeyIds {
     const released = this.bytes;
     this.parts = [];
     this.bytes = 0;
+    this.refused = 0;
     this.generation++;
     if (released !== 0) this.grew(-released);
   }

@@ -55,18 +55,22 @@ t.test('a key has the same id in every dictionary, and the bits of ids give back
   t.same([...got].sort(), [...want].sort());
 });
 
-t.test('past its bytes the table clears and starts a new generation; keys that never fit get no ids', async (t) => {
+t.test('past its bytes the table refuses keys, and clears (a new generation) once it has refused as many as it holds', async (t) => {
   const changes: number[] = [];
   const ids = new KeyIds(1 << 20, (bytes) => changes.push(bytes));
   const generation = ids.generation;
   t.same(changes, [], 'a table no dictionary has used takes nothing');
   const many = keysOf(Array.from({ length: 10_000 }, (_, i) => i));
-  t.ok(ids.assign(many.hi, many.lo, 10_000) !== null);
+  const manyIds = ids.assign(many.hi, many.lo, 10_000);
+  t.ok(manyIds !== null);
   t.equal(ids.generation, generation, 'it fits');
-  const others = keysOf(Array.from({ length: 10_000 }, (_, i) => 100_000 + i));
-  t.ok(ids.assign(others.hi, others.lo, 10_000) !== null);
-  t.equal(ids.generation, generation + 1, 'the second set did not fit beside the first: cleared');
-  t.equal(ids.size, 10_000, 'only the second set');
+  const others = keysOf(Array.from({ length: 9_000 }, (_, i) => 100_000 + i));
+  t.equal(ids.assign(others.hi, others.lo, 9_000), null, 'the second set does not fit beside the first: refused');
+  t.equal(ids.generation, generation, 'not cleared: the ids given stay valid');
+  t.same(ids.assign(many.hi, many.lo, 10_000), manyIds, 'the first set keeps its ids');
+  t.ok(ids.assign(others.hi, others.lo, 9_000) !== null, 'refused twice, 18,000 keys: more than the 10,000 held');
+  t.equal(ids.generation, generation + 1, 'cleared');
+  t.equal(ids.size, 9_000, 'only the second set');
   const huge = keysOf(Array.from({ length: 20_000 }, (_, i) => i));
   t.equal(ids.assign(huge.hi, huge.lo, 20_000), null, 'more than the table may ever take');
   t.ok(changes.reduce((sum, bytes) => sum + bytes, 0) <= 1 << 20, 'what it told of stays within its bytes');
