@@ -284,6 +284,13 @@ export const WARM_ROWS_PER_DICTIONARY_ENTRY = 8;
  * boundary segments, columns of segments warmed earlier and since evicted).
  */
 export const WARM_REST_SHARE = 0.75;
+
+/**
+ * The share of a query worker's cache its table of key ids may take (query/eval/key-ids.ts),
+ * counted in the cache: 500,000 user ids take ~17 MB of the 192 MiB a worker has by default.
+ * Dictionaries past it keep the hash path of a distinct count (about twice as slow).
+ */
+export const KEY_IDS_SHARE = 0.25;
 /** Segment footers a query worker keeps (a few hundred bytes each) before both sides start over. */
 export const SENT_FOOTERS_MAX = 20_000;
 /** Regex filter pattern length (docs/api.md §6) → InvalidFilterError. */

@@ -12,7 +12,7 @@ import { loadNativeBytes, loadSegmentFiles, type SegmentFiles } from './segment-
 import type { ColumnChunk, ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
 import { transferablesOf } from './partial.js';
 import { KeptSnapshots, runTaskPaced, type QueryTask } from './task.js';
-import { NATIVE_YIELD_BYTES } from '../../base/limits.js';
+import { KEY_IDS_SHARE, NATIVE_YIELD_BYTES } from '../../base/limits.js';
 import { niceThread } from '../../base/thread-priority.js';
 
 /**
@@ -66,8 +66,8 @@ const { cacheBytes, footerCacheBytes } = workerData as { cacheBytes: number; foo
 let cache: ChunkCache | null = null;
 /** Bytes the key ids take (counted in the cache once there is one). */
 let keyIdsBytes = 0;
-/** Dense ids of the warmed ids' keys (key-ids.ts), within a quarter of the cache's budget. */
-const keyIds = new KeyIds(Math.floor(cacheBytes / 4), (bytes) => {
+/** Dense ids of the warmed ids' keys (key-ids.ts), within KEY_IDS_SHARE of the cache's budget. */
+const keyIds = new KeyIds(Math.floor(cacheBytes * KEY_IDS_SHARE), (bytes) => {
   keyIdsBytes += bytes;
   cache?.hold(bytes);
 });
