@@ -362,14 +362,7 @@ export class PartitionedPairSet {
       this.flush();
       return;
     }
-    this.partition();
-    const parts = this.parts!;
-    let stored = 0;
-    for (let p = 0; p < parts.length; p++) {
-      parts[p].addAll(other.parts![p]);
-      stored += parts[p].size;
-    }
-    this.stored = stored;
+    this.eachPart((part, p) => part.addAll(other.parts![p]));
   }
 
   /**
@@ -385,14 +378,20 @@ export class PartitionedPairSet {
       this.flush();
       return;
     }
+    this.eachPart((part, p) => {
+      part.reserve(starts[p + 1] - starts[p]);
+      for (let k = starts[p]; k < starts[p + 1]; k++) part.add(hi[k], lo[k]);
+    });
+  }
+
+  /** Partitions the keys (for good), calls `fill` with each partition, then counts the keys held. */
+  private eachPart(fill: (part: PairSet, p: number) => void): void {
     this.partition();
     const parts = this.parts!;
     let stored = 0;
     for (let p = 0; p < parts.length; p++) {
-      const part = parts[p];
-      part.reserve(starts[p + 1] - starts[p]);
-      for (let k = starts[p]; k < starts[p + 1]; k++) part.add(hi[k], lo[k]);
-      stored += part.size;
+      fill(parts[p], p);
+      stored += parts[p].size;
     }
     this.stored = stored;
   }
