@@ -104,12 +104,15 @@ export class ChunkCache {
     if (paths === null) this.requested = null;
     else if (this.requested !== null) for (const path of paths) this.requested.add(path);
     const hit = this.entries.get(ref.file);
-    const missing = hit?.complete ? [] : paths === null ? null
-      : paths.filter((path) => ref.footer.columns[path] !== undefined && !hit?.chunk.columns.has(path));
+    // Every column (an extraction) of a segment partly cached reads only the columns it lacks.
+    const missing = hit?.complete ? [] : paths === null && hit === undefined ? null
+      : (paths ?? Object.keys(ref.footer.columns))
+        .filter((path) => ref.footer.columns[path] !== undefined && !hit?.chunk.columns.has(path));
     if (hit !== undefined && missing !== null && missing.length === 0) {
       this.entries.delete(ref.file);
       this.entries.set(ref.file, hit);
       hit.epoch = this.epoch;
+      hit.complete ||= paths === null;
       this.remeasure(hit);
       return hit.chunk;
     }
@@ -121,7 +124,7 @@ export class ChunkCache {
     const grows = bytes - (hit?.bytes ?? 0);
     if (bytes > this.budgetBytes || !this.canFree(this.bytes + grows - this.budgetBytes, ref.file)) return chunk;
     if (hit !== undefined) this.drop(ref.file);
-    this.entries.set(ref.file, { chunk, columnBytes, bytes, complete: missing === null, epoch: this.epoch });
+    this.entries.set(ref.file, { chunk, columnBytes, bytes, complete: paths === null, epoch: this.epoch });
     this.bytes += bytes;
     this.evict();
     return chunk;

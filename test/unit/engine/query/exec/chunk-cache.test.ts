@@ -124,6 +124,29 @@ t.test('warming decodes a fresh segment before any query: every column but ids',
   t.equal(reads(), 4);
 });
 
+t.test('every column of a segment partly cached (an extraction) reads only the columns it lacks', async (t) => {
+  const [ref] = segmentsWithIds(1);
+  const asked: (readonly string[] | undefined)[] = [];
+  const cache = new ChunkCache({
+    readSegment: (file: string, columns?: readonly string[]) => {
+      asked.push(columns);
+      return readSegment(file, columns);
+    },
+    readFooter,
+    compactColumns,
+  });
+  t.equal(cache.warm(ref), 'warmed');
+  t.same(asked, [['price', 'tag']], 'warming read every column but the ids');
+  const chunk = cache.load(ref, null);
+  t.same(asked.slice(1), [['user']], 'the extraction read the ids alone');
+  t.same([...chunk.columns.keys()].sort(), ['price', 'tag', 'user']);
+  t.equal(chunk.columns.get('user')!.stringAt!(chunk.columns.get('user')!.str![7]), 'u0-7', 'the ids read');
+  t.equal(chunk.columns.get('tag')!.stringAt!(chunk.columns.get('tag')!.str![9]), 't2', 'the columns cached before');
+  cache.load(ref, null);
+  cache.load(ref, ['user']);
+  t.equal(asked.length, 2, 'the segment is then cached whole');
+});
+
 t.test('a segment warmed whole holds its ids too', async (t) => {
   const refs = segmentsWithIds(2);
   const { cache, reads } = countingCache(refs, 100);
