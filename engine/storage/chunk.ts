@@ -163,9 +163,29 @@ export interface Utf8Column {
 export interface ColumnChunk {
   readonly rows: number;
   readonly ts: Float64Array;
+  /**
+   * The greatest ts of each TIME_BLOCK_ROWS rows, where the reader made them with ts (a segment:
+   * segment/reader.ts): an extraction of the latest events reads only the blocks that can hold one.
+   */
+  readonly tsBlockMaxima?: Float64Array;
   readonly createdAt: Float64Array;
   readonly seq: Float64Array;
   readonly columns: ReadonlyMap<string, Column>;
+}
+
+/** Rows of a block whose greatest time a segment chunk keeps (ColumnChunk.tsBlockMaxima). */
+export const TIME_BLOCK_ROWS = 4_096;
+
+/** The greatest of values[0 .. rows) in each block of TIME_BLOCK_ROWS. */
+export function blockMaxima(values: Float64Array, rows: number): Float64Array {
+  const maxima = new Float64Array(Math.ceil(rows / TIME_BLOCK_ROWS));
+  for (let block = 0; block < maxima.length; block++) {
+    let max = -Infinity;
+    const end = Math.min(rows, (block + 1) * TIME_BLOCK_ROWS);
+    for (let i = block * TIME_BLOCK_ROWS; i < end; i++) if (values[i] > max) max = values[i];
+    maxima[block] = max;
+  }
+  return maxima;
 }
 
 /** Min/max of the values of one column in a segment, per kind; absent when no row has that kind. */

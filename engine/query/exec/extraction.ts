@@ -8,10 +8,10 @@
  */
 import fs from 'node:fs';
 import { ApiError } from '../../base/errors.js';
-import type { ColumnChunk, ScanSource, SegmentRef } from '../../storage/chunk.js';
+import { TIME_BLOCK_ROWS, blockMaxima, type ColumnChunk, type ScanSource, type SegmentRef } from '../../storage/chunk.js';
 import { EventBuilder } from '../../storage/event-json.js';
 import type { ExtractionPlan } from '../plan/plan.js';
-import { scanSource, type ExecEnv, type ScanBuffers } from './scan.js';
+import { scanSource, type ExecEnv, type ScanBuffers, type Selected } from './scan.js';
 
 interface Found {
   readonly ts: number;
@@ -73,11 +73,14 @@ function scanLatest(
 ): Found[] {
   const options = { range: plan.range, filters: plan.filters, columns: null };
   let found: Found[] = [];
-  const visit = ({ chunk, idx, n }: { chunk: ColumnChunk; idx: Int32Array; n: number }) => {
-    collect(chunk, idx, n, found, source.idKey, n > 2 * keep ? newestTs(chunk.ts, idx, n, keep) : -Infinity);
+  const visit = (wholeChunk: boolean) => ({ chunk, idx, n }: Selected) => {
+    // Every row of a segment (no filter, range cut or delete took one out): only the blocks of
+    // rows that can hold one of the newest are read, by their greatest times.
+    if (wholeChunk && n === chunk.rows && n > 2 * keep) collectNewest(chunk, keep, found, source.idKey);
+    else collect(chunk, idx, n, found, source.idKey, n > 2 * keep ? newestTs(chunk.ts, idx, n, keep) : -Infinity);
     if (found.length > 2 * keep) found = newest(found, keep);
   };
-  scanSource({ ...source, segments: [] }, options, env, buffers, visit);
+  scanSource({ ...source, segments: [] }, options, env, buffers, visit(false));
   const segments: SegmentRef[] = [...source.segments].sort(
     (a, b) => b.footer.tsMax - a.footer.tsMax,
   );
@@ -86,7 +89,7 @@ function scanLatest(
       found = newest(found, keep);
       if (ref.footer.tsMax < found[0].ts) break;
     }
-    scanSource({ ...source, segments: [ref], memory: null }, options, env, buffers, visit);
+    scanSource({ ...source, segments: [ref], memory: null }, options, env, buffers, visit(true));
   }
   return found;
 }
@@ -94,25 +97,35 @@ function scanLatest(
 /** The rows idx[0 .. n) from `fromTs` on (all by default) as Found entries. */
 function collect(chunk: ColumnChunk, idx: Int32Array, n: number, found: Found[], idKey: number, fromTs = -Infinity): void {
   const builder = new EventBuilder(chunk, idKey);
+  const ts = chunk.ts;
   for (let k = 0; k < n; k++) {
     const i = idx[k];
-    if (chunk.ts[i] >= fromTs) found.push({ ts: chunk.ts[i], seq: chunk.seq[i], builder, row: i });
+    if (ts[i] >= fromTs) found.push({ ts: ts[i], seq: chunk.seq[i], builder, row: i });
   }
 }
 
 /**
- * The keep-th largest of ts over idx[0 .. n) (n > keep): a row older than it has `keep` rows
- * strictly newer in this chunk alone, so it cannot be among the newest. One pass with a min-heap
- * of `keep` times, newest rows (last in log order) first, so an older row is turned away by one
- * comparison: latest 100 of a 555k-row segment no longer makes an object per row.
+ * The `keep` greatest of the times added (or fewer): a min-heap whose least is the threshold a
+ * later time must pass, so a time too old to count is turned away by one comparison.
  */
-function newestTs(ts: Float64Array, idx: Int32Array, n: number, keep: number): number {
-  const heap = new Float64Array(keep);
-  let size = 0;
-  for (let k = n - 1; k >= 0; k--) {
-    const t = ts[idx[k]];
-    if (size < keep) {
-      let at = size++;
+class NewestTimes {
+  private readonly heap: Float64Array;
+  private size = 0;
+
+  constructor(private readonly keep: number) {
+    this.heap = new Float64Array(keep);
+  }
+
+  /** The keep-th greatest time added; -Infinity while fewer were added. */
+  get threshold(): number {
+    return this.size < this.keep ? -Infinity : this.heap[0];
+  }
+
+  add(t: number): void {
+    const heap = this.heap;
+    const keep = this.keep;
+    if (this.size < keep) {
+      let at = this.size++;
       while (at > 0) {
         const parent = (at - 1) >> 1;
         if (heap[parent] <= t) break;
@@ -133,7 +146,46 @@ function newestTs(ts: Float64Array, idx: Int32Array, n: number, keep: number): n
       heap[at] = t;
     }
   }
-  return heap[0];
+}
+
+/**
+ * The keep-th largest of ts over idx[0 .. n) (n > keep): a row older than it has `keep` rows
+ * strictly newer in this chunk alone, so it cannot be among the newest. Newest rows (last in log
+ * order) first, so an older row is turned away by one comparison: latest 100 of a 555k-row
+ * segment no longer makes an object per row.
+ */
+function newestTs(ts: Float64Array, idx: Int32Array, n: number, keep: number): number {
+  const times = new NewestTimes(keep);
+  for (let k = n - 1; k >= 0; k--) times.add(ts[idx[k]]);
+  return times.threshold;
+}
+
+/**
+ * collect() of a whole segment chunk's rows that can be among the `keep` newest: its blocks of
+ * rows by greatest time, newest first, until a block's greatest time is older than the keep-th
+ * newest time seen (an equal one is read: among equal times the later row wins). A segment
+ * written in time order reads a block or two of its rows, not all of them.
+ */
+function collectNewest(chunk: ColumnChunk, keep: number, found: Found[], idKey: number): void {
+  const ts = chunk.ts;
+  const maxima = chunk.tsBlockMaxima ?? blockMaxima(ts, chunk.rows);
+  const order = Array.from(maxima.keys()).sort((a, b) => maxima[b] - maxima[a]);
+  const times = new NewestTimes(keep);
+  let blocks = 0;
+  for (; blocks < order.length && maxima[order[blocks]] >= times.threshold; blocks++) {
+    const start = order[blocks] * TIME_BLOCK_ROWS;
+    const end = Math.min(chunk.rows, start + TIME_BLOCK_ROWS);
+    for (let i = end - 1; i >= start; i--) times.add(ts[i]);
+  }
+  const fromTs = times.threshold;
+  const builder = new EventBuilder(chunk, idKey);
+  for (const block of order.slice(0, blocks).sort((a, b) => a - b)) {
+    const start = block * TIME_BLOCK_ROWS;
+    const end = Math.min(chunk.rows, start + TIME_BLOCK_ROWS);
+    for (let i = start; i < end; i++) {
+      if (ts[i] >= fromTs) found.push({ ts: ts[i], seq: chunk.seq[i], builder, row: i });
+    }
+  }
 }
 
 /** Where and how an asynchronous extraction task writes its events. */

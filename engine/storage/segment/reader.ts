@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { RecordBatchReader, tableFromIPC, type RecordBatch } from 'apache-arrow';
 import { assert } from '../../base/assert.js';
 import { WARM_ROWS_PER_DICTIONARY_ENTRY } from '../../base/limits.js';
-import type { Column, ColumnChunk, SchemaType, SegmentFooter } from '../chunk.js';
+import { TIME_BLOCK_ROWS, blockMaxima, type Column, type ColumnChunk, type SchemaType, type SegmentFooter } from '../chunk.js';
 import './arrow.js';
 import { readTimestamps } from './arrow-values.js';
 import { decodeColumn, type StoredField } from './decode-column.js';
@@ -112,6 +112,7 @@ interface SystemField {
  */
 class SegmentChunk implements ColumnChunk {
   private tsValues: Float64Array | null = null;
+  private tsMaxima: Float64Array | null = null;
   private createdAtValues: Float64Array | null = null;
   private seqValues: Float64Array | null = null;
 
@@ -123,7 +124,16 @@ class SegmentChunk implements ColumnChunk {
   ) {}
 
   get ts(): Float64Array {
-    return (this.tsValues ??= this.readSystem('ts'));
+    if (this.tsValues === null) {
+      const maxima = new Float64Array(Math.ceil(this.rows / TIME_BLOCK_ROWS));
+      this.tsValues = this.readSystem('ts', maxima);
+      this.tsMaxima = maxima;
+    }
+    return this.tsValues;
+  }
+  get tsBlockMaxima(): Float64Array {
+    void this.ts;
+    return this.tsMaxima!;
   }
   get createdAt(): Float64Array {
     return (this.createdAtValues ??= this.readSystem('created_at'));
@@ -136,6 +146,7 @@ class SegmentChunk implements ColumnChunk {
   withColumns(columns: ReadonlyMap<string, Column>): SegmentChunk {
     const chunk = new SegmentChunk(this.file, this.rows, this.system, columns);
     chunk.tsValues = this.tsValues;
+    chunk.tsMaxima = this.tsMaxima;
     chunk.createdAtValues = this.createdAtValues;
     chunk.seqValues = this.seqValues;
     return chunk;
@@ -148,13 +159,14 @@ class SegmentChunk implements ColumnChunk {
     return bytes;
   }
 
-  private readSystem(role: Role): Float64Array {
+  /** A system field's values (and, given `maxima`, each block's greatest: systemValues). */
+  private readSystem(role: Role, maxima?: Float64Array): Float64Array {
     const { index, base } = this.system.get(role)!;
     const ipc = IpcFile.open(this.file);
     assert(ipc !== null, `segment ${this.file} reads as it did`);
     try {
       assert(ipc.rows === this.rows, `segment ${this.file} has the rows it had`);
-      return systemValues({ data: ipc.read(index), base }, this.rows);
+      return systemValues({ data: ipc.read(index), base }, this.rows, maxima);
     } finally {
       ipc.close();
     }
@@ -214,19 +226,46 @@ function readBatch(file: string, wanted: ReadonlySet<string> | null): RecordBatc
 }
 
 /** A system field's values: delta-decoded, or read from Timestamp(ms) or Float64. */
-function systemValues(field: { data: FieldData; base: number | null } | undefined, rows: number): Float64Array {
+/**
+ * A system field's values as doubles. With `maxima`, also the greatest value of each block of
+ * TIME_BLOCK_ROWS rows, found in the decoding loop every read of times runs (so an extraction of
+ * the latest events never makes a pass of its own over a segment's times).
+ */
+function systemValues(
+  field: { data: FieldData; base: number | null } | undefined, rows: number, maxima?: Float64Array,
+): Float64Array {
   assert(field !== undefined, 'a segment has its system fields');
   const { data, base } = field;
   const target = new Float64Array(rows);
   if (base !== null) {
     const deltas = data.values as Int8Array | Int16Array | Int32Array;
     assert(deltas.length >= rows, 'a delta per row');
+    if (maxima !== undefined) return sumDeltasWithMaxima(deltas, base, target, maxima);
     let value = base;
     for (let row = 0; row < rows; row++) target[row] = value += deltas[row];
-  } else if (data.values instanceof Float64Array) {
-    target.set(data.values.subarray(0, rows));
-  } else {
-    readTimestamps(data, target);
+    return target;
+  }
+  if (data.values instanceof Float64Array) target.set(data.values.subarray(0, rows));
+  else readTimestamps(data, target);
+  maxima?.set(blockMaxima(target, rows));
+  return target;
+}
+
+/** target[row] = base + deltas[0 ..= row], and each block's greatest into maxima. */
+function sumDeltasWithMaxima(
+  deltas: Int8Array | Int16Array | Int32Array, base: number, target: Float64Array, maxima: Float64Array,
+): Float64Array {
+  let value = base;
+  for (let block = 0; block < maxima.length; block++) {
+    const start = block * TIME_BLOCK_ROWS;
+    const end = Math.min(target.length, start + TIME_BLOCK_ROWS);
+    let max = -Infinity;
+    for (let row = start; row < end; row++) {
+      value += deltas[row];
+      target[row] = value;
+      max = value > max ? value : max;
+    }
+    maxima[block] = max;
   }
   return target;
 }
