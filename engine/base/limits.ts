@@ -291,6 +291,13 @@ export const WARM_REST_SHARE = 0.75;
  * Dictionaries past it keep the hash path of a distinct count (about twice as slow).
  */
 export const KEY_IDS_SHARE = 0.25;
+/**
+ * The share of a query worker's cache that the collections' newest segments, held whole (every
+ * column and the times), may take (query/exec/chunk-cache.ts warmWhole): queries neither evict nor
+ * trim them, so an extraction of the latest events reads no file however much the queries before
+ * it read. A 250,000-row segment of bench/scale takes ~15 MB of the 192 MiB a worker has.
+ */
+export const NEWEST_HELD_SHARE = 0.125;
 /** Segment footers a query worker keeps (a few hundred bytes each) before both sides start over. */
 export const SENT_FOOTERS_MAX = 20_000;
 /** Regex filter pattern length (docs/api.md §6) → InvalidFilterError. */

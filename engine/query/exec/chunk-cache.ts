@@ -4,7 +4,7 @@
  * a scan. Segments are immutable, so an entry never goes stale; a deleted or compacted file simply
  * stops being asked for.
  */
-import { CHUNK_CACHE_BYTES_DEFAULT, FOOTER_CACHE_BYTES_DEFAULT } from '../../base/limits.js';
+import { CHUNK_CACHE_BYTES_DEFAULT, FOOTER_CACHE_BYTES_DEFAULT, NEWEST_HELD_SHARE } from '../../base/limits.js';
 import { replaceColumns, type ColumnChunk, type SegmentRef } from '../../storage/chunk.js';
 import { columnBytes, columnsBytes, dictStringBytes, systemBytes } from '../../storage/chunk-bytes.js';
 import { SegmentColumn } from '../../storage/segment/decode-column.js';
@@ -20,6 +20,8 @@ interface Entry {
   complete: boolean;
   /** The last query that read it. */
   epoch: number;
+  /** A collection's newest segment, held whole (warmWhole): neither evicted nor trimmed. */
+  held?: boolean;
 }
 
 export class ChunkCache {
@@ -32,6 +34,8 @@ export class ChunkCache {
   private requested: Set<string> | null = new Set();
 
   private readonly read: ReadSegment;
+  /** The files of the entries held whole, oldest first. */
+  private readonly held: string[] = [];
   /** Footers with their sketches, least recently used first, under footerBudgetBytes. */
   private readonly footers = new Map<string, { footer: FooterWithSketches; bytes: number }>();
   private footerBytes = 0;
@@ -138,39 +142,69 @@ export class ChunkCache {
    * asks: the columns worth holding (reader.ts compactColumns: all but ids), and only if they fit
    * in the room the budget has left, so warming never evicts what queries read. A segment a query
    * has already read is left as it is. 'full' when there was no room for it. `whole`: every
-   * column, ids and times too, when they fit as well (a collection's newest segment: what an
-   * extraction of the latest events reads).
+   * column, ids and times too, held (warmWhole: a collection's newest segment, what an
+   * extraction of the latest events reads), or as above when the whole does not fit.
    */
   warm(ref: SegmentRef, whole = false): 'warmed' | 'cached' | 'full' {
     this.warmedCompactBytes = 0;
     this.footer(ref);
+    if (whole) {
+      const held = this.warmWhole(ref);
+      if (held !== 'full') return held;
+    }
     if (this.entries.has(ref.file)) return 'cached';
     if (this.bytes >= this.budgetBytes) return 'full';
-    let chunk = this.read(ref.file, this.files.compactColumns(ref.file));
-    let columnBytes = columnsBytes(chunk);
-    let bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
+    const chunk = this.read(ref.file, this.files.compactColumns(ref.file));
+    const columnBytes = columnsBytes(chunk);
+    const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
     if (this.bytes + bytes > this.budgetBytes) return 'full';
     this.warmedCompactBytes = bytes;
-    if (whole) {
-      // The ids and the times too (which a segment decodes on first use), if they fit as well.
-      const rest = Object.keys(ref.footer.columns).filter((path) => !chunk.columns.has(path));
-      const wider = rest.length === 0 ? chunk
-        : replaceColumns(chunk, new Map([...chunk.columns, ...this.read(ref.file, rest).columns]));
-      void wider.ts;
-      void wider.createdAt;
-      void wider.seq;
-      const widerColumnBytes = columnsBytes(wider);
-      const widerBytes = widerColumnBytes + systemBytes(wider) + dictStringBytes(wider);
-      if (this.bytes + widerBytes <= this.budgetBytes) {
-        chunk = wider;
-        columnBytes = widerColumnBytes;
-        bytes = widerBytes;
-      }
-    }
     const complete = Object.keys(ref.footer.columns).every((path) => chunk.columns.has(path));
     this.entries.set(ref.file, { chunk, columnBytes, bytes, complete, epoch: this.epoch });
     this.bytes += bytes;
     return 'warmed';
+  }
+
+  /**
+   * A collection's newest segment, every column and its times decoded, held: queries neither
+   * evict nor trim it, so an extraction of the latest events reads no file however much the
+   * queries before it read (at 100M they read more than the cache holds). Unlike other warming,
+   * it makes room for itself from the least recently used entries: it is one segment, and
+   * warming runs between queries. The held entries take at most NEWEST_HELD_SHARE of the budget;
+   * past it the oldest held goes back to the other entries (and a segment larger than that share
+   * is cached whole but not held). The columns without ids count in warmedCompactBytes, as warm()
+   * counts them. 'full' when the whole segment does not fit: warm() then warms it without ids.
+   */
+  private warmWhole(ref: SegmentRef): 'warmed' | 'cached' | 'full' {
+    if (this.entries.get(ref.file)?.held === true) return 'cached';
+    // Warming is no query: every entry may make room, whichever query read it last.
+    this.epoch++;
+    this.requested = null;
+    const chunk = this.load(ref, null);
+    void chunk.ts;
+    void chunk.createdAt;
+    void chunk.seq;
+    const entry = this.entries.get(ref.file);
+    if (entry === undefined || !entry.complete) return 'full';
+    this.remeasure(entry);
+    const compact = new Set(this.files.compactColumns(ref.file));
+    for (const [path, column] of chunk.columns) if (compact.has(path)) this.warmedCompactBytes += columnBytes(column);
+    if (!this.entries.has(ref.file)) return 'full';
+    if (entry.bytes > this.budgetBytes * NEWEST_HELD_SHARE) return 'warmed';
+    entry.held = true;
+    this.held.push(ref.file);
+    while (this.heldBytes() > this.budgetBytes * NEWEST_HELD_SHARE) {
+      const oldest = this.entries.get(this.held.shift()!);
+      if (oldest !== undefined) oldest.held = false;
+    }
+    return 'warmed';
+  }
+
+  /** Bytes of the entries held whole. */
+  private heldBytes(): number {
+    let bytes = 0;
+    for (const file of this.held) bytes += this.entries.get(file)?.bytes ?? 0;
+    return bytes;
   }
 
   /** Columns warmRest found to take more than its allowance: not tried again on later segments. */
@@ -242,7 +276,7 @@ export class ChunkCache {
   private canFree(need: number, keep: string): boolean {
     if (need <= 0 || this.epoch === 0) return true;
     for (const [file, entry] of this.entries) {
-      if (file === keep) continue;
+      if (file === keep || entry.held === true) continue;
       need -= entry.epoch === this.epoch ? this.trimmable(entry) : entry.bytes;
       if (need <= 0) return true;
     }
@@ -289,19 +323,20 @@ export class ChunkCache {
   private evict(): void {
     for (const [file, entry] of this.entries) {
       if (this.bytes <= this.budgetBytes) return;
-      if (entry.epoch === this.epoch && this.epoch !== 0) continue;
+      if ((entry.epoch === this.epoch && this.epoch !== 0) || entry.held === true) continue;
       this.entries.delete(file);
       this.bytes -= entry.bytes;
     }
     for (const [file, entry] of this.entries) {
       if (this.bytes <= this.budgetBytes) return;
-      const trimmed = this.trimmed(entry);
+      const trimmed = entry.held === true ? entry : this.trimmed(entry);
       if (trimmed === entry) continue;
       this.entries.set(file, trimmed);
       this.bytes -= entry.bytes - trimmed.bytes;
     }
     for (const [file, entry] of this.entries) {
       if (this.bytes <= this.budgetBytes) return;
+      if (entry.held === true) continue;
       this.entries.delete(file);
       this.bytes -= entry.bytes;
     }
@@ -312,5 +347,6 @@ export class ChunkCache {
     if (entry === undefined) return;
     this.entries.delete(file);
     this.bytes -= entry.bytes;
+    if (entry.held === true) this.held.splice(this.held.indexOf(file), 1);
   }
 }

@@ -184,9 +184,10 @@ export class WorkerPool {
    * The first query after a load then reads what the load wrote from memory, as it would in a
    * database whose buffer pool the load filled. A query that arrives meanwhile waits for at most
    * the one segment being decoded. Warming waits while a bulk load runs (mayWarm), and a
-   * worker whose segments' warmed columns would not fit its cache warms no more (warmNext).
-   * Each collection's newest segment is warmed whole, its ids and times too (when they fit the
-   * room left): what an extraction of the latest events reads. Being newest, it is warmed first.
+   * worker whose segments' warmed columns would not fit its cache warms no more (warmNext)
+   * but for each collection's newest segment. That one is warmed whole, its ids and times too,
+   * and held (chunk-cache.ts warmWhole: queries neither evict nor trim it): what an extraction
+   * of the latest events reads. Being newest, it is warmed first.
    * Every other worker reads the segment's footer first, while its footer cache has room: a
    * distinct count's share looks at the footers of every segment (footer-sketch.ts), and read on
    * the first query they cost it ~40 ms at 10M events.
@@ -257,9 +258,11 @@ export class WorkerPool {
     // A store whose warmed columns would not fit the cache is not warmed: the queries' own reads
     // would evict them (bench/scale at 100M: warming cost 130 MB of RSS, and the first runs
     // were slower). The bytes a row takes are learnt from the segments warmed so far.
+    // Each collection's newest segment is still warmed whole: it is one segment, and what an
+    // extraction of the latest events reads (chunk-cache.ts warmWhole holds it).
     if (slot.warmedRows > 0 && (slot.knownRows * slot.warmedBytes) / slot.warmedRows > this.cacheBytes) {
-      slot.toWarm.clear();
-      return;
+      for (const file of slot.toWarm.keys()) if (!this.whole.has(file)) slot.toWarm.delete(file);
+      if (slot.toWarm.size === 0) return;
     }
     // Newest first: the file added last is the one a query is likeliest to read.
     const ref = takeNewest(slot.toWarm);

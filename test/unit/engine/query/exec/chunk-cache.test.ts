@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import type { SegmentRef } from '../../../../../engine/storage/chunk.js';
-import { columnsBytes, systemBytes } from '../../../../../engine/storage/chunk-bytes.js';
+import { columnsBytes, dictStringBytes, systemBytes } from '../../../../../engine/storage/chunk-bytes.js';
 import { compactColumns, readFooter, readSegment } from '../../../../../engine/storage/segment/reader.js';
 import { ChunkCache } from '../../../../../engine/query/exec/chunk-cache.js';
 import { writeDaySegments } from '../../../../helpers/query/segments.js';
@@ -152,15 +152,15 @@ t.test('a segment warmed whole holds its ids too', async (t) => {
   const { cache, reads } = countingCache(refs, 100);
   t.equal(cache.warm(refs[1], true), 'warmed');
   t.equal(cache.warm(refs[0]), 'warmed');
-  t.equal(reads(), 3, 'warming whole reads the columns without ids, then the rest');
+  t.equal(reads(), 2, 'warming whole reads the segment once, the other one once');
   cache.beginQuery();
   const user = cache.load(refs[1], ['price', 'tag', 'user']).columns.get('user')!;
   t.equal(user.dict![user.str![5]], 'u1-5', 'the ids as stored');
-  t.equal(reads(), 3, 'a query over every column of the segment warmed whole reads no file');
+  t.equal(reads(), 2, 'a query over every column of the segment warmed whole reads no file');
   t.equal(systemBytes(cache.load(refs[1], null)), 3 * 8 * 1000, 'and its times are decoded: ts, created_at, seq');
-  t.equal(reads(), 3);
+  t.equal(reads(), 2);
   cache.load(refs[0], ['user']);
-  t.equal(reads(), 4, 'the other segment was warmed without its ids');
+  t.equal(reads(), 3, 'the other segment was warmed without its ids');
 });
 
 t.test('the ids warmRest adds are handed to its hook before they are counted, so what the hook adds is in the budget', async (t) => {
@@ -195,6 +195,67 @@ t.test('a segment whose ids do not fit is warmed without them', async (t) => {
   t.equal(reading, before, 'the columns without ids are cached');
   cache.load(refs[0], ['user']);
   t.equal(reading, before + 1, 'the ids were not');
+});
+
+/** A counting cache of `budget` bytes over real files. */
+function cacheOf(budget: number): { cache: ChunkCache; reads: () => number } {
+  let reads = 0;
+  const files = { readSegment: (file: string, columns?: readonly string[]) => (reads++, readSegment(file, columns)), readFooter, compactColumns };
+  return { cache: new ChunkCache(files, budget), reads: () => reads };
+}
+
+/** What a segment takes in a cache whole: every column and its times. */
+function wholeBytes(ref: SegmentRef): number {
+  const whole = readSegment(ref.file);
+  void [whole.ts, whole.createdAt, whole.seq];
+  return columnsBytes(whole) + systemBytes(whole) + dictStringBytes(whole);
+}
+
+t.test('the newest segment warmed whole is held: queries that read more than fits neither evict nor trim it', async (t) => {
+  const refs = segmentsWithIds(50);
+  const newest = refs[49];
+  const { cache, reads } = cacheOf(10 * wholeBytes(newest));
+  t.equal(cache.warm(newest, true), 'warmed', 'warmed into an empty cache');
+  const query = () => {
+    const start = reads();
+    cache.beginQuery();
+    for (const ref of refs.slice(0, 49)) cache.load(ref, ['price', 'tag', 'user']);
+    return reads() - start;
+  };
+  query();
+  t.ok(query() > 0, 'the query reads more than the cache holds: later runs read files again');
+  const before = reads();
+  cache.beginQuery();
+  const chunk = cache.load(newest, null);
+  t.equal(reads(), before, 'every column of the held segment is read from memory');
+  t.equal(systemBytes(chunk), 3 * 8 * 1000, 'its times too');
+  cache.forget([newest.file]);
+  cache.load(newest, null);
+  t.equal(reads(), before + 1, 'a segment forgotten (replaced by a merge) is no longer held');
+});
+
+t.test('a full cache makes room for the newest segment; the held ones stay within their share', async (t) => {
+  const refs = segmentsWithIds(52);
+  const { cache, reads } = cacheOf(10 * wholeBytes(refs[0]));
+  const query = () => {
+    const start = reads();
+    cache.beginQuery();
+    for (const ref of refs.slice(0, 50)) cache.load(ref, ['price', 'tag', 'user']);
+    return reads() - start;
+  };
+  query();
+  t.ok(query() > 0, 'the query reads more than the cache holds');
+  t.equal(cache.warm(refs[50], true), 'warmed', 'a full cache makes room for a segment warmed whole');
+  // An eighth of the budget holds one of these segments: the second held lets the first go.
+  t.equal(cache.warm(refs[51], true), 'warmed');
+  query();
+  query();
+  const before = reads();
+  cache.beginQuery();
+  cache.load(refs[51], null);
+  t.equal(reads(), before, 'the newest held is still cached whole');
+  cache.load(refs[50], null);
+  t.equal(reads(), before + 1, 'the one it replaced was evicted like any other');
 });
 
 t.test('warming fills free room only: it never evicts what queries read', async (t) => {

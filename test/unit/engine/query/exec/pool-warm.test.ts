@@ -65,6 +65,19 @@ t.test('a store larger than the cache is not warmed past the first segment', asy
   t.equal(await settled(pool, 1), 3, 'the two others of the three left (the newest was warmed first)');
 });
 
+t.test('a store larger than the cache still warms each newer newest segment (a merge or a flush writes it)', async (t) => {
+  const all = segments(7);
+  const probe = readSegment(all[0].file, compactColumns(all[0].file));
+  const one = columnsBytes(probe) + systemBytes(probe) + dictStringBytes(probe);
+  const pool = new WorkerPool(1, Math.floor(3.5 * one), 8 << 20);
+  t.teardown(() => pool.close());
+  pool.warm(all.slice(0, 6), 1);
+  t.equal(await settled(pool), 1, 'the first shows the six would not fit');
+  pool.warm([all[6]], 1);
+  t.equal(await settled(pool, 1), 2, 'the collection\'s new newest segment is warmed all the same');
+  t.equal(pool.segmentsWarmedWhole, 2, 'whole, as the newest');
+});
+
 t.test("a collection's newest segment is warmed first and whole; the rest only while it fits", async (t) => {
   const all = segmentsWithIds(14);
   const refs = all.slice(0, 12);
