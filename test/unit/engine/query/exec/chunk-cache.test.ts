@@ -211,17 +211,20 @@ function wholeBytes(ref: SegmentRef): number {
   return columnsBytes(whole) + systemBytes(whole) + dictStringBytes(whole);
 }
 
+/** One query reading every column of `refs` but the times; the files it read. */
+function readAll(cache: ChunkCache, reads: () => number, refs: readonly SegmentRef[]): number {
+  const start = reads();
+  cache.beginQuery();
+  for (const ref of refs) cache.load(ref, ['price', 'tag', 'user']);
+  return reads() - start;
+}
+
 t.test('the newest segment warmed whole is held: queries that read more than fits neither evict nor trim it', async (t) => {
   const refs = segmentsWithIds(50);
   const newest = refs[49];
   const { cache, reads } = cacheOf(10 * wholeBytes(newest));
   t.equal(cache.warm(newest, true), 'warmed', 'warmed into an empty cache');
-  const query = () => {
-    const start = reads();
-    cache.beginQuery();
-    for (const ref of refs.slice(0, 49)) cache.load(ref, ['price', 'tag', 'user']);
-    return reads() - start;
-  };
+  const query = () => readAll(cache, reads, refs.slice(0, 49));
   query();
   t.ok(query() > 0, 'the query reads more than the cache holds: later runs read files again');
   const before = reads();
@@ -237,12 +240,7 @@ t.test('the newest segment warmed whole is held: queries that read more than fit
 t.test('a full cache makes room for the newest segment; the held ones stay within their share', async (t) => {
   const refs = segmentsWithIds(52);
   const { cache, reads } = cacheOf(10 * wholeBytes(refs[0]));
-  const query = () => {
-    const start = reads();
-    cache.beginQuery();
-    for (const ref of refs.slice(0, 50)) cache.load(ref, ['price', 'tag', 'user']);
-    return reads() - start;
-  };
+  const query = () => readAll(cache, reads, refs.slice(0, 50));
   query();
   t.ok(query() > 0, 'the query reads more than the cache holds');
   t.equal(cache.warm(refs[50], true), 'warmed', 'a full cache makes room for a segment warmed whole');

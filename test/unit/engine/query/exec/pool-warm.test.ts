@@ -50,13 +50,18 @@ t.test('a store that fits the cache is warmed whole', async (t) => {
   t.equal(await settled(pool), 6, 'every segment');
 });
 
-t.test('a store larger than the cache is not warmed past the first segment', async (t) => {
-  const refs = segments(6);
-  const probe = readSegment(refs[0].file, compactColumns(refs[0].file));
+/** A one-worker pool whose cache holds the columns without ids of three segments like `ref`. */
+function roomForThree(t: Test, ref: SegmentRef): WorkerPool {
+  const probe = readSegment(ref.file, compactColumns(ref.file));
   const one = columnsBytes(probe) + systemBytes(probe) + dictStringBytes(probe);
-  // Room for three segments of the six.
   const pool = new WorkerPool(1, Math.floor(3.5 * one), 8 << 20);
   t.teardown(() => pool.close());
+  return pool;
+}
+
+t.test('a store larger than the cache is not warmed past the first segment', async (t) => {
+  const refs = segments(6);
+  const pool = roomForThree(t, refs[0]);
   pool.warm(refs, 1);
   t.equal(await settled(pool), 1, 'the first shows the six would not fit: no more');
   // Three segments replaced by a merge: the three left fit, and new ones are warmed again.
@@ -67,10 +72,7 @@ t.test('a store larger than the cache is not warmed past the first segment', asy
 
 t.test('a store larger than the cache still warms each newer newest segment (a merge or a flush writes it)', async (t) => {
   const all = segments(7);
-  const probe = readSegment(all[0].file, compactColumns(all[0].file));
-  const one = columnsBytes(probe) + systemBytes(probe) + dictStringBytes(probe);
-  const pool = new WorkerPool(1, Math.floor(3.5 * one), 8 << 20);
-  t.teardown(() => pool.close());
+  const pool = roomForThree(t, all[0]);
   pool.warm(all.slice(0, 6), 1);
   t.equal(await settled(pool), 1, 'the first shows the six would not fit');
   pool.warm([all[6]], 1);
