@@ -53,6 +53,10 @@ export class Flusher {
   /** Writes waiting for room in the write buffers (roomForWrites), woken after each flush. */
   private readonly roomWaiters: (() => void)[] = [];
   private timers: NodeJS.Timeout[] = [];
+  /** A merge due while queries ran: the flush that runs it once they pause (compactStep). */
+  private compactTimer: NodeJS.Timeout | null = null;
+  /** Callers of idle() waiting for the flush to reach a point where the stores are consistent. */
+  private readonly idleWaiters: (() => void)[] = [];
   failures = 0;
   writesHeldBack = 0;
 
@@ -66,6 +70,7 @@ export class Flusher {
 
   stop(): void {
     for (const timer of this.timers) clearInterval(timer);
+    if (this.compactTimer !== null) clearTimeout(this.compactTimer);
   }
 
   flush(): Promise<void> {
@@ -77,10 +82,12 @@ export class Flusher {
       do {
         this.flushWanted = false;
         await this.flushNow();
+        await this.letIdleWaitersRun();
       } while (this.flushWanted);
     })().finally(() => {
       this.flushing = null;
       this.wakeWriters();
+      for (const wake of this.idleWaiters.splice(0)) wake();
     });
     return this.flushing;
   }
@@ -90,9 +97,25 @@ export class Flusher {
     void this.flush().catch(this.reportError);
   }
 
-  /** Resolves once no flush (nor the compaction and rewrite inside it) is running. */
+  /**
+   * Resolves when no flush step (writing buffers, a merge, a delete rewrite) is running; the
+   * caller's synchronous code then runs before the next step starts. A flush that goes round
+   * again (writes kept coming) or merges one segment after another stops between steps for the
+   * callers waiting here, so a steady load never holds them back for more than one step.
+   */
   async idle(): Promise<void> {
-    while (this.flushing !== null) await this.flushing.catch(() => undefined);
+    if (this.flushing === null) return;
+    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /**
+   * Between two steps: wakes the callers of idle() and lets their continuations (microtasks) run
+   * before the next step starts (a macrotask later).
+   */
+  private async letIdleWaitersRun(): Promise<void> {
+    if (this.idleWaiters.length === 0) return;
+    for (const wake of this.idleWaiters.splice(0)) wake();
+    await new Promise((resolve) => setImmediate(resolve));
   }
 
   /** Flushes when the write buffers together pass their share of the memory budget. */
@@ -205,20 +228,21 @@ export class Flusher {
   }
 
   /**
-   * Merges small segments, one partition at a time, until none is due; each merge waits until no
+   * Merges small segments, one partition at a time, until none is due; a merge runs only once no
    * query has run for COMPACTION_QUERY_IDLE_MS, so compaction takes the cores only when queries
-   * leave them. Runs within a flush, so flushes and merges never overlap.
+   * leave them. Runs within a flush, so flushes and merges never overlap. While queries run it
+   * does not wait inside the flush (a delete waits for the flush to end: it would wait as long as
+   * queries kept coming) but ends it, and a timer flushes again when the queries may have paused.
    */
   private async compactStep(): Promise<void> {
-    while (!this.deps.isClosed()) {
-      if (this.flushWanted) return; // a flush asked for while this one waits goes first
+    for (;;) {
+      // A delete waiting in idle() goes before each merge (it may drop the store planned here).
+      await this.letIdleWaitersRun();
+      if (this.deps.isClosed() || this.flushWanted) return; // a flush asked for meanwhile goes first
       const due = [...this.deps.stores.values()].find((store) => store.planCompaction() !== null);
       if (due === undefined) return;
       const idle = this.deps.queriesIdleMs();
-      if (idle < COMPACTION_QUERY_IDLE_MS) {
-        await new Promise((resolve) => setTimeout(resolve, COMPACTION_QUERY_IDLE_MS - idle));
-        continue;
-      }
+      if (idle < COMPACTION_QUERY_IDLE_MS) return this.compactLater(COMPACTION_QUERY_IDLE_MS - idle);
       const plan = due.planCompaction();
       if (plan === null) continue;
       const [footer] = await this.deps.segmentPool.run({ op: 'compact', ...plan });
@@ -230,5 +254,15 @@ export class Flusher {
       // Writes waiting for a flush (a full buffer) go first.
       if (this.deps.writes.busy || this.flushWanted) return;
     }
+  }
+
+  /** A flush (its compaction step) in `ms`, unless one is already timed. */
+  private compactLater(ms: number): void {
+    if (this.compactTimer !== null || this.deps.isClosed()) return;
+    this.compactTimer = setTimeout(() => {
+      this.compactTimer = null;
+      this.flushInBackground();
+    }, ms);
+    this.compactTimer.unref();
   }
 }

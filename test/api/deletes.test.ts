@@ -252,3 +252,43 @@ function dirBytes(dir: string): number {
   }
   return total;
 }
+
+function arrowFiles(dir: string): number {
+  return fs.readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.arrow')).length;
+}
+
+t.test('a delete is answered while queries keep coming and a merge waits for them to pause', async (t) => {
+  // A merge waits until no query ran for 2 s; it used to keep the flush running while it
+  // waited, and a delete (which waits for the flush) hung as long as queries kept coming.
+  const server = await startServer({ args: ['--flush-interval', '200'] });
+  t.teardown(async () => {
+    if (server.child.exitCode === null && server.child.signalCode === null) await server.kill9();
+    server.cleanup();
+  });
+  const a = api(server);
+  for (const from of [0, 100]) {
+    const batch = rows(100).map((row) => ({ ...row, n: row.n + from }));
+    t.equal((await a.write('pv', batch)).status, 200);
+    t.ok(await eventually(async () => (await a.count('pv')) === from + 100));
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // flushed: a segment of its own
+  }
+  t.ok(arrowFiles(server.dataDir) >= 2, 'two small segments of one day: a merge is due once the day is quiet');
+  let answered = false;
+  let queries = 0;
+  const polling = (async () => {
+    // A dashboard's polling: a query every 100 ms until the delete is answered (or 20 s).
+    for (const deadline = Date.now() + 20_000; !answered && Date.now() < deadline; queries++) {
+      await a.count('pv');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+  await new Promise((resolve) => setTimeout(resolve, 6_000)); // the day is quiet: the merge waits for the queries
+  const deleted = a.del('pv', { body: { filters: [{ property_name: 'a', operator: 'eq', property_value: 1 }] } })
+    .then((r) => { answered = true; return r; });
+  await polling;
+  t.ok(answered, `the delete was answered while the queries went on (${queries} queries)`);
+  t.equal((await deleted).status, 204);
+  t.equal(await a.count('pv'), 100, 'the odd events are gone');
+  t.equal(await server.stop(), 0, 'the server stops cleanly');
+});

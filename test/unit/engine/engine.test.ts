@@ -615,3 +615,35 @@ t.test('stampEvents checks and stamps without storing; an append of the stamped 
   t.equal(unstamped[0].ok === false && unstamped[0].error.error_code, 'InvalidEventError', 'a stamped append needs svc.created_at');
   await a.close();
 });
+
+t.test('a delete goes in between the rounds of a flush that writes keep going round', async (t) => {
+  const dir = tempDir();
+  const engine = await open(dir);
+  const project = engine.projects.list()[0].id;
+  const batch = (round: number) =>
+    Array.from({ length: 50 }, (_, i) => ({ collection: 'c', event: { n: round * 50 + i, odd: i % 2 } }));
+  await engine.events.append(project, batch(0), ctx);
+  await engine.flush();
+  let deleted = false;
+  let deleting: Promise<void> | undefined;
+  // A steady load: each round appends and asks for a flush while the last one runs; the delete
+  // is asked for once the flush is going round.
+  let rounds = 0;
+  while (!deleted && rounds < 300) {
+    rounds++;
+    void engine.flush();
+    if (rounds === 3) {
+      deleting = engine.collections
+        .deleteEvents(project, 'c', { filters: [{ property_name: 'odd', operator: 'eq', property_value: 1 }] })
+        .then(() => { deleted = true; });
+    }
+    await engine.events.append(project, batch(rounds), ctx);
+  }
+  t.ok(deleted, `the delete was applied while the writes went on (${rounds} rounds)`);
+  await deleting;
+  await engine.flush();
+  const left = rowsOf(engine, project, 'c').map((r) => JSON.parse(r));
+  t.ok(left.every((e) => e.odd === 0 || e.n >= 50), 'the odd events written before the delete are gone');
+  t.equal(left.filter((e) => e.n < 50).length, 25);
+  await engine.close();
+});
