@@ -288,3 +288,54 @@ t.test('forgotten segments leave the cache, and their room goes to warming', asy
   cache.load(refs[0], ['price']);
   t.equal(reads(), before + 1, 'a forgotten segment is read again if asked for');
 });
+
+/** A cache over real files that records the columns of each read (the stop passed through). */
+function askingCache(): { cache: ChunkCache; asked: (readonly string[] | undefined)[] } {
+  const asked: (readonly string[] | undefined)[] = [];
+  const cache = new ChunkCache({
+    readSegment: (file: string, columns?: readonly string[], stop?: () => boolean) => {
+      asked.push(columns);
+      return readSegment(file, columns, stop);
+    },
+    readFooter,
+    compactColumns,
+  });
+  return { cache, asked };
+}
+
+/** True from its second call on: a query comes once the warm has decoded one column. */
+function queryAfterOneColumn(): () => boolean {
+  let calls = 0;
+  return () => ++calls > 1;
+}
+
+t.test('a warm stops between columns once a query waits; the next warm decodes only what is missing', async (t) => {
+  const [ref] = segmentsWithIds(1);
+  const { cache, asked } = askingCache();
+  t.equal(cache.warm(ref, false, queryAfterOneColumn()), 'interrupted');
+  t.equal(cache.warmedCompactBytes, 0, 'an interrupted warm teaches the pool no bytes a row');
+  t.equal(cache.warm(ref), 'warmed', 'warmed again later, it goes on');
+  t.equal(asked.length, 2);
+  t.same([...asked[0]!].sort(), ['price', 'tag'], 'the first warm was asked for both columns');
+  t.equal(asked[1]!.length, 1, 'the second read only the one the first had not decoded');
+  cache.beginQuery();
+  const chunk = cache.load(ref, ['price', 'tag']);
+  t.equal(asked.length, 2, 'a query over the warmed columns then reads no file');
+  t.equal(chunk.columns.get('tag')!.stringAt!(chunk.columns.get('tag')!.str![9]), 't2');
+  t.equal(cache.warm(ref), 'cached');
+});
+
+t.test('a warm whole stops for a query too, and is held once a later warm finishes it', async (t) => {
+  const [ref] = segmentsWithIds(1);
+  const { cache, asked } = askingCache();
+  t.equal(cache.warm(ref, true, queryAfterOneColumn()), 'interrupted');
+  t.equal(cache.warm(ref, true), 'warmed');
+  t.equal(asked.length, 2);
+  t.equal(asked[0], undefined, 'the first warm was asked for every column');
+  t.equal(asked[1]!.length, 2, 'the second read only the two the first had not decoded');
+  cache.beginQuery();
+  const chunk = cache.load(ref, null);
+  t.equal(asked.length, 2, 'every column is cached');
+  t.equal(chunk.columns.get('user')!.stringAt!(chunk.columns.get('user')!.str![7]), 'u0-7');
+  t.equal(cache.warm(ref, true), 'cached', 'and held');
+});
