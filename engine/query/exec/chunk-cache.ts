@@ -13,16 +13,6 @@ import type { ReadSegment, SegmentFiles } from './segment-reader.js';
 
 export type { ReadSegment };
 
-/**
- * Asked by a warm between the columns it decodes: true once a query waits for the worker, and
- * the warm stops there (what it decoded stays cached; the next warm of the segment goes on).
- */
-export type Interrupted = () => boolean;
-const NEVER: Interrupted = () => false;
-
-/** What a warm did: decoded, had it already, found no room, or stopped for a query. */
-export type WarmOutcome = 'warmed' | 'cached' | 'full' | 'interrupted';
-
 interface Entry {
   chunk: ColumnChunk;
   columnBytes: number;
@@ -44,8 +34,6 @@ export class ChunkCache {
   private requested: Set<string> | null = new Set();
 
   private readonly read: ReadSegment;
-  /** Segments whose warm stopped for a query: their next warm decodes the columns still missing. */
-  private readonly partlyWarmed = new Set<string>();
   /** The files of the entries held whole, oldest first. */
   private readonly held: string[] = [];
   /** Footers with their sketches, least recently used first, under footerBudgetBytes. */
@@ -116,7 +104,7 @@ export class ChunkCache {
    * column). Columns are decoded on first use and kept; a later query that needs another column
    * decodes just that one, so a cache entry holds what queries read, not the whole segment.
    */
-  load(ref: SegmentRef, paths: readonly string[] | null, stop?: () => boolean): ColumnChunk {
+  load(ref: SegmentRef, paths: readonly string[] | null): ColumnChunk {
     if (paths === null) this.requested = null;
     else if (this.requested !== null) for (const path of paths) this.requested.add(path);
     const hit = this.entries.get(ref.file);
@@ -132,19 +120,15 @@ export class ChunkCache {
       this.remeasure(hit);
       return hit.chunk;
     }
-    const read = this.read(ref.file, missing ?? undefined, stop);
+    const read = this.read(ref.file, missing ?? undefined);
     let chunk = read;
     if (hit !== undefined) chunk = replaceColumns(hit.chunk, new Map([...hit.chunk.columns, ...read.columns]));
     const columnBytes = columnsBytes(chunk);
     const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
     const grows = bytes - (hit?.bytes ?? 0);
     if (bytes > this.budgetBytes || !this.canFree(this.bytes + grows - this.budgetBytes, ref.file)) return chunk;
-    const partly = this.partlyWarmed.has(ref.file);
     if (hit !== undefined) this.drop(ref.file);
-    if (partly) this.partlyWarmed.add(ref.file);
-    // A read told to stop may lack columns: complete only with every one.
-    const complete = paths === null && Object.keys(ref.footer.columns).every((path) => chunk.columns.has(path));
-    this.entries.set(ref.file, { chunk, columnBytes, bytes, complete, epoch: this.epoch });
+    this.entries.set(ref.file, { chunk, columnBytes, bytes, complete: paths === null, epoch: this.epoch });
     this.bytes += bytes;
     this.evict();
     return chunk;
@@ -161,42 +145,23 @@ export class ChunkCache {
    * column, ids and times too, held (warmWhole: a collection's newest segment, what an
    * extraction of the latest events reads), or as above when the whole does not fit.
    */
-  warm(ref: SegmentRef, whole = false, interrupted: Interrupted = NEVER): WarmOutcome {
+  warm(ref: SegmentRef, whole = false): 'warmed' | 'cached' | 'full' {
     this.warmedCompactBytes = 0;
     this.footer(ref);
     if (whole) {
-      const held = this.warmWhole(ref, interrupted);
+      const held = this.warmWhole(ref);
       if (held !== 'full') return held;
     }
-    const before = this.entries.get(ref.file);
-    if (before !== undefined && !this.partlyWarmed.has(ref.file)) return 'cached';
-    const roomBefore = this.bytes - (before?.bytes ?? 0);
-    if (roomBefore >= this.budgetBytes) return 'full';
-    // A query that comes meanwhile waits for one column's decoding, not the segment's.
-    let stopped = false;
-    const stop = () => (stopped ||= interrupted());
-    const compact = this.files.compactColumns(ref.file);
-    let chunk = before?.chunk;
-    const missing = compact.filter((path) => chunk?.columns.has(path) !== true);
-    if (chunk === undefined || missing.length > 0) {
-      const read = this.read(ref.file, missing, stop);
-      chunk = chunk === undefined ? read : replaceColumns(chunk, new Map([...chunk.columns, ...read.columns]));
-    }
+    if (this.entries.has(ref.file)) return 'cached';
+    if (this.bytes >= this.budgetBytes) return 'full';
+    const chunk = this.read(ref.file, this.files.compactColumns(ref.file));
     const columnBytes = columnsBytes(chunk);
     const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
-    if (roomBefore + bytes > this.budgetBytes) {
-      this.partlyWarmed.delete(ref.file);
-      return 'full';
-    }
-    this.bytes = roomBefore + bytes;
-    const complete = Object.keys(ref.footer.columns).every((path) => chunk.columns.has(path));
-    this.entries.set(ref.file, { chunk, columnBytes, bytes, complete, epoch: before?.epoch ?? this.epoch });
-    if (stopped) {
-      this.partlyWarmed.add(ref.file);
-      return 'interrupted';
-    }
-    this.partlyWarmed.delete(ref.file);
+    if (this.bytes + bytes > this.budgetBytes) return 'full';
     this.warmedCompactBytes = bytes;
+    const complete = Object.keys(ref.footer.columns).every((path) => chunk.columns.has(path));
+    this.entries.set(ref.file, { chunk, columnBytes, bytes, complete, epoch: this.epoch });
+    this.bytes += bytes;
     return 'warmed';
   }
 
@@ -210,23 +175,17 @@ export class ChunkCache {
    * is cached whole but not held). The columns without ids count in warmedCompactBytes, as warm()
    * counts them. 'full' when the whole segment does not fit: warm() then warms it without ids.
    */
-  private warmWhole(ref: SegmentRef, interrupted: Interrupted): WarmOutcome {
+  private warmWhole(ref: SegmentRef): 'warmed' | 'cached' | 'full' {
     if (this.entries.get(ref.file)?.held === true) return 'cached';
     // Warming is no query: every entry may make room, whichever query read it last.
     this.epoch++;
     this.requested = null;
-    // Stopping for a query that comes (between columns: the ids take the longest). Until it is
-    // held, the segment counts as partly warmed: a warm after a stop or without room goes on.
-    this.partlyWarmed.add(ref.file);
-    let stopped = false;
-    const chunk = this.load(ref, null, () => (stopped ||= interrupted()));
-    if (stopped) return 'interrupted';
+    const chunk = this.load(ref, null);
     void chunk.ts;
     void chunk.createdAt;
     void chunk.seq;
     const entry = this.entries.get(ref.file);
     if (entry === undefined || !entry.complete) return 'full';
-    this.partlyWarmed.delete(ref.file);
     this.remeasure(entry);
     const compact = new Set(this.files.compactColumns(ref.file));
     for (const [path, column] of chunk.columns) if (compact.has(path)) this.warmedCompactBytes += columnBytes(column);
@@ -257,7 +216,7 @@ export class ChunkCache {
    * budget has room left (it never evicts). A column past the allowance is dropped and not tried
    * on later segments. 'cached' when the entry is gone or has every column already.
    */
-  warmRest(ref: SegmentRef, bytesPerRow: number, interrupted: Interrupted = NEVER): WarmOutcome {
+  warmRest(ref: SegmentRef, bytesPerRow: number): 'warmed' | 'cached' | 'full' {
     this.warmedCompactBytes = 0;
     const entry = this.entries.get(ref.file);
     if (entry === undefined || entry.complete) return 'cached';
@@ -265,7 +224,6 @@ export class ChunkCache {
     let added = false;
     for (const path of Object.keys(ref.footer.columns)) {
       if (entry.chunk.columns.has(path) || this.restSkipped.has(path)) continue;
-      if (interrupted()) return 'interrupted';
       const read = this.read(ref.file, [path]).columns;
       if (this.restWarmed !== undefined) for (const column of read.values()) if (column instanceof SegmentColumn) this.restWarmed(column);
       const chunk = replaceColumns(entry.chunk, new Map([...entry.chunk.columns, ...read]));
@@ -385,7 +343,6 @@ export class ChunkCache {
   }
 
   private drop(file: string): void {
-    this.partlyWarmed.delete(file);
     const entry = this.entries.get(file);
     if (entry === undefined) return;
     this.entries.delete(file);

@@ -54,8 +54,6 @@ interface Slot {
   warmingFooter: boolean;
   warmingRest: boolean;
   warmingRef: SegmentRef | null;
-  /** Queries posted to the worker and not yet begun, shared with it (worker.ts queryWaits). */
-  waiting: Int32Array;
 }
 
 export class WorkerPool {
@@ -70,8 +68,6 @@ export class WorkerPool {
   footersWarmed = 0;
   /** Segments whose ids (the columns left out at first) were then warmed too (warmNext). */
   segmentsWarmedRest = 0;
-  /** Warms that stopped for a query and went back to their queue (warmAgain). */
-  warmsInterrupted = 0;
   /** Each collection's newest segment known to warm(), by the collection's folder. */
   private readonly newest = new Map<string, { readonly file: string; readonly tsMax: number }>();
   /** Segments to warm whole: a collection's newest, while not yet warmed. */
@@ -99,10 +95,8 @@ export class WorkerPool {
   }
 
   private spawn(slot: Slot): void {
-    const waiting = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
-    slot.waiting = new Int32Array(waiting);
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
-      workerData: { cacheBytes: this.cacheBytes, footerCacheBytes: this.footerCacheBytes, waiting },
+      workerData: { cacheBytes: this.cacheBytes, footerCacheBytes: this.footerCacheBytes },
       resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
     });
     let markReady = () => {};
@@ -128,10 +122,8 @@ export class WorkerPool {
         slot.warming = false;
         slot.warmingRest = false;
         if (reply.full) slot.toWarmRest.clear();
-        if (reply.interrupted) this.warmAgain(slot, slot.toWarmRest);
         this.pump(slot);
       } else if ('warmed' in reply) {
-        if (reply.interrupted) this.warmAgain(slot, slot.toWarm);
         if (reply.warmed) {
           this.segmentsWarmed++;
           if (slot.warmingWhole) this.segmentsWarmedWhole++;
@@ -182,8 +174,6 @@ export class WorkerPool {
     const resetFooters = slot.footers.size > SENT_FOOTERS_MAX;
     if (resetFooters) slot.footers.clear();
     const task = withoutSent(job.task, slot.sent, slot.footers);
-    // Before the post: a warm the worker is running stops at its next column (worker.ts queryWaits).
-    Atomics.add(slot.waiting, 0, 1);
     slot.worker.postMessage({ id: job.id, task, resetFooters } satisfies WorkerRequest);
   }
 
@@ -247,18 +237,6 @@ export class WorkerPool {
     }
   }
 
-  /**
-   * A warm stopped for a query (worker.ts queryWaits): the segment goes back to its queue, whole
-   * again if it is still its collection's newest, unless forget() dropped it meanwhile.
-   */
-  private warmAgain(slot: Slot, queue: Map<string, SegmentRef>): void {
-    const ref = slot.warmingRef;
-    if (ref === null || !slot.known.has(ref.file)) return;
-    this.warmsInterrupted++;
-    queue.set(ref.file, ref);
-    if (slot.warmingWhole && this.newest.get(collectionOf(ref.file))?.file === ref.file) this.whole.add(ref.file);
-  }
-
   private warmNext(slot: Slot): void {
     if (slot.warming || (slot.toWarm.size === 0 && slot.toWarmFooters.size === 0 && slot.toWarmRest.size === 0)) return;
     if (!this.mayWarm()) {
@@ -313,7 +291,6 @@ export class WorkerPool {
     const ref = takeNewest(slot.toWarmRest);
     slot.warming = true;
     slot.warmingRest = true;
-    slot.warmingRef = ref;
     slot.worker.postMessage({ warm: ref, whole: false, restBytesPerRow: bytesPerRow } satisfies WorkerWarm);
   }
 

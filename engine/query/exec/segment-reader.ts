@@ -5,11 +5,8 @@
 import type { FooterWithSketches } from '../../storage/segment/footer.js';
 import type { ColumnChunk } from '../../storage/chunk.js';
 
-/**
- * Reads a segment file's chunk (only `columns`, when given). `stop` is asked before each column
- * is read: once it says true, the chunk has only the columns read so far (reader.ts readSegment).
- */
-export type ReadSegment = (file: string, columns?: readonly string[], stop?: () => boolean) => ColumnChunk;
+/** Reads a segment file's chunk (only `columns`, when given). */
+export type ReadSegment = (file: string, columns?: readonly string[]) => ColumnChunk;
 
 export interface SegmentFiles {
   readonly readSegment: ReadSegment;

@@ -140,11 +140,6 @@ export class QueryService {
     return this.pool?.segmentsWarmedRest ?? 0;
   }
 
-  /** Warms that stopped for a query and were queued again (pool.ts warmAgain). */
-  get warmsInterrupted(): number {
-    return this.pool?.warmsInterrupted ?? 0;
-  }
-
   /** Segment files gone: dropped from every worker's cache (and the in-process one). */
   forget(files: readonly string[]): void {
     this.pool?.forget(files);

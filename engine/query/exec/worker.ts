@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { isApiError } from '../../base/errors.js';
-import { ChunkCache, type WarmOutcome } from './chunk-cache.js';
+import { ChunkCache } from './chunk-cache.js';
 import { KeyIds } from '../eval/key-ids.js';
 import { ColumnViews } from '../eval/columns.js';
 import { loadNativeBytes, loadSegmentFiles, type SegmentFiles } from './segment-reader.js';
@@ -46,8 +46,6 @@ export interface WorkerWarm {
 export interface WorkerWarmed {
   readonly warmed: boolean;
   readonly full: boolean;
-  /** It stopped for a query (chunk-cache.ts Interrupted): the pool warms the segment again later. */
-  readonly interrupted: boolean;
   /** The bytes its columns without ids took in the cache (chunk-cache.ts warmedCompactBytes). */
   readonly bytes: number;
 }
@@ -63,15 +61,7 @@ export type WorkerReply =
 
 const port = parentPort;
 if (port === null) throw new Error('engine/query/exec/worker.js runs only as a worker thread');
-const { cacheBytes, footerCacheBytes, waiting: waitingBuffer } =
-  workerData as { cacheBytes: number; footerCacheBytes: number; waiting: SharedArrayBuffer };
-/**
- * Queries posted to this worker and not yet begun (pool.ts adds one as it posts a query, handle()
- * takes it off as it begins): a warm, which runs synchronously, reads it between columns and
- * stops, so the query waits for one column's decoding rather than a segment's.
- */
-const waiting = new Int32Array(waitingBuffer);
-const queryWaits = (): boolean => Atomics.load(waiting, 0) > 0;
+const { cacheBytes, footerCacheBytes } = workerData as { cacheBytes: number; footerCacheBytes: number };
 /** Opened on the first task that reads segment files. */
 let cache: ChunkCache | null = null;
 /** Bytes the key ids take (counted in the cache once there is one). */
@@ -148,23 +138,20 @@ port.on('message', (request: WorkerRequest | WorkerWarm | WorkerForget) => {
 
 /** Decodes a fresh segment into the cache when it has room; a failure only leaves it cold. */
 async function warm({ warm: ref, whole, footerOnly, restBytesPerRow }: WorkerWarm): Promise<void> {
-  let outcome: WarmOutcome | 'failed' = 'failed';
+  let outcome: 'warmed' | 'cached' | 'full' | 'failed' = 'failed';
   let bytes = 0;
   try {
     cache ??= await newCache();
     outcome = footerOnly === true ? cache.warmFooter(ref)
-      : restBytesPerRow !== undefined ? cache.warmRest(ref, restBytesPerRow, queryWaits) : cache.warm(ref, whole, queryWaits);
+      : restBytesPerRow !== undefined ? cache.warmRest(ref, restBytesPerRow) : cache.warm(ref, whole);
     bytes = footerOnly === true ? 0 : cache.warmedCompactBytes;
   } catch {
     // The file may be gone already (replaced, deleted): the query that needs it reads it.
   }
-  port!.postMessage({
-    warmed: outcome === 'warmed', full: outcome === 'full', interrupted: outcome === 'interrupted', bytes,
-  } satisfies WorkerWarmed);
+  port!.postMessage({ warmed: outcome === 'warmed', full: outcome === 'full', bytes } satisfies WorkerWarmed);
 }
 
 async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promise<void> {
-  Atomics.sub(waiting, 0, 1);
   let reply: WorkerReply;
   let transfer: ArrayBuffer[] = [];
   try {

@@ -37,7 +37,7 @@ import {
  * so a cached segment a query never reads the times of costs nothing for them. The file stays
  * on disk while any reader that listed it runs (storage/retired-files.ts).
  */
-export function readSegment(file: string, columns?: readonly string[], stop?: () => boolean): ColumnChunk {
+export function readSegment(file: string, columns?: readonly string[]): ColumnChunk {
   const ipc = IpcFile.open(file);
   if (ipc === null) return readSegmentArrow(file, columns);
   try {
@@ -48,7 +48,7 @@ export function readSegment(file: string, columns?: readonly string[], stop?: ()
     assert(footer.rows === ipc.rows, 'footer rows match the batch');
     const wanted = columns === undefined ? null : new Set(columns);
     const system = new Map<Role, SystemField>();
-    const byPath = new Map<string, { role: Role; index: number }[]>();
+    const byPath = new Map<string, StoredField[]>();
     ipc.fields.forEach((field, index) => {
       const role = field.metadata.get(META_ROLE) as Role | undefined;
       assert(role !== undefined, `field ${field.name} has a role`);
@@ -58,24 +58,17 @@ export function readSegment(file: string, columns?: readonly string[], stop?: ()
         const delta = field.metadata.get(META_ENCODING) === ENCODING_DELTA;
         system.set(role, { index, base: delta ? Number(field.metadata.get(META_BASE)) : null });
       } else if (wanted === null || wanted.has(path)) {
-        byPath.set(path, [...byPath.get(path) ?? [], { role, index }]);
+        const type = (field.metadata.get(META_TYPE) ?? null) as SchemaType | null;
+        const scale = field.metadata.get(META_SCALE);
+        const group = byPath.get(path) ?? [];
+        // Scaled integers are kept as read when they are the column's only field (decode-column.ts).
+        group.push({ role, type, data: ipc.read(index, scale !== undefined), scale: scale === undefined ? null : Number(scale) });
+        byPath.set(path, group);
       }
     });
     for (const role of ['ts', 'created_at', 'seq'] as const) assert(system.has(role), 'a segment has its system fields');
     const result = new Map<string, Column>();
-    for (const [path, fields] of byPath) {
-      if (stop?.() === true) break; // the columns decoded so far (the caller asked to stop)
-      const stored = fields.map(({ role, index }): StoredField => {
-        const metadata = ipc.fields[index].metadata;
-        const scale = metadata.get(META_SCALE);
-        // Scaled integers are kept as read when they are the column's only field (decode-column.ts).
-        return {
-          role, type: (metadata.get(META_TYPE) ?? null) as SchemaType | null,
-          data: ipc.read(index, scale !== undefined), scale: scale === undefined ? null : Number(scale),
-        };
-      });
-      result.set(path, decodeColumn(path, stored, ipc.rows));
-    }
+    for (const [path, fields] of byPath) result.set(path, decodeColumn(path, fields, ipc.rows));
     return new SegmentChunk(file, ipc.rows, system, result);
   } finally {
     ipc.close();

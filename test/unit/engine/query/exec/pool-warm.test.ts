@@ -190,26 +190,3 @@ t.test('an extraction runs on the worker whose cache holds the newest segment', 
     t.same(result.map((event) => event.price), [1002.5, 1003, 1003.5, 1004, 1004.5], `run ${run + 1}: the latest five, oldest first, from the cache`);
   }
 });
-
-t.test('queries that come while segments are warmed stop the warm, and every segment is warmed all the same', async (t) => {
-  const refs = segmentsWithIds(6);
-  const service = new QueryService({
-    source: () => ({ idKey: 0, memoryVersion: 0, segments: refs, memory: null, schema: {} }),
-    clock: () => Date.UTC(2024, 0, 8),
-    workers: 1,
-  });
-  t.teardown(() => service.close());
-  t.same(await service.run('p', 'count', WEEK), { result: 12_000 }, 'the worker is up');
-  // Posted in the same turn as the first warm: the worker finds the query waiting at the warm's
-  // first column and stops there.
-  service.warm(refs);
-  // Counts over whole segments, answered from their footers: they leave the columns to warming.
-  const answers = await Promise.all([0, 1, 2].map(() => service.run('p', 'count', WEEK)));
-  t.same(answers, [{ result: 12_000 }, { result: 12_000 }, { result: 12_000 }]);
-  t.ok(service.warmsInterrupted >= 1, `${service.warmsInterrupted} warms stopped for the queries`);
-  await until(() => service.segmentsWarmed === 6 && service.segmentsWarmedRest === 5);
-  t.equal(service.segmentsWarmed, 6, 'each segment warmed once the queries were answered');
-  t.equal(service.segmentsWarmedRest, 5, 'and the ids of all but the newest (warmed whole) after');
-  for (const ref of refs) fs.rmSync(ref.file);
-  t.same(await service.run('p', 'count_unique', { ...WEEK, target_property: 'user' }), { result: 12_000 }, 'no file read: all of it cached');
-});
