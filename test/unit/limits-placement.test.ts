@@ -30,6 +30,7 @@ const ALLOWED: readonly Allowed[] = [
   // Format constants: sizes a file layout, a wire format or a codec defines.
   { file: 'engine/wal/record.ts', names: ['RECORD_HEADER_BYTES'], why: 'WAL record header layout' },
   { file: 'engine/write/wal-payload.ts', names: ['EVENT_FIXED_BYTES'], why: 'WAL event layout: three u32, three f64, one i32' },
+  { file: 'engine/storage/segment/bitpack.ts', names: ['PACKED_BITS_MAX'], why: 'segment layout 3: the widest packed code (Int32 codes are signed)' },
   { file: 'engine/sketch/hyperloglog.ts', names: ['HEADER_BYTES', 'SPARSE_ENTRY_BYTES'], why: 'serialized sketch layout' },
   { file: 'engine/storage/segment/footer.ts', names: ['SIDECAR_HEADER_BYTES'], why: 'sidecar file header layout' },
   { file: 'engine/storage/segment/projection.ts', names: ['LENGTH_PREFIX_BYTES'], why: 'Arrow IPC: a compressed buffer starts with its int64 length' },

@@ -135,6 +135,26 @@ function aligned(bytes: Uint8Array): Uint8Array {
   return bytes.slice();
 }
 
+/**
+ * Frames a segment writer chose for buffers before handing them to apache-arrow, whose writer
+ * compresses every buffer itself (codec.encode) and stores one raw when its frame is no smaller:
+ * a buffer preset to null is stored raw (bit-packed codes, read as they are), one preset to a
+ * frame gets that frame (made once to weigh the two, not twice). Keyed by the buffer's memory;
+ * a preset is used only for exactly the bytes it was made for.
+ */
+const presets = new WeakMap<ArrayBufferLike, { byteOffset: number; byteLength: number; frame: Uint8Array | null }>();
+
+/** Sets what the ZSTD codec gives for exactly `bytes`: `frame`, or (null) the bytes themselves, stored raw. */
+export function presetCompression(bytes: Uint8Array, frame: Uint8Array | null): void {
+  presets.set(bytes.buffer, { byteOffset: bytes.byteOffset, byteLength: bytes.byteLength, frame });
+}
+
+function presetFrame(data: Uint8Array): Uint8Array | undefined {
+  const preset = presets.get(data.buffer);
+  if (preset === undefined || preset.byteOffset !== data.byteOffset || preset.byteLength !== data.byteLength) return undefined;
+  return preset.frame ?? data;
+}
+
 /** The native calls take a Buffer; this wraps the same memory without copying. */
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -148,6 +168,6 @@ compressionRegistry.set(CompressionType.LZ4_FRAME, {
   decode: (data: Uint8Array) => aligned(decompressFrame(asBuffer(data))),
 });
 compressionRegistry.set(CompressionType.ZSTD, {
-  encode: (data: Uint8Array) => zstdCompress(data),
+  encode: (data: Uint8Array) => presetFrame(data) ?? zstdCompress(data),
   decode: (data: Uint8Array) => aligned(zstdDecompress(data)),
 });

@@ -3,7 +3,7 @@
  * that can hold it, then build each field's Data. Routing is a byte per row, so each field is
  * built in one tight pass over the typed arrays. Lists are the exception: a list row is a JS array.
  */
-import { Data, DataType, Field, Null, makeData } from 'apache-arrow';
+import { Bool, Data, DataType, Field, FixedSizeList, Null, makeData, type Dictionary } from 'apache-arrow';
 import { assert } from '../../base/assert.js';
 import {
   numbersOf,
@@ -29,8 +29,13 @@ import {
   encodeUtf8,
   type Validity,
 } from './arrow-data.js';
+import { presetCompression, zstdCompress } from './arrow.js';
+import { PACKED_BITS_MAX, bitsFor, packCodes, packedBytes } from './bitpack.js';
 import {
+  CODES_BITPACKED,
   ENCODING_PADDED,
+  META_BITS,
+  META_CODES,
   META_ENCODING,
   META_PATH,
   META_ROLE,
@@ -69,7 +74,8 @@ export function encodeColumn(
   const mainElement = type === 'geo' ? 'num' : dominantListKind(column.tags, listKinds);
   const route = routeRows(column, mainKind, mainElement, listKinds);
   const fields: EncodedField[] = [];
-  fields.push(encodeMain(column, type, mainKind, mainElement, route, nextDictionaryId));
+  const main = encodeMain(column, type, mainKind, mainElement, route, nextDictionaryId);
+  fields.push(...(mainKind === 'str' ? packedOrNot(main, column.path) : [main]));
   const routed = new Uint32Array(ROUTE_CODES.length + 1);
   for (let row = 0; row < route.length; row++) routed[route[row]]++;
   for (let code = 2; code <= ROUTE_CODES.length; code++) {
@@ -175,6 +181,41 @@ function encodeMain(
   const field = fieldOf(column.path, column.path, 'main', data);
   field.metadata.set(META_TYPE, type);
   return { field, data };
+}
+
+/**
+ * A main string field as stored: as it is when ZSTD makes its codes smaller than bit-packing
+ * would (that frame is then kept for the writer), else the field with no valid row and its codes,
+ * bit-packed and stored raw, in a `:codes` field after it (layout.ts).
+ */
+function packedOrNot(main: EncodedField, path: string): EncodedField[] {
+  const data = main.data as Data<Dictionary>;
+  const entries = data.dictionary?.length ?? 0;
+  const rows = data.length;
+  if (entries === 0 || rows === 0 || data.nullCount === rows) return [main];
+  const bits = bitsFor(entries);
+  if (bits > PACKED_BITS_MAX) return [main];
+  const codes = data.values as Int8Array | Int16Array | Int32Array;
+  const bytes = new Uint8Array(codes.buffer, codes.byteOffset, rows * codes.BYTES_PER_ELEMENT);
+  const frame = zstdCompress(bytes);
+  if (frame.byteLength < packedBytes(rows, bits)) {
+    presetCompression(bytes, frame);
+    return [main];
+  }
+  const packed = packCodes(codes, bits);
+  presetCompression(packed, null);
+  const bitsData = makeData({ type: new Bool(), length: rows * bits, nullCount: 0, data: packed });
+  const listType = new FixedSizeList(bits, new Field('bits', new Bool(), false));
+  const codesData = makeData({
+    type: listType, length: rows, nullCount: data.nullCount, nullBitmap: data.nullBitmap, child: bitsData,
+  });
+  const empty = makeData({
+    type: data.type, length: rows, nullCount: rows, nullBitmap: new Uint8Array(Math.ceil(rows / 8)),
+    data: new (codes.constructor as Int8ArrayConstructor)(rows), dictionary: data.dictionary,
+  });
+  const field = new Field(main.field.name, main.field.type, true, new Map([...main.field.metadata, [META_CODES, CODES_BITPACKED]]));
+  const codesField = new Field(extraName(path, 'codes'), listType, true, new Map([[META_ROLE, 'codes'], [META_BITS, String(bits)]]));
+  return [{ field, data: empty }, { field: codesField, data: codesData }];
 }
 
 function encodeRole(

@@ -19,6 +19,7 @@ export const TYPE_BOOL = 6;
 export const TYPE_TIMESTAMP = 10;
 export const TYPE_LIST = 12;
 export const TYPE_FIXED_SIZE_BINARY = 15;
+export const TYPE_FIXED_SIZE_LIST = 16;
 const HEADER_RECORD_BATCH = 3;
 const HEADER_DICTIONARY_BATCH = 2;
 const CODEC_LZ4_FRAME = 0;
@@ -72,7 +73,7 @@ export interface TypeInfo {
   readonly kind: number;
   readonly bitWidth: number;
   readonly signed: boolean;
-  /** FloatingPoint precision: 0 half, 1 single, 2 double; FixedSizeBinary: its byte width. */
+  /** FloatingPoint precision: 0 half, 1 single, 2 double; FixedSizeBinary: its byte width; FixedSizeList: its list size. */
   readonly precision: number;
 }
 
@@ -203,7 +204,7 @@ export function parseLayout(read: ReadAt, size: number): Layout | null {
   };
 }
 
-const KNOWN = new Set([TYPE_NULL, TYPE_INT, TYPE_FLOAT, TYPE_BINARY, TYPE_UTF8, TYPE_BOOL, TYPE_TIMESTAMP, TYPE_LIST, TYPE_FIXED_SIZE_BINARY]);
+const KNOWN = new Set([TYPE_NULL, TYPE_INT, TYPE_FLOAT, TYPE_BINARY, TYPE_UTF8, TYPE_BOOL, TYPE_TIMESTAMP, TYPE_LIST, TYPE_FIXED_SIZE_BINARY, TYPE_FIXED_SIZE_LIST]);
 
 function nodeCount(field: FieldInfo): number {
   return 1 + field.children.reduce((total, child) => total + nodeCount(child), 0);
@@ -215,6 +216,7 @@ function bufferCount(field: FieldInfo): number {
   if (kind === TYPE_NULL) return 0;
   if (kind === TYPE_UTF8 || kind === TYPE_BINARY) return 3;
   if (kind === TYPE_LIST) return 2 + bufferCount(field.children[0]);
+  if (kind === TYPE_FIXED_SIZE_LIST) return 1 + bufferCount(field.children[0]);
   return 2;
 }
 
@@ -230,7 +232,9 @@ function parseMetadata(flat: Flat, vector: number): Map<string, string> {
 function parseType(flat: Flat, kind: number, table: number): TypeInfo {
   if (kind === TYPE_INT) return { kind, bitWidth: flat.scalar(table, 0, 'i32'), signed: flat.scalar(table, 1, 'u8') !== 0, precision: 0 };
   if (kind === TYPE_FLOAT) return { kind, bitWidth: 0, signed: true, precision: flat.scalar(table, 0, 'u16') };
-  if (kind === TYPE_FIXED_SIZE_BINARY) return { kind, bitWidth: 0, signed: false, precision: flat.scalar(table, 0, 'i32') };
+  if (kind === TYPE_FIXED_SIZE_BINARY || kind === TYPE_FIXED_SIZE_LIST) {
+    return { kind, bitWidth: 0, signed: false, precision: flat.scalar(table, 0, 'i32') };
+  }
   return { kind, bitWidth: 0, signed: false, precision: 0 };
 }
 
@@ -240,7 +244,7 @@ function parseField(flat: Flat, table: number): FieldInfo | null {
   const type = parseType(flat, kind, flat.ref(table, 3));
   const children = parseFields(flat, flat.ref(table, 5));
   if (children === null) return null;
-  if (kind === TYPE_LIST && children.length !== 1) return null;
+  if ((kind === TYPE_LIST || kind === TYPE_FIXED_SIZE_LIST) && children.length !== 1) return null;
   const encoding = flat.ref(table, 4);
   let dictionary: FieldInfo['dictionary'] = null;
   if (encoding !== 0) {

@@ -14,9 +14,11 @@
  */
 import fs from 'node:fs';
 import { zstdDecompress, zstdDecompressColumn } from './arrow.js';
+import { PACKED_BITS_MAX, unpackCodes } from './bitpack.js';
 import { decompressFrame } from './lz4-frame.js';
+import { CODES_BITPACKED, META_BITS, META_CODES, META_ROLE } from './layout.js';
 import {
-  TYPE_BINARY, TYPE_FIXED_SIZE_BINARY, TYPE_FLOAT, TYPE_BOOL, TYPE_INT, TYPE_LIST, TYPE_NULL, TYPE_TIMESTAMP, TYPE_UTF8,
+  TYPE_BINARY, TYPE_FIXED_SIZE_BINARY, TYPE_FIXED_SIZE_LIST, TYPE_FLOAT, TYPE_BOOL, TYPE_INT, TYPE_LIST, TYPE_NULL, TYPE_TIMESTAMP, TYPE_UTF8,
   dictionaryHeader, fileIdentity, keepLayout, keptLayout, parseLayout,
   type BatchHeader, type FieldInfo, type Layout, type ReadAt, type TypeInfo,
 } from './ipc-layout.js';
@@ -81,6 +83,7 @@ export class IpcFile {
    */
   read(index: number, kept = false): FieldData {
     const field = this.fields[index];
+    if (field.metadata.get(META_CODES) === CODES_BITPACKED) return this.readPacked(index);
     let dictionary: FieldData | undefined;
     if (field.dictionary !== null) dictionary = this.readDictionary(field.dictionary.id, field);
     const cursor = { node: this.layout.firstNode[index], buffer: this.layout.firstBuffer[index] };
@@ -92,6 +95,59 @@ export class IpcFile {
   dictionaryLength(index: number): number | null {
     const field = this.fields[index];
     return field.dictionary === null ? null : this.dictionaryHeader(field.dictionary.id, field).length;
+  }
+
+  /**
+   * A main field whose codes are bit-packed in the `:codes` field after it (layout.ts), read as a
+   * dictionary field is: its dictionary, and the codes unpacked into the field's index type, valid
+   * where the codes field is.
+   */
+  private readPacked(index: number): FieldData {
+    const main = this.fields[index];
+    const codes = this.fields[index + 1] as FieldInfo | undefined;
+    const bits = codes?.type.precision ?? 0;
+    if (
+      main.dictionary === null || codes === undefined || codes.type.kind !== TYPE_FIXED_SIZE_LIST ||
+      codes.metadata.get(META_ROLE) !== 'codes' || codes.metadata.get(META_BITS) !== String(bits) ||
+      bits < 1 || bits > PACKED_BITS_MAX || bits > main.dictionary.index.bitWidth - 1
+    ) throw new Error(`Arrow file: field ${main.name} has no bit-packed codes after it`);
+    const dictionary = this.readDictionary(main.dictionary.id, main);
+    const batch = this.batch;
+    const node = 2 * this.layout.firstNode[index + 1];
+    const rows = batch.nodes[node];
+    const nullCount = batch.nodes[node + 1];
+    if (rows !== this.rows || batch.nodes[node + 2] !== rows * bits) throw new Error(`Arrow file: the codes of ${main.name} are not ${bits} bits a row`);
+    const buffer = this.layout.firstBuffer[index + 1];
+    const validity = this.buffer(batch, buffer, false);
+    const out = main.dictionary.index.bitWidth === 8 ? new Int8Array(rows)
+      : main.dictionary.index.bitWidth === 16 ? new Int16Array(rows) : new Int32Array(rows);
+    unpackCodes(this.packedBuffer(batch, buffer + 2, rows * bits), bits, out);
+    const bitmap = nullCount === 0 || validity.byteLength === 0 ? undefined : validity;
+    return { ...fieldData(rows, nullCount, bitmap, out, undefined, []), dictionary: { data: [dictionary] } };
+  }
+
+  /**
+   * Buffer `index` of a batch holding at least `bits` bits, as whole 4-byte words: a view of the
+   * thread's scratch buffer (valid until the next read) when stored raw, as packed codes are.
+   */
+  private packedBuffer(batch: BatchHeader, index: number, bits: number): Uint8Array {
+    const offset = batch.buffers[2 * index];
+    const length = batch.buffers[2 * index + 1];
+    const words = 4 * Math.ceil(bits / 32);
+    let bytes: Uint8Array;
+    if (batch.codec === 'none') bytes = readInto(scratchOf(length), this.fd, batch.bodyOffset + offset, length);
+    else {
+      if (length < 8) throw new Error('Arrow file: packed codes buffer too short');
+      const raw = readInto(scratchOf(length), this.fd, batch.bodyOffset + offset, length);
+      const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+      const stored = view.getInt32(4, true) === -1 && view.getUint32(0, true) === 0xffffffff;
+      bytes = stored ? raw.subarray(8) : zstdDecompress(Buffer.from(raw.buffer, raw.byteOffset + 8, raw.byteLength - 8));
+    }
+    if (bytes.byteLength * 8 < bits) throw new Error('Arrow file: packed codes buffer too short');
+    if (bytes.byteLength >= words && bytes.byteOffset % 4 === 0) return bytes.subarray(0, words);
+    const copy = new Uint8Array(words);
+    copy.set(bytes.subarray(0, Math.min(words, bytes.byteLength)));
+    return copy;
   }
 
   private readDictionary(id: number, field: FieldInfo): FieldData {

@@ -12,6 +12,8 @@
  *   Extra    => <path>:num Float64 | <path>:str Dictionary<Int32,Utf8> | <path>:bool Bool
  *             | <path>:list_num List<Float64> | <path>:list_str List<Utf8>
  *             | <path>:list_bool List<Bool> | <path>:null Bool (true on explicit nulls)
+ *   Codes    => <path>:codes FixedSizeList<Bool>(bits), right after a main field whose codes it
+ *               holds (tally.codes = bitpacked on the main field; below)
  *
  * An extra exists only when some row of the chunk holds a value the main field cannot. A row is
  * valid in at most one field of its path; valid in none means the path is missing on that row.
@@ -25,6 +27,11 @@
  *   FixedSizeBinary of the longest value's width, each value's UTF-8 padded with zero bytes
  *   (tally.encoding = padded on the field; values never hold a zero byte then, so a reader drops
  *   the zeros at each value's end);
+ * - (layout 3) a main string field's codes are bit-packed when that is no larger than their ZSTD
+ *   frame (bitpack.ts): the main field (tally.codes = bitpacked) keeps its type and dictionary but
+ *   no row is valid in it; the field right after it, `<path>:codes` (tally.role = codes,
+ *   tally.bits = b, no tally.path), is a FixedSizeList<Bool>(b) valid on the main field's rows,
+ *   whose row i holds the bits of that row's code, least significant first, stored uncompressed;
  * - a number field whose values are all exact multiples of 10^-s in a narrow integer range is
  *   stored as Int8/Int16/Int32 of value × 10^s, with tally.scale = s;
  * - svc.timestamp, svc.created_at and _seq are stored as Int8/Int16/Int32 (the narrowest that fits) differences from the previous row
@@ -33,19 +40,25 @@
  */
 import type { SchemaType } from '../chunk.js';
 
-export const LAYOUT_VERSION = '2';
+export const LAYOUT_VERSION = '3';
 /**
  * Layouts the reader still reads. Version 1 also stored each event's JSON in `_raw` (ignored now):
  * its columns answer every query; events rebuilt from them lack svc.addons and empty objects, and
- * get svc.id from their log offset. Compaction rewrites such segments as version 2.
+ * get svc.id from their log offset. Version 2 has no bit-packed codes (it is read as it is: every
+ * field of a version 2 file reads the same under version 3). Compaction rewrites both as version 3.
  */
-export const READABLE_LAYOUT_VERSIONS: readonly string[] = ['1', LAYOUT_VERSION];
+export const READABLE_LAYOUT_VERSIONS: readonly string[] = ['1', '2', LAYOUT_VERSION];
 
 export const META_SCALE = 'tally.scale';
 export const META_ENCODING = 'tally.encoding';
 export const META_BASE = 'tally.base';
 export const ENCODING_DELTA = 'delta';
 export const ENCODING_PADDED = 'padded';
+/** On a main field whose codes are in the `:codes` field after it. */
+export const META_CODES = 'tally.codes';
+export const CODES_BITPACKED = 'bitpacked';
+/** On a `:codes` field: the bits of each code. */
+export const META_BITS = 'tally.bits';
 
 /** The sidecar of segment `file` is `file + SIDECAR_SUFFIX` (footer.ts has its format). */
 export const SIDECAR_SUFFIX = '.meta';
@@ -72,7 +85,8 @@ export type Role =
   | 'list_num'
   | 'list_str'
   | 'list_bool'
-  | 'null';
+  | 'null'
+  | 'codes';
 
 /** Element kind of a list row: that of its non-null elements, or `none` if it has none. */
 export type ListKind = 'num' | 'str' | 'bool' | 'none';

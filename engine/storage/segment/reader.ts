@@ -4,19 +4,22 @@
  * synchronous: a segment is bounded by SEGMENT_ROWS_MAX and callers run it on a worker.
  */
 import fs from 'node:fs';
-import { RecordBatchReader, tableFromIPC, type RecordBatch } from 'apache-arrow';
+import { DataType, RecordBatchReader, tableFromIPC, type Data, type RecordBatch } from 'apache-arrow';
 import { assert } from '../../base/assert.js';
 import { WARM_ROWS_PER_DICTIONARY_ENTRY } from '../../base/limits.js';
 import { TIME_BLOCK_ROWS, blockMaxima, type Column, type ColumnChunk, type SchemaType, type SegmentFooter } from '../chunk.js';
 import './arrow.js';
 import { readTimestamps } from './arrow-values.js';
+import { unpackCodes } from './bitpack.js';
 import { decodeColumn, type StoredField } from './decode-column.js';
 import { readAligned } from './durable.js';
 import { IpcFile, type FieldData } from './ipc-read.js';
 import { readProjected } from './projection.js';
 import { assertFooter, decodeSidecar, type FooterWithSketches } from './footer.js';
 import {
+  CODES_BITPACKED,
   ENCODING_DELTA,
+  META_CODES,
   READABLE_LAYOUT_VERSIONS,
   META_BASE,
   META_ENCODING,
@@ -183,7 +186,8 @@ export function readSegmentArrow(file: string, columns?: readonly string[]): Col
   batch.schema.fields.forEach((field, index) => {
     const role = field.metadata.get(META_ROLE) as Role | undefined;
     assert(role !== undefined, `field ${field.name} has a role`);
-    const data = batch.getChildAt(index)!.data[0];
+    let data: FieldData = batch.getChildAt(index)!.data[0];
+    if (field.metadata.get(META_CODES) === CODES_BITPACKED) data = unpackedArrow(data, batch.getChildAt(index + 1)?.data[0]);
     const path = field.metadata.get(META_PATH);
     const delta = field.metadata.get(META_ENCODING) === ENCODING_DELTA;
     if (path === undefined) system.set(role, { data, base: delta ? Number(field.metadata.get(META_BASE)) : null });
@@ -203,6 +207,22 @@ export function readSegmentArrow(file: string, columns?: readonly string[]): Col
     createdAt: systemValues(system.get('created_at'), rows),
     seq: systemValues(system.get('seq'), rows),
     columns: result,
+  };
+}
+
+/** A main field whose codes are bit-packed in `codes`, the field after it (layout.ts), as a dictionary field. */
+function unpackedArrow(main: FieldData, codes: Data | undefined): FieldData {
+  const child = codes?.children[0];
+  assert(codes !== undefined && DataType.isFixedSizeList(codes.type) && child !== undefined, 'bit-packed codes follow their field');
+  const bits = codes.type.listSize;
+  assert(codes.length === main.length && child.length === main.length * bits && codes.offset === 0 && child.offset === 0, 'packed codes cover every row');
+  const bytes = child.values as Uint8Array;
+  const packed = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
+  const out = new (main.values.constructor as Int32ArrayConstructor)(main.length);
+  unpackCodes(packed, bits, out);
+  return {
+    length: main.length, offset: 0, nullCount: codes.nullCount, nullBitmap: codes.nullCount === 0 ? undefined : codes.nullBitmap,
+    values: out, valueOffsets: undefined, children: [], dictionary: main.dictionary,
   };
 }
 

@@ -6,7 +6,9 @@
  * - test/fixtures/data-dir-wal-tags: WAL records carrying a tag (an idempotent Kafka batch's
  *   producer fields), written by the code that introduced them;
  * - test/fixtures/data-dir-wal-zeroed: a WAL segment ending in room zeroed ahead of its writes
- *   (engine/wal/wal.ts), written by the code that introduced it.
+ *   (engine/wal/wal.ts), written by the code that introduced it;
+ * - test/fixtures/data-dir-bitpacked: segments of layout version 3, whose string codes are
+ *   bit-packed (storage/segment/bitpack.ts), written by the code that introduced them.
  * Regenerate with the generator in the fixtures' README if a format changes (a new fixture, never
  * a rewritten one).
  */
@@ -16,6 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { openEngine } from '../../../engine/index.js';
+import { IpcFile } from '../../../engine/storage/segment/ipc-read.js';
 
 const FIXTURES = fileURLToPath(new URL('../../../../test/fixtures/', import.meta.url));
 const TIMEFRAME = { start: '2024-01-01T00:00:00Z', end: '2024-01-02T00:00:00Z' };
@@ -31,6 +34,7 @@ for (const [name, tags] of [
   ['data-dir-60f2194', []],
   ['data-dir-wal-tags', [{ tag: JSON.stringify(['kafka', 'pv', 7, 0, 0, 3]), firstOffset: 5 }]],
   ['data-dir-wal-zeroed', []],
+  ['data-dir-bitpacked', []],
 ] as const) {
   t.test(`${name}: every event once, tokens and tags recovered, then a clean close and reopen`, async (t) => {
     const dir = copyOf(name);
@@ -57,3 +61,12 @@ for (const [name, tags] of [
     await engine.close();
   });
 }
+
+t.test('data-dir-bitpacked holds what it is kept for: a layout 3 segment with bit-packed codes', async (t) => {
+  const day = path.join(FIXTURES, 'data-dir-bitpacked/projects/77fec0a26396769efdad7893/pv/2024-01-01');
+  const segment = fs.readdirSync(day).find((name) => name.endsWith('.arrow'))!;
+  const ipc = IpcFile.open(path.join(day, segment))!;
+  t.teardown(() => ipc.close());
+  t.equal(ipc.metadata.get('tally.version'), '3');
+  t.same(ipc.fields.filter((field) => field.metadata.get('tally.codes') === 'bitpacked').map((field) => field.name), ['page', 'svc.uniqueness_token']);
+});

@@ -34,9 +34,21 @@ t.test('writes a standard Arrow IPC file a plain tableFromIPC reads', async (t) 
   const names = table.schema.fields.map((field) => field.name);
   t.same(names, [
     'svc.timestamp', 'svc.created_at', '_seq',
-    'user.id', 'n', 'n:str', 'flag', 'flag:null', 'tags', 'tags:list_num',
+    'user.id', 'user.id:codes', 'n', 'n:str', 'flag', 'flag:null', 'tags', 'tags:list_num',
   ]);
-  t.same(table.getChild('user.id')!.toArray(), ['u1', 'u2', 'u1']);
+  // Three codes of one bit take a byte packed, less than their ZSTD frame: the string field keeps
+  // its dictionary but no valid row, and its codes are the bits of each row of `user.id:codes`.
+  const user = table.schema.fields.find((field) => field.name === 'user.id')!;
+  t.equal(user.metadata.get('tally.codes'), 'bitpacked');
+  t.same([...table.getChild('user.id')!], [null, null, null]);
+  const codes = table.schema.fields.find((field) => field.name === 'user.id:codes')!;
+  t.same([String(codes.type), codes.metadata.get('tally.bits'), codes.metadata.get('tally.role')], ['FixedSizeList[1]<Bool>', '1', 'codes']);
+  const dictionary = table.getChild('user.id')!.data[0].dictionary!;
+  const decoded = [...table.getChild('user.id:codes')!].map((bits) => {
+    const code = [...bits!].reduce((sum: number, bit, index) => sum + (bit ? 2 ** index : 0), 0);
+    return dictionary.get(code);
+  });
+  t.same(decoded, ['u1', 'u2', 'u1']);
   // Numbers with one decimal are stored as Int8 of value × 10, the scale in the field's metadata.
   const n = table.schema.fields.find((field) => field.name === 'n')!;
   t.equal(String(n.type), 'Int8');
