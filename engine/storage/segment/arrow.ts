@@ -140,7 +140,7 @@ function aligned(bytes: Uint8Array): Uint8Array {
  * compresses every buffer itself (codec.encode) and stores one raw when its frame is no smaller:
  * a buffer preset to null is stored raw (bit-packed codes, read as they are), one preset to a
  * frame gets that frame (made once to weigh the two, not twice). Keyed by the buffer's memory;
- * a preset is used only for exactly the bytes it was made for.
+ * a preset is used only for exactly the bytes it was made for, and only once.
  */
 const presets = new WeakMap<ArrayBufferLike, { byteOffset: number; byteLength: number; frame: Uint8Array | null }>();
 
@@ -149,9 +149,14 @@ export function presetCompression(bytes: Uint8Array, frame: Uint8Array | null): 
   presets.set(bytes.buffer, { byteOffset: bytes.byteOffset, byteLength: bytes.byteLength, frame });
 }
 
+/**
+ * The preset for exactly `data`, used once: dropped as it is taken, so memory reused for other
+ * bytes (a pooled buffer, say) could never be written with a frame made for what it held before.
+ */
 function presetFrame(data: Uint8Array): Uint8Array | undefined {
   const preset = presets.get(data.buffer);
   if (preset === undefined || preset.byteOffset !== data.byteOffset || preset.byteLength !== data.byteLength) return undefined;
+  presets.delete(data.buffer);
   return preset.frame ?? data;
 }
 

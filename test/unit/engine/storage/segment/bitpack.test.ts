@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { zstdCompress } from '../../../../../engine/storage/segment/arrow.js';
+import { CompressionType, compressionRegistry } from 'apache-arrow';
+import { presetCompression, zstdCompress } from '../../../../../engine/storage/segment/arrow.js';
 import { bitsFor, packCodes, packedBytes, unpackCodes } from '../../../../../engine/storage/segment/bitpack.js';
 import { parseLayout } from '../../../../../engine/storage/segment/ipc-layout.js';
 import { readSegment, readSegmentArrow } from '../../../../../engine/storage/segment/reader.js';
@@ -120,4 +121,15 @@ t.test('seeded random columns (nulls, missing rows, mixed types, lists) read the
     t.same(viewChunk(readSegmentArrow(file)), viewChunk(chunk), `seed ${seed}: apache-arrow`);
     t.same(viewChunk(readSegment(file, ['c2', 'c6'])), viewChunk(readSegmentArrow(file, ['c2', 'c6'])), `seed ${seed}: projected`);
   }
+});
+
+t.test('a preset frame is given once, for exactly its bytes: memory reused later is compressed as it is', async (t) => {
+  const codec = compressionRegistry.get(CompressionType.ZSTD)!;
+  const bytes = new Uint8Array(4_096).fill(7);
+  presetCompression(bytes, null);
+  t.equal(codec.encode!(bytes.subarray(0, 100)).byteLength < 100, true, 'other bytes of the same memory: compressed');
+  t.equal(codec.encode!(bytes), bytes, 'the preset bytes: stored raw');
+  const again = codec.encode!(bytes);
+  t.not(again, bytes, 'taken once');
+  t.ok(again.byteLength < bytes.byteLength, 'then compressed as any buffer');
 });
