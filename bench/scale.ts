@@ -226,10 +226,13 @@ async function warmClient(): Promise<void> {
 }
 
 /** Rows not yet flushed and day partitions not yet merged, from /metrics. */
-async function storeState(server: TestServer): Promise<{ bufferRows: number; backlog: number }> {
+async function storeState(server: TestServer): Promise<{ bufferRows: number; backlog: number; pausedS: number }> {
   const text = await fetch(`${server.url}/metrics`, { headers: { Authorization: server.orgKey } }).then((r) => r.text());
   const sample = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-  return { bufferRows: sample('tally_buffer_rows'), backlog: sample('tally_compaction_backlog') };
+  return {
+    bufferRows: sample('tally_buffer_rows'), backlog: sample('tally_compaction_backlog'),
+    pausedS: sample('tally_background_paused_seconds_total'),
+  };
 }
 
 /** Longest wait, after the fixed 25 s, for the buffers to be empty and every day one segment. */
@@ -360,6 +363,9 @@ async function main(): Promise<void> {
     table.push([query.name, runs[0].ms.toFixed(1), withDuck(duckFirstMs.toFixed(1)), withDuck((runs[0].ms / duckFirstMs).toFixed(2)),
       best.toFixed(1), withDuck(duckMs.toFixed(1)), withDuck((best / duckMs).toFixed(2)), same]);
   }
+  const afterQueries = await storeState(server);
+  console.log(`after the queries: ${afterQueries.backlog} day partitions not merged; merges stood still` +
+    ` ${(afterQueries.pausedS - atQueries.pausedS).toFixed(1)} s while Tally's queries ran`);
   const widths = table[0].map((_, c) => Math.max(...table.map((row) => row[c].length)));
   for (const row of table) console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '));
   if (duck !== null) {

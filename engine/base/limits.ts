@@ -123,6 +123,12 @@ export const PARTITION_QUIET_MS = 5_000;
  */
 export const COMPACTION_QUERY_IDLE_MS = 2_000;
 /**
+ * Milliseconds a merge or a delete rewrite under way may stand still in all for the queries that
+ * arrive meanwhile (base/query-activity.ts): bounded, so merges still end under queries that
+ * overlap without a pause. Writes, deletes and a close waiting for it end its pauses at once.
+ */
+export const BACKGROUND_PAUSE_MAX_MS = 10_000;
+/**
  * Rows of a compacted segment; bounds the memory and the duration of one compaction. A merge runs
  * on the segment worker, where the next flush waits for it while the write buffers fill: at 2M
  * rows, a 50M-event load merged 555,000-row days for seconds at a time, and the write thread's

@@ -20,14 +20,16 @@ export function rewriteSegment(
   target: string,
   entries: readonly DeleteEntry[],
   schema: Readonly<Record<string, SchemaType>>,
+  pause?: () => void,
 ): SegmentFooter {
   const original = readSegment(source);
+  pause?.();
   const chunk = applyDeletes(original, entries);
   if (chunk === original) return { ...UNCHANGED, rows: original.rows };
   if (chunk.rows === 0) {
     return { rows: 0, tsMin: 0, tsMax: 0, seqMin: 0, seqMax: 0, columns: {} };
   }
-  return writeSegment(target, chunk, schema);
+  return writeSegment(target, chunk, schema, pause);
 }
 
 /**

@@ -60,6 +60,11 @@ export class Flusher {
   failures = 0;
   writesHeldBack = 0;
 
+  /** Milliseconds merges and delete rewrites have stood still for queries (base/query-activity.ts). */
+  get backgroundPausedMs(): number {
+    return this.deps.segmentPool.pausedMs;
+  }
+
   constructor(private readonly deps: FlusherDeps) {}
 
   /** Flushes every `intervalMs`, and as soon as writes stop after a load (flushIfQuiet). */
@@ -73,7 +78,13 @@ export class Flusher {
     if (this.compactTimer !== null) clearTimeout(this.compactTimer);
   }
 
+  /** Flushes now; a merge or rewrite under way stops pausing for queries (someone waits). */
   flush(): Promise<void> {
+    if (this.flushing !== null) this.deps.segmentPool.urge();
+    return this.flushSoon();
+  }
+
+  private flushSoon(): Promise<void> {
     if (this.flushing !== null) {
       this.flushWanted = true;
       return this.flushing;
@@ -92,9 +103,12 @@ export class Flusher {
     return this.flushing;
   }
 
-  /** A flush whose failure is reported (logged, counted, retried by the next), not thrown. */
+  /**
+   * A flush whose failure is reported (logged, counted, retried by the next), not thrown. Timers
+   * ask for it: no one waits, so a merge under way keeps pausing for queries.
+   */
   flushInBackground(): void {
-    void this.flush().catch(this.reportError);
+    void this.flushSoon().catch(this.reportError);
   }
 
   /**
@@ -105,6 +119,7 @@ export class Flusher {
    */
   async idle(): Promise<void> {
     if (this.flushing === null) return;
+    this.deps.segmentPool.urge();
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -118,12 +133,18 @@ export class Flusher {
     await new Promise((resolve) => setImmediate(resolve));
   }
 
+  /** A buffer is full (BUFFER_ROWS_MAX): flushed now, before merges that pause for queries. */
+  bufferFull(): void {
+    this.deps.segmentPool.urge();
+    this.flushInBackground();
+  }
+
   /** Flushes when the write buffers together pass their share of the memory budget. */
   rowsAdded(rows: number): void {
     this.rowsSinceBudgetCheck += rows;
     if (this.rowsSinceBudgetCheck < BUDGET_CHECK_ROWS) return;
     this.rowsSinceBudgetCheck = 0;
-    if (this.deps.stores.bufferedBytes() > this.deps.bufferBytes) this.flushInBackground();
+    if (this.deps.stores.bufferedBytes() > this.deps.bufferBytes) this.bufferFull();
   }
 
   /**
@@ -140,6 +161,7 @@ export class Flusher {
     if (this.failing || this.deps.isClosed()) return null;
     if (this.deps.stores.bufferedRows() + this.deps.writes.rowsInFlight < this.deps.backlogRows) return null;
     this.writesHeldBack++;
+    this.deps.segmentPool.urge(); // writes wait: a merge under way stops pausing for queries
     this.flushInBackground();
     return new Promise((resolve) => this.roomWaiters.push(resolve));
   }

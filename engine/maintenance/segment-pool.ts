@@ -1,26 +1,45 @@
 /**
  * The main thread's side of segment-worker.ts: one worker, jobs answered in order as promises.
  * With `inline` (tests, or no worker threads wanted) jobs run synchronously on the calling thread.
+ * Given the queries' activity, the worker's merges and delete rewrites pause while queries run
+ * (base/query-activity.ts); inline jobs never pause (the queries' ends are counted on this thread).
  */
 import { JobWorker } from '../base/job-worker.js';
 import { SEGMENT_INLINE_ROWS_MAX, WORKER_YOUNG_GENERATION_MB } from '../base/limits.js';
+import type { QueryActivity } from '../base/query-activity.js';
 import type { ColumnChunk, SegmentFooter } from '../storage/chunk.js';
 import { runSegmentJob, type SegmentJob, type SegmentJobResult } from './segment-worker.js';
 
 type JobInput = SegmentJob extends infer J ? (J extends SegmentJob ? Omit<J, 'id'> : never) : never;
 
 export class SegmentPool {
-  private readonly worker = new JobWorker<SegmentJobResult, SegmentFooter[]>('segment',
-    new URL('./segment-worker.js', import.meta.url), (result) => {
-      if (result.error !== undefined) throw new Error(`segment job failed: ${result.error}`);
-      return result.footers;
-    }, { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
+  private readonly worker: JobWorker<SegmentJobResult, SegmentFooter[]>;
   private nextId = 1;
+  /** Milliseconds the worker's merges and rewrites have stood still for queries. */
+  pausedMs = 0;
 
-  constructor(private readonly inline: boolean) {}
+  constructor(private readonly inline: boolean, private readonly activity: QueryActivity | null = null) {
+    this.worker = new JobWorker<SegmentJobResult, SegmentFooter[]>('segment',
+      new URL('./segment-worker.js', import.meta.url), (result) => {
+        if (result.error !== undefined) throw new Error(`segment job failed: ${result.error}`);
+        this.pausedMs = result.pausedMs;
+        return result.footers;
+      }, {
+        resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+        workerData: { queryActivity: activity?.shared ?? null },
+      });
+  }
+
+  /** The merge or rewrite under way is waited for (writes held back, a delete, a close): no more pauses. */
+  urge(): void {
+    this.activity?.urge();
+  }
 
   run(input: JobInput): Promise<SegmentFooter[]> {
     const job = { ...input, id: this.nextId++ } as SegmentJob;
+    // The flusher sends one job at a time (flushes, merges and rewrites never overlap), so this
+    // one starts now, and an urge meant for the job before it is spent.
+    if (job.op !== 'write') this.activity?.calm();
     // A small flush with no worker started yet is written here: starting the worker (~0.4 s, and
     // its own heap) cost more than the write, and made an embedded open-write-close take seconds.
     const small = job.op === 'write' && !this.worker.running && job.chunk.rows <= SEGMENT_INLINE_ROWS_MAX;

@@ -3,7 +3,9 @@
  * serving writes never spends its time encoding Arrow, compressing and fsyncing. Stateless: each
  * message names its files; the main thread owns the manifest and decides what the results mean.
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
+import { BACKGROUND_PAUSE_MAX_MS } from '../base/limits.js';
+import { QueryPause } from '../base/query-activity.js';
 import type { ColumnChunk, SchemaType, SegmentFooter } from '../storage/chunk.js';
 import { concatChunks, gatherChunk, internRepeats } from '../storage/chunk-ops.js';
 import { readSegment } from '../storage/segment/reader.js';
@@ -22,11 +24,17 @@ export type SegmentJob =
       readonly deletes: readonly DeleteEntry[]; readonly schema: Readonly<Record<string, SchemaType>> };
 
 export type SegmentJobResult =
-  | { readonly id: number; readonly footers: SegmentFooter[]; readonly error?: undefined }
+  | { readonly id: number; readonly footers: SegmentFooter[]; readonly error?: undefined;
+      /** Milliseconds the worker has stood still for queries, over all its jobs (QueryPause). */
+      readonly pausedMs: number }
   | { readonly id: number; readonly error: string };
 
-/** Footers of the segments written: one per part of a flush, one for a compaction. */
-export function runSegmentJob(job: SegmentJob): SegmentFooter[] {
+/**
+ * Footers of the segments written: one per part of a flush, one for a compaction. A merge and a
+ * delete rewrite are background work: they call `pause` between their steps (QueryPause.point),
+ * which returns once no query runs. A flush never pauses: writes wait for it.
+ */
+export function runSegmentJob(job: SegmentJob, pause?: () => void): SegmentFooter[] {
   if (job.op === 'write') {
     // Splitting a flush into per-day parts (a copy, dictionaries re-interned) happens here, off
     // the thread that serves writes.
@@ -37,8 +45,13 @@ export function runSegmentJob(job: SegmentJob): SegmentFooter[] {
       indices !== null ? gatherChunk(job.chunk, indices) : hasRepeats(job.chunk) ? internRepeats(job.chunk) : job.chunk,
       job.schema));
   }
-  if (job.op === 'rewrite') return [rewriteSegment(job.source, job.file, job.deletes, job.schema)];
-  return [writeSegment(job.file, mergeBySeq(job.sources.map((file) => readSegment(file))), job.schema)];
+  if (job.op === 'rewrite') return [rewriteSegment(job.source, job.file, job.deletes, job.schema, pause)];
+  const chunks = job.sources.map((file) => {
+    pause?.();
+    return readSegment(file);
+  });
+  pause?.();
+  return [writeSegment(job.file, mergeBySeq(chunks), job.schema, pause)];
 }
 
 function hasRepeats(chunk: ColumnChunk): boolean {
@@ -59,10 +72,14 @@ export function mergeBySeq(chunks: readonly ColumnChunk[]): ColumnChunk {
 
 if (parentPort) {
   const port = parentPort;
+  const shared = (workerData as { queryActivity?: unknown } | null)?.queryActivity;
+  const pause = shared instanceof SharedArrayBuffer ? new QueryPause(shared) : null;
   port.on('message', (job: SegmentJob) => {
     let result: SegmentJobResult;
     try {
-      result = { id: job.id, footers: runSegmentJob(job) };
+      pause?.begin(BACKGROUND_PAUSE_MAX_MS);
+      const footers = runSegmentJob(job, job.op === 'write' ? undefined : pause?.point);
+      result = { id: job.id, footers, pausedMs: pause?.pausedMs ?? 0 };
     } catch (error) {
       result = { id: job.id, error: (error as Error)?.stack ?? String(error) };
     }

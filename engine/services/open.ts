@@ -13,6 +13,7 @@ import { FLUSH_INTERVAL_MS, WRITE_BACKLOG_ROWS } from '../base/limits.js';
 import { Listeners } from '../base/listeners.js';
 import { jsonLogger } from '../base/logger.js';
 import { defaultMemoryBudget, planMemory } from '../base/memory.js';
+import { QueryActivity } from '../base/query-activity.js';
 import { AccessKeys } from '../catalog/access-keys.js';
 import { Catalog } from '../catalog/catalog.js';
 import { Datasets } from '../catalog/datasets.js';
@@ -71,6 +72,7 @@ interface Base {
   readonly stores: StoreSet;
   readonly segmentPool: SegmentPool;
   readonly retired: RetiredFiles;
+  readonly queryActivity: QueryActivity;
 }
 
 /** The services of data: events in, collections, the log view, queries, flush and compaction. */
@@ -132,6 +134,8 @@ async function openBase(options: EngineOptions, dataDir: string): Promise<Base> 
   const ingestWorkers = options.ingestWorkers ?? Math.max(1, os.availableParallelism() - 1);
   const ingest = ingestWorkers > 0
     ? new IngestPool(ingestWorkers, { geoipDbPath: options.geoipDbPath, databaseFiles: sharedDatabaseFiles(), eagerData }) : null;
+  // Queries running, seen by the segment worker: its merges and delete rewrites pause meanwhile.
+  const queryActivity = new QueryActivity();
   // Segment files replaced by compaction or a delete rewrite, kept until their readers are done.
   const retired = new RetiredFiles((file) => {
     fs.rmSync(file, { force: true });
@@ -139,7 +143,7 @@ async function openBase(options: EngineOptions, dataDir: string): Promise<Base> 
   });
   return {
     dataDir, clock, logger, state, guards, projects, created, wal, replay, enricher, workers, memory, ingest,
-    stores: new StoreSet(dataDir, clock), segmentPool: new SegmentPool(workers === 0), retired,
+    stores: new StoreSet(dataDir, clock), segmentPool: new SegmentPool(workers === 0, queryActivity), retired, queryActivity,
   };
 }
 
@@ -153,7 +157,7 @@ function wireCore(options: EngineOptions, base: Base): Core {
     clock, wal: base.wal, enricher: base.enricher, stores, guards: base.guards, ingest: base.ingest,
     hidden: (store) => deletes!.hidden(store),
     room: () => flusher!.roomForWrites(),
-    full: () => flusher!.flushInBackground(),
+    full: () => flusher!.bufferFull(),
     added: (rows) => flusher!.rowsAdded(rows),
   });
   const deleted = new Listeners<[projectId: string, collection: string]>();
@@ -183,6 +187,7 @@ function wireCore(options: EngineOptions, base: Base): Core {
     cacheBytes: memory.chunkCacheBytes,
     footerCacheBytes: memory.footerCacheBytes,
     mayWarm: notLoading(() => events.writes.accepted),
+    activity: base.queryActivity,
   });
   flusher = new Flusher({
     stores, wal: base.wal, segmentPool,

@@ -40,7 +40,7 @@ export function engineStats({ stores, writes, wal, flusher, queries, memory }: S
   return {
     eventsAccepted: writes.accepted, eventsRefused: writes.refused, eventsFailed: writes.failed,
     walFailures: wal.stats.failures, walRecoveries: wal.stats.recoveries, flushFailures: flusher.failures,
-    writesHeldBack: flusher.writesHeldBack,
+    writesHeldBack: flusher.writesHeldBack, backgroundPausedMs: flusher.backgroundPausedMs,
     queriesRunning: depths.running, queriesWaiting: depths.waiting, segmentsWarmed: queries.segmentsWarmed,
     bufferRows, segments, segmentRows, segmentBytes, compactionBacklog,
     memoryBudgetBytes: memory.budgetBytes,

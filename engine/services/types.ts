@@ -112,6 +112,8 @@ export interface EngineStats {
   readonly flushFailures: number;
   /** Writes that waited for a flush because the write buffers were full (a flush behind a merge). */
   readonly writesHeldBack: number;
+  /** Milliseconds merges and delete rewrites under way stood still while queries ran. */
+  readonly backgroundPausedMs: number;
   /** Queries executing and waiting for a slot (K running, Q waiting). */
   readonly queriesRunning: number;
   readonly queriesWaiting: number;

@@ -81,6 +81,8 @@ export class Metrics {
     fromStats('tally_wal_recoveries_total', 'WAL recoveries after a failure, without a restart', () => stats.walRecoveries, 'counter');
     fromStats('tally_flush_failures_total', 'Flushes or compactions that failed (retried)', () => stats.flushFailures, 'counter');
     fromStats('tally_writes_held_back_total', 'Writes that waited for a flush because the write buffers were full', () => stats.writesHeldBack, 'counter');
+    fromStats('tally_background_paused_seconds_total', 'Seconds merges and delete rewrites stood still while queries ran',
+      () => stats.backgroundPausedMs / 1000, 'counter');
     fromStats('tally_queries_running', 'Queries executing (K of the admission limit)', () => stats.queriesRunning, 'gauge');
     fromStats('tally_queries_waiting', 'Queries waiting for a slot (Q)', () => stats.queriesWaiting, 'gauge');
     fromStats('tally_segments_warmed_total', 'Segments decoded into the query caches as they were written, before any query asked',

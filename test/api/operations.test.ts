@@ -61,7 +61,8 @@ t.test('metrics are Prometheus text whose numbers move with the traffic', async 
   t.ok(sample(after, 'tally_wal_fsync_seconds_count') - (sample(before, 'tally_wal_fsync_seconds_count') || 0) >= 2,
     'each acknowledged write waited for a WAL fsync');
   for (const name of ['tally_segments', 'tally_segment_bytes', 'tally_compaction_backlog', 'tally_memory_budget_bytes',
-    'tally_queries_running', 'tally_queries_waiting', 'tally_events_failed_total', 'tally_wal_failures_total']) {
+    'tally_queries_running', 'tally_queries_waiting', 'tally_events_failed_total', 'tally_wal_failures_total',
+    'tally_background_paused_seconds_total']) {
     t.ok(Number.isFinite(sample(after, name)), name);
   }
 });

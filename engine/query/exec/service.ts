@@ -22,6 +22,7 @@ import { finishFunnel, mergeOutcomes, splitSource, workerOfSegment, type Partial
 import { decodePartial, encodeOutcome } from './partial-codec.js';
 import { mayCountFromSketches } from './footer-sketch.js';
 import { ApiError } from '../../base/errors.js';
+import type { QueryActivity } from '../../base/query-activity.js';
 import type { AggregatePlan } from '../plan/plan.js';
 import type { AggregateOutcome } from './result.js';
 
@@ -79,6 +80,8 @@ export interface QueryServiceOptions {
    * states, merged here); default every worker of the pool. 1 = each query on one worker.
    */
   fanOut?: number;
+  /** Queries running, counted where the segment worker sees them: its merges pause meanwhile. */
+  activity?: QueryActivity;
 }
 
 export class QueryService {
@@ -106,14 +109,25 @@ export class QueryService {
   private active = 0;
   private lastDoneMs = 0;
 
-  /** Milliseconds since the last query finished; 0 while one runs. Background work defers to queries. */
   /** Queries executing and waiting to start. */
   depths(): { running: number; waiting: number } {
     return this.admission.depths;
   }
 
+  /** Milliseconds since the last query finished; 0 while one runs. Background work defers to queries. */
   idleMs(): number {
     return this.active > 0 ? 0 : Date.now() - this.lastDoneMs;
+  }
+
+  private begin(): void {
+    this.active++;
+    this.opts.activity?.enter();
+  }
+
+  private end(): void {
+    this.active--;
+    this.lastDoneMs = Date.now();
+    this.opts.activity?.leave();
   }
 
   /**
@@ -154,12 +168,11 @@ export class QueryService {
 
   /** Runs a query; `counted` false keeps it out of the rate limits (cached queries' refreshes). */
   async run(projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, counted = true): Promise<unknown> {
-    this.active++;
+    this.begin();
     try {
       return await this.runCounted(projectId, analysis, params, counted);
     } finally {
-      this.active--;
-      this.lastDoneMs = Date.now();
+      this.end();
     }
   }
 
@@ -218,7 +231,7 @@ export class QueryService {
   async runPartial(
     projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, nowMs: number, steps?: readonly number[],
   ): Promise<Uint8Array<ArrayBuffer>> {
-    this.active++;
+    this.begin();
     try {
       return await this.admitted(projectId, analysis, params, { counted: true, nowMs, steps }, async (task) => {
         if (task.plan.kind === 'funnel') return this.funnelSteps(task, steps ?? task.plan.steps.map((_, index) => index));
@@ -236,8 +249,7 @@ export class QueryService {
         return encodeOutcome(outcome, eventsScanned);
       });
     } finally {
-      this.active--;
-      this.lastDoneMs = Date.now();
+      this.end();
     }
   }
 

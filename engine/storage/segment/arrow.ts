@@ -160,6 +160,23 @@ function presetFrame(data: Uint8Array): Uint8Array | undefined {
   return preset.frame ?? data;
 }
 
+/** Called before each buffer the ZSTD codec compresses, while withCompressionPause runs. */
+let beforeCompress: (() => void) | null = null;
+
+/**
+ * Runs `write` (an Arrow writer compressing its buffers) with `pause` called before each buffer:
+ * a background job's pause points (base/query-activity.ts) inside the writer's one long call.
+ */
+export function withCompressionPause<T>(pause: (() => void) | null, write: () => T): T {
+  const outer = beforeCompress;
+  beforeCompress = pause;
+  try {
+    return write();
+  } finally {
+    beforeCompress = outer;
+  }
+}
+
 /** The native calls take a Buffer; this wraps the same memory without copying. */
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -173,6 +190,9 @@ compressionRegistry.set(CompressionType.LZ4_FRAME, {
   decode: (data: Uint8Array) => aligned(decompressFrame(asBuffer(data))),
 });
 compressionRegistry.set(CompressionType.ZSTD, {
-  encode: (data: Uint8Array) => presetFrame(data) ?? zstdCompress(data),
+  encode: (data: Uint8Array) => {
+    beforeCompress?.();
+    return presetFrame(data) ?? zstdCompress(data);
+  },
   decode: (data: Uint8Array) => aligned(zstdDecompress(data)),
 });

@@ -16,7 +16,7 @@ import {
 } from 'apache-arrow';
 import { assert } from '../../base/assert.js';
 import type { ColumnChunk, SchemaType, SegmentFooter } from '../chunk.js';
-import { SEGMENT_COMPRESSION } from './arrow.js';
+import { SEGMENT_COMPRESSION, withCompressionPause } from './arrow.js';
 import { deltaData, float64Data, selectRows, timestampData } from './arrow-data.js';
 import { TMP_SUFFIX, commitFile, stageFile } from './durable.js';
 import { encodeColumn, type EncodedField } from './encode-column.js';
@@ -45,13 +45,16 @@ export function writeSegment(
   file: string,
   chunk: ColumnChunk,
   schema: Readonly<Record<string, SchemaType>>,
+  pause?: () => void,
 ): SegmentFooter {
   assertChunk(chunk);
   const footer = computeFooter(chunk);
   assertFooter(footer);
   const distinct = computeGroupStats(chunk, computeDistinct(chunk));
+  pause?.();
   const sidecar = encodeSidecar(footer, computeSketches(chunk, distinct), distinct);
-  const arrow = encodeSegment(chunk, schema, footer);
+  pause?.();
+  const arrow = encodeSegment(chunk, schema, footer, pause);
   stageFile(file, arrow);
   try {
     stageFile(file + SIDECAR_SUFFIX, sidecar);
@@ -79,6 +82,7 @@ export function encodeSegment(
   chunk: ColumnChunk,
   schema: Readonly<Record<string, SchemaType>>,
   footer: SegmentFooter,
+  pause?: () => void,
 ): Uint8Array {
   const encoded = [...encodeSystemFields(chunk)];
   let dictionaryId = 0;
@@ -88,6 +92,7 @@ export function encodeSegment(
     assert(column.tags.length >= chunk.rows, 'tags cover every row');
     const tags = column.tags.subarray(0, chunk.rows);
     const type = schema[path] ?? inferType(tags);
+    pause?.();
     encoded.push(...encodeColumn({ ...column, tags }, type, nextDictionaryId));
   }
   const metadata = new Map([
@@ -102,8 +107,9 @@ export function encodeSegment(
     children: encoded.map((entry) => entry.data),
   });
   const batch = new RecordBatch(arrowSchema, data);
-  const writer = RecordBatchFileWriter.writeAll([batch], { compressionType: SEGMENT_COMPRESSION });
-  return writer.toUint8Array(true);
+  // The writer compresses every buffer here, in one call: `pause` runs before each.
+  return withCompressionPause(pause ?? null,
+    () => RecordBatchFileWriter.writeAll([batch], { compressionType: SEGMENT_COMPRESSION }).toUint8Array(true));
 }
 
 function encodeSystemFields(chunk: ColumnChunk): EncodedField[] {
