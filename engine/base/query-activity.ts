@@ -5,9 +5,10 @@
  * at nice 0 took about half of the cores a query's workers (nice 5) would have had, and right
  * after a load every day's segments are still to merge.
  *
- * Work someone waits for is not held back: writes waiting for room, a delete or a close `urge`
- * the background job, which then runs to its end without pausing. A job pauses for at most its
- * budget in all, so merges still finish under a steady stream of overlapping queries.
+ * Work someone waits for is not held back: writes waiting for room, a delete, a flush asked for
+ * or a close `urge` the flush under way, whose merges then run without pausing (the segment
+ * pool keeps them urged until the flush ends). A job pauses for at most its budget in all, so
+ * merges still finish under a steady stream of overlapping queries.
  */
 const RUNNING = 0;
 const URGENT = 1;
@@ -25,7 +26,7 @@ export class QueryActivity {
     if (Atomics.sub(this.cells, RUNNING, 1) === 1) Atomics.notify(this.cells, RUNNING);
   }
 
-  /** The background job under way is waited for: it stops pausing until calm(). */
+  /** The background job under way is waited for: it stops pausing, as does any until calm(). */
   urge(): void {
     Atomics.store(this.cells, URGENT, 1);
     Atomics.notify(this.cells, RUNNING);

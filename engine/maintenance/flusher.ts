@@ -78,9 +78,12 @@ export class Flusher {
     if (this.compactTimer !== null) clearTimeout(this.compactTimer);
   }
 
-  /** Flushes now; a merge or rewrite under way stops pausing for queries (someone waits). */
+  /**
+   * Flushes now. Someone waits for it (engine.flush(), a close), so its merges and rewrites do not
+   * pause for queries, nor does one under way (base/query-activity.ts).
+   */
   flush(): Promise<void> {
-    if (this.flushing !== null) this.deps.segmentPool.urge();
+    this.deps.segmentPool.urge();
     return this.flushSoon();
   }
 
@@ -97,6 +100,7 @@ export class Flusher {
       } while (this.flushWanted);
     })().finally(() => {
       this.flushing = null;
+      this.deps.segmentPool.relax();
       this.wakeWriters();
       for (const wake of this.idleWaiters.splice(0)) wake();
     });

@@ -17,6 +17,7 @@ export class SegmentPool {
   private nextId = 1;
   /** Milliseconds the worker's merges and rewrites have stood still for queries. */
   pausedMs = 0;
+  private urgent = false;
 
   constructor(private readonly inline: boolean, private readonly activity: QueryActivity | null = null) {
     this.worker = new JobWorker<SegmentJobResult, SegmentFooter[]>('segment',
@@ -30,16 +31,22 @@ export class SegmentPool {
       });
   }
 
-  /** The merge or rewrite under way is waited for (writes held back, a delete, a close): no more pauses. */
+  /** Someone waits for the flush under way: its merges and rewrites stop pausing until relax(). */
   urge(): void {
+    this.urgent = true;
     this.activity?.urge();
+  }
+
+  /** The flush ended: the next one's merges and rewrites may pause again. */
+  relax(): void {
+    this.urgent = false;
   }
 
   run(input: JobInput): Promise<SegmentFooter[]> {
     const job = { ...input, id: this.nextId++ } as SegmentJob;
-    // The flusher sends one job at a time (flushes, merges and rewrites never overlap), so this
-    // one starts now, and an urge meant for the job before it is spent.
-    if (job.op !== 'write') this.activity?.calm();
+    // The flusher sends one job at a time (flushes, merges and rewrites never overlap): this one
+    // starts now, and may pause unless someone waits for the flush it belongs to.
+    if (job.op !== 'write' && !this.urgent) this.activity?.calm();
     // A small flush with no worker started yet is written here: starting the worker (~0.4 s, and
     // its own heap) cost more than the write, and made an embedded open-write-close take seconds.
     const small = job.op === 'write' && !this.worker.running && job.chunk.rows <= SEGMENT_INLINE_ROWS_MAX;
