@@ -1,6 +1,5 @@
 /** The numbers an operator watches (EngineStats), added up from the services on each call. */
 import fs from 'node:fs';
-import path from 'node:path';
 import type { MemoryPlan } from '../base/memory.js';
 import type { Flusher } from '../maintenance/flusher.js';
 import type { QueryService } from '../query/exec/service.js';
@@ -22,7 +21,6 @@ export function engineStats({ stores, writes, wal, flusher, queries, memory }: S
   let bufferRows = 0, segments = 0, segmentRows = 0, segmentBytes = 0, compactionBacklog = 0;
   for (const store of stores.values()) {
     bufferRows += store.buffer.rows;
-    const perDay = new Map<string, number>();
     for (const segment of store.segments) {
       segments++;
       segmentRows += segment.footer.rows;
@@ -31,10 +29,8 @@ export function engineStats({ stores, writes, wal, flusher, queries, memory }: S
       } catch {
         // Replaced by a compaction since the list was read: its successor is counted next time.
       }
-      const day = path.basename(path.dirname(segment.file));
-      perDay.set(day, (perDay.get(day) ?? 0) + 1);
     }
-    for (const count of perDay.values()) if (count > 1) compactionBacklog++;
+    compactionBacklog += store.partitionsToMerge();
   }
   const depths = queries.depths();
   return {

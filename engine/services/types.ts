@@ -124,7 +124,10 @@ export interface EngineStats {
   readonly segments: number;
   readonly segmentRows: number;
   readonly segmentBytes: number;
-  /** Day partitions holding more than one segment: what compaction has yet to merge. */
+  /**
+   * Day partitions where compaction has segments yet to merge (two or more under half a merged
+   * segment's rows). A large day stays several full segments: not a backlog.
+   */
   readonly compactionBacklog: number;
   readonly memoryBudgetBytes: number;
 }

@@ -130,6 +130,19 @@ export class CollectionStore {
     return path.join(dayDir, `${String(firstSeq).padStart(12, '0')}-${process.hrtime.bigint()}.arrow`);
   }
 
+  /** Day partitions where compaction still has segments to merge (two or more small ones). */
+  partitionsToMerge(): number {
+    const smallPerDay = new Map<string, number>();
+    for (const segment of this.segments) {
+      if (!isSmall(segment)) continue;
+      const day = path.basename(path.dirname(segment.file));
+      smallPerDay.set(day, (smallPerDay.get(day) ?? 0) + 1);
+    }
+    let days = 0;
+    for (const count of smallPerDay.values()) if (count >= 2) days++;
+    return days;
+  }
+
   /**
    * Small segments of one partition to merge into one: of a partition with more than
    * PARTITION_SEGMENTS_MAX of them, or with two or more that no flush has added to for
@@ -144,7 +157,7 @@ export class CollectionStore {
       byDay.set(day, list);
     }
     for (const [day, list] of byDay) {
-      const small = list.filter((s) => s.footer.rows < SEGMENT_ROWS_MAX / 2)
+      const small = list.filter(isSmall)
         .sort((a, b) => a.footer.seqMin - b.footer.seqMin);
       const quiet = nowMs - (this.flushedAt.get(day) ?? 0) >= PARTITION_QUIET_MS;
       if (small.length <= PARTITION_SEGMENTS_MAX && !(quiet && small.length >= 2)) continue;
@@ -250,4 +263,9 @@ function takeWithinRows(segments: SegmentRef[], rowsMax: number): SegmentRef[] {
     rows += segment.footer.rows;
   }
   return out;
+}
+
+/** A segment compaction merges with others of its day: under half a merged segment's rows. */
+function isSmall(segment: SegmentRef): boolean {
+  return segment.footer.rows < SEGMENT_ROWS_MAX / 2;
 }

@@ -91,7 +91,7 @@ export class Metrics {
     fromStats('tally_segments', 'Segment files', () => stats.segments, 'gauge');
     fromStats('tally_segment_rows', 'Rows in segment files', () => stats.segmentRows, 'gauge');
     fromStats('tally_segment_bytes', 'Bytes of segment files', () => stats.segmentBytes, 'gauge');
-    fromStats('tally_compaction_backlog', 'Day partitions with more than one segment', () => stats.compactionBacklog, 'gauge');
+    fromStats('tally_compaction_backlog', 'Day partitions with small segments compaction has yet to merge', () => stats.compactionBacklog, 'gauge');
     fromStats('tally_memory_budget_bytes', 'The memory budget for caches and buffers', () => stats.memoryBudgetBytes, 'gauge');
   }
 

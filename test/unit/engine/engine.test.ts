@@ -5,6 +5,7 @@ import t, { type Test } from 'tap';
 import type { LogRecord } from '../../../engine/services/types.js';
 import { collectionIdKey } from '../../../engine/storage/event-ids.js';
 import { abandonDataDirLock } from '../../../engine/base/data-dir-lock.js';
+import { SEGMENT_ROWS_MAX } from '../../../engine/base/limits.js';
 import { EventBuilder, openEngine, type TallyEngine } from '../../../engine/index.js';
 import { readSegment } from '../../../engine/storage/segment/reader.js';
 import { decodeRecords } from '../../../engine/wal/record.js';
@@ -280,6 +281,29 @@ t.test('writes wait for a flush while the buffers hold the backlog limit; every 
   const ns = rowsOf(engine, project, 'fast').map((r) => JSON.parse(r).n as number).sort((a, b) => a - b);
   t.equal(ns.length, batch * batches);
   t.ok(ns.every((n, i) => n === i), 'every row once');
+  await engine.close();
+});
+
+t.test('the compaction backlog counts days with small segments to merge, not large days of full segments', async (t) => {
+  const engine = await open(tempDir());
+  const project = engine.projects.list()[0].id;
+  const at = (day: number, n: number) => new Date(Date.UTC(2026, 5, day) + (n % 86_400) * 1000).toISOString();
+  const write = async (day: number, rows: number) => {
+    for (let from = 0; from < rows; from += 10_000) {
+      const events = Array.from({ length: Math.min(10_000, rows - from) }, (_, i) =>
+        ({ collection: 'days', event: { svc: { timestamp: at(day, from + i) }, n: from + i } }));
+      await engine.events.append(project, events, ctx);
+    }
+    await engine.flush();
+  };
+  await write(1, 100);
+  await write(1, 100);
+  t.equal(engine.stats().compactionBacklog, 1, 'a day of two small segments');
+  // A large day: two segments of at least half a merged segment's rows each, nothing to merge.
+  await write(2, SEGMENT_ROWS_MAX / 2);
+  await write(2, SEGMENT_ROWS_MAX / 2);
+  t.equal(engine.stats().segments, 4);
+  t.equal(engine.stats().compactionBacklog, 1, 'the large day is no backlog');
   await engine.close();
 });
 
