@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { QueryActivity, QueryPause } from '../../../../engine/base/query-activity.js';
-import { SEGMENT_INLINE_ROWS_MAX } from '../../../../engine/base/limits.js';
+import { BACKGROUND_PAUSE_MAX_MS, SEGMENT_INLINE_ROWS_MAX } from '../../../../engine/base/limits.js';
 import { SegmentPool } from '../../../../engine/maintenance/segment-pool.js';
 import { QueryService } from '../../../../engine/query/exec/service.js';
 import { readSegment } from '../../../../engine/storage/segment/reader.js';
@@ -46,6 +46,11 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
   return settled;
 }
 
+/** How long to watch a paused merge: long beside a merge, short of the job's pause budget. */
+function pauseWithin(ms: number): number {
+  return Math.min(Math.max(600, ms), BACKGROUND_PAUSE_MAX_MS / 2);
+}
+
 /** A pool whose worker has started and merged once: later jobs take their own time only. */
 async function warmPool(t: Test, dir: string, activity: QueryActivity): Promise<{ pool: SegmentPool; mergeMs: number }> {
   const pool = new SegmentPool(false, activity);
@@ -64,7 +69,7 @@ t.test('a merge pauses while a query runs and goes on when it ends', async (t) =
   const files = sources(dir, 'a');
   activity.enter();
   const merge = pool.run({ op: 'compact', file: path.join(dir, 'a.arrow'), sources: files, schema: {} });
-  const waitMs = Math.max(600, 10 * mergeMs);
+  const waitMs = pauseWithin(10 * mergeMs);
   t.notOk(await settlesWithin(merge, waitMs), `not merged while the query runs (${waitMs.toFixed(0)} ms, a merge takes ${mergeMs.toFixed(0)})`);
   activity.leave();
   const [footer] = await merge;
@@ -95,7 +100,7 @@ t.test('the merges of a flush someone waits for stop pausing when urged, until i
   t.teardown(() => activity.leave());
   const merge = (name: string) => pool.run({ op: 'compact', file: path.join(dir, `${name}.arrow`), sources: sources(dir, name), schema: {} });
   const first = merge('b');
-  t.notOk(await settlesWithin(first, Math.max(300, 5 * mergeMs)), 'paused');
+  t.notOk(await settlesWithin(first, pauseWithin(5 * mergeMs)), 'paused');
   pool.urge();
   t.ok(await settlesWithin(first, Math.max(5_000, 50 * mergeMs)), 'merged while the query still runs');
   t.equal((await first)[0].rows, 3000);
@@ -103,7 +108,7 @@ t.test('the merges of a flush someone waits for stop pausing when urged, until i
   t.ok(await settlesWithin(second, Math.max(5_000, 50 * mergeMs)), 'the same flush\'s next merge does not pause either');
   pool.relax(); // the flush ended
   const third = merge('d');
-  t.notOk(await settlesWithin(third, Math.max(300, 5 * mergeMs)), 'the next flush\'s merge pauses again');
+  t.notOk(await settlesWithin(third, pauseWithin(5 * mergeMs)), 'the next flush\'s merge pauses again');
   pool.urge();
   t.equal((await third)[0].rows, 3000);
 });
