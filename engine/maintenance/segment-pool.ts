@@ -15,7 +15,7 @@ type JobInput = SegmentJob extends infer J ? (J extends SegmentJob ? Omit<J, 'id
 export class SegmentPool {
   private readonly worker: JobWorker<SegmentJobResult, SegmentFooter[]>;
   private nextId = 1;
-  /** Milliseconds the worker's merges and rewrites have stood still for queries. */
+  /** Milliseconds the worker's merges and rewrites have stood still for queries, over every worker started. */
   pausedMs = 0;
   private urgent = false;
 
@@ -23,7 +23,7 @@ export class SegmentPool {
     this.worker = new JobWorker<SegmentJobResult, SegmentFooter[]>('segment',
       new URL('./segment-worker.js', import.meta.url), (result) => {
         if (result.error !== undefined) throw new Error(`segment job failed: ${result.error}`);
-        this.pausedMs = result.pausedMs;
+        this.pausedMs += result.pausedMs; // per job: a restarted worker counts from 0
         return result.footers;
       }, {
         resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },

@@ -25,7 +25,7 @@ export type SegmentJob =
 
 export type SegmentJobResult =
   | { readonly id: number; readonly footers: SegmentFooter[]; readonly error?: undefined;
-      /** Milliseconds the worker has stood still for queries, over all its jobs (QueryPause). */
+      /** Milliseconds this job stood still for queries (QueryPause). */
       readonly pausedMs: number }
   | { readonly id: number; readonly error: string };
 
@@ -78,8 +78,9 @@ if (parentPort) {
     let result: SegmentJobResult;
     try {
       pause?.begin(BACKGROUND_PAUSE_MAX_MS);
+      const pausedBefore = pause?.pausedMs ?? 0;
       const footers = runSegmentJob(job, job.op === 'write' ? undefined : pause?.point);
-      result = { id: job.id, footers, pausedMs: pause?.pausedMs ?? 0 };
+      result = { id: job.id, footers, pausedMs: (pause?.pausedMs ?? 0) - pausedBefore };
     } catch (error) {
       result = { id: job.id, error: (error as Error)?.stack ?? String(error) };
     }

@@ -78,6 +78,22 @@ t.test('a merge pauses while a query runs and goes on when it ends', async (t) =
   t.ok(pool.pausedMs >= waitMs * 0.9, `the worker reports its pause (${pool.pausedMs.toFixed(0)} ms)`);
 });
 
+t.test('the pause total only grows, across a restart of the worker', async (t) => {
+  const dir = tempDir(t);
+  const activity = new QueryActivity();
+  const { pool, mergeMs } = await warmPool(t, dir, activity);
+  activity.enter();
+  const merge = pool.run({ op: 'compact', file: path.join(dir, 'e.arrow'), sources: sources(dir, 'e'), schema: {} });
+  t.notOk(await settlesWithin(merge, pauseWithin(5 * mergeMs)), 'paused');
+  activity.leave();
+  await merge;
+  const paused = pool.pausedMs;
+  t.ok(paused > 0, `paused ${paused.toFixed(0)} ms`);
+  await pool.close(); // the next job starts a new worker, whose own count starts at 0
+  await pool.run({ op: 'compact', file: path.join(dir, 'f.arrow'), sources: sources(dir, 'f'), schema: {} });
+  t.ok(pool.pausedMs >= paused, `still ${pool.pausedMs.toFixed(0)} ms: a counter never goes back`);
+});
+
 t.test('a flush never pauses for queries', async (t) => {
   const dir = tempDir(t);
   const activity = new QueryActivity();
