@@ -164,6 +164,10 @@ const QUERIES: Query[] = [
   { name: 'count, eq filter', analysis: 'count',
     params: { filters: [{ property_name: 'page.country', operator: 'eq', property_value: 'C03' }] },
     sql: `SELECT count(*) FROM views WHERE ${WHERE} AND country = 'C03'`, tally: num, duck: (rows) => num(rows[0][0]) },
+  // One user's events: the dictionary of ids (about an entry a row) is matched as stored.
+  { name: 'count, eq filter on user_id', analysis: 'count',
+    params: { filters: [{ property_name: 'user_id', operator: 'eq', property_value: 'u4242' }] },
+    sql: `SELECT count(*) FROM views WHERE ${WHERE} AND user_id = 'u4242'`, tally: num, duck: (rows) => num(rows[0][0]) },
   { name: 'count, range filter', analysis: 'count',
     params: { filters: [{ property_name: 'price', operator: 'gte', property_value: 50 }, { property_name: 'price', operator: 'lt', property_value: 100 }] },
     sql: `SELECT count(*) FROM views WHERE ${WHERE} AND price >= 50 AND price < 100`, tally: num, duck: (rows) => num(rows[0][0]) },

@@ -147,6 +147,12 @@ export const DISTINCT_VALUES_MAX = 256;
  * numbers, three each; is_member by 2 numbers, two each).
  */
 export const GROUP_STATS_NUMBERS_MAX = 4096;
+/**
+ * Strings an eq / in filter may name and still be matched against a segment's dictionary as
+ * stored, byte by byte, once per value (query/eval/stored-match.ts); more, and the dictionary's
+ * strings are made and looked up in a set.
+ */
+export const STORED_MATCH_VALUES_MAX = 16;
 /** Native output a thread may leave as garbage within one job (see zstdDecompressColumn). */
 export const NATIVE_BYTES_PER_TURN = 32 * 1024 * 1024;
 /**

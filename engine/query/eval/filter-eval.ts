@@ -11,6 +11,7 @@ import {
 import type { ColumnViews } from './columns.js';
 import type { FilterNode, FilterScalar } from '../plan/plan.js';
 import { applyScaledRange, isDense } from './filter-scaled.js';
+import { everyCode, storedMatch } from './stored-match.js';
 
 /** What a filter answers per row kind; `negate` flips the final answer (missing included). */
 interface Matcher {
@@ -160,13 +161,14 @@ function emptyMatcher(negate: boolean): Matcher {
 }
 
 function buildMatcher(node: Exclude<FilterNode, { kind: 'or' }>, column: Column | undefined): Matcher {
-  const dict = column?.dict ?? null;
+  // Read only where a filter needs the strings: a segment column makes them on first read.
+  const dict = (): readonly string[] | null => column?.dict ?? null;
   switch (node.kind) {
     case 'compare': {
       const m = emptyMatcher(node.operator === 'ne');
       const v = node.value;
       if (node.operator === 'eq' || node.operator === 'ne') {
-        matchEquals(m, [v], dict);
+        matchEquals(m, [v], column, dict);
         return m;
       }
       if (typeof v === 'number') {
@@ -177,27 +179,27 @@ function buildMatcher(node: Exclude<FilterNode, { kind: 'or' }>, column: Column 
         m.hiOpen = node.operator === 'lt';
       } else if (typeof v === 'string') {
         const op = node.operator;
-        m.strMatch = dictMatch(dict, (s) => op === 'lt' ? s < v : op === 'lte' ? s <= v
+        m.strMatch = dictMatch(dict(), (s) => op === 'lt' ? s < v : op === 'lte' ? s <= v
           : op === 'gt' ? s > v : s >= v);
       }
       return m;
     }
     case 'set': {
       const m = emptyMatcher(node.negate);
-      matchEquals(m, node.values, dict);
+      matchEquals(m, node.values, column, dict);
       return m;
     }
     case 'exists': {
       const m = emptyMatcher(!node.exists);
       m.numMode = 3;
-      m.strMatch = dictMatch(dict, () => true);
+      m.strMatch = everyCode(column);
       m.boolMatch.fill(1);
       m.nullMatch = true;
       m.listTest = () => true;
       return m;
     }
     case 'text':
-      return textMatcher(node.operator, node.value, node.negate, dict);
+      return textMatcher(node.operator, node.value, node.negate, dict());
     case 'within': {
       const m = emptyMatcher(false);
       const { lng, lat, miles } = node;
@@ -209,7 +211,9 @@ function buildMatcher(node: Exclude<FilterNode, { kind: 'or' }>, column: Column 
 }
 
 /** eq / in: any of `values` equals the row's value, or any element of a list row. */
-function matchEquals(m: Matcher, values: readonly FilterScalar[], dict: readonly string[] | null): void {
+function matchEquals(
+  m: Matcher, values: readonly FilterScalar[], column: Column | undefined, dict: () => readonly string[] | null,
+): void {
   const numbers = values.filter((v): v is number => typeof v === 'number');
   const strings = new Set(values.filter((v): v is string => typeof v === 'string'));
   if (numbers.length === 1) {
@@ -219,7 +223,9 @@ function matchEquals(m: Matcher, values: readonly FilterScalar[], dict: readonly
     m.numMode = 2;
     m.numSet = Float64Array.from(numbers).sort();
   }
-  if (strings.size > 0) m.strMatch = dictMatch(dict, (s) => strings.has(s));
+  if (strings.size > 0) {
+    m.strMatch = (column === undefined ? null : storedMatch(column, [...strings])) ?? dictMatch(dict(), (s) => strings.has(s));
+  }
   if (values.includes(false)) m.boolMatch[0] = 1;
   if (values.includes(true)) m.boolMatch[1] = 1;
   if (values.includes(null)) m.nullMatch = m.missingMatch = true;
@@ -264,7 +270,8 @@ function applyMatcher(
     (!has(TAG_MISSING) || !m.missingMatch) && (!has(TAG_LIST) || m.listTest === null) &&
     (!has(TAG_BOOL) || (m.boolMatch[0] === 0 && m.boolMatch[1] === 0));
   if (quiet && (!has(TAG_NUM) || m.numMode === 0)) {
-    if (m.strMatch === null || !has(TAG_STR)) return 0;
+    // No entry of the dictionary matches (an id the segment lacks): no row can.
+    if (m.strMatch === null || !has(TAG_STR) || m.strMatch.indexOf(1) === -1) return 0;
     return applyStrings(column, m.strMatch, mask === 1 << TAG_STR, src, dst, n);
   }
   if (quiet && m.numMode === 1 && (!has(TAG_STR) || m.strMatch === null)) {
