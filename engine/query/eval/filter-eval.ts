@@ -11,7 +11,7 @@ import {
 import type { ColumnViews } from './columns.js';
 import type { FilterNode, FilterScalar } from '../plan/plan.js';
 import { applyScaledRange, isDense } from './filter-scaled.js';
-import { everyCode, storedMatch } from './stored-match.js';
+import { everyCode, storedMatch, storedTextMatch } from './stored-match.js';
 
 /** What a filter answers per row kind; `negate` flips the final answer (missing included). */
 interface Matcher {
@@ -199,7 +199,7 @@ function buildMatcher(node: Exclude<FilterNode, { kind: 'or' }>, column: Column 
       return m;
     }
     case 'text':
-      return textMatcher(node.operator, node.value, node.negate, dict());
+      return textMatcher(node.operator, node.value, node.negate, column, dict);
     case 'within': {
       const m = emptyMatcher(false);
       const { lng, lat, miles } = node;
@@ -235,19 +235,20 @@ function matchEquals(
 
 function textMatcher(
   operator: 'contains' | 'starts_with' | 'regex', value: FilterScalar, negate: boolean,
-  dict: readonly string[] | null,
+  column: Column | undefined, dict: () => readonly string[] | null,
 ): Matcher {
   const m = emptyMatcher(negate);
+  const stored = (text: string) => (column === undefined ? null : storedTextMatch(column, operator as 'contains' | 'starts_with', text));
   if (operator === 'regex') {
     const pattern = new RegExp(value as string);
-    m.strMatch = dictMatch(dict, (s) => pattern.test(s));
+    m.strMatch = dictMatch(dict(), (s) => pattern.test(s));
     m.listTest = (list) => list.some((x) => typeof x === 'string' && pattern.test(x));
   } else if (operator === 'starts_with') {
     const prefix = value as string;
-    m.strMatch = dictMatch(dict, (s) => s.startsWith(prefix));
+    m.strMatch = stored(prefix) ?? dictMatch(dict(), (s) => s.startsWith(prefix));
     m.listTest = (list) => list.some((x) => typeof x === 'string' && x.startsWith(prefix));
   } else {
-    if (typeof value === 'string') m.strMatch = dictMatch(dict, (s) => s.includes(value));
+    if (typeof value === 'string') m.strMatch = stored(value) ?? dictMatch(dict(), (s) => s.includes(value));
     m.listTest = (list) => list.some((x) => x === value);
   }
   return m;

@@ -1,6 +1,7 @@
 /**
- * eq / in / ne / not_in over a segment's dictionary as stored (padded ids, and strings with
- * offsets): the rows the naive reference selects, found without making the dictionary's strings.
+ * eq / in / ne / not_in, contains / not_contains / starts_with and exists over a segment's
+ * dictionary as stored (padded ids, and strings with offsets): the rows the naive reference
+ * selects, found without making the dictionary's strings.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -76,6 +77,8 @@ const LOOKED_UP: [string, unknown][] = [
   ['CJK', '日本語'],
   ['a 300-byte string', 'x'.repeat(300)],
   ['a string that is an id in one column and a value in the other', 'u12'],
+  ['a present id and a zero byte', 'u7\0'],
+  ['a present string and a zero byte', 'a\0'],
 ];
 
 t.test('eq and ne against each dictionary, strings not made', async (t) => {
@@ -111,6 +114,20 @@ t.test('in and not_in with several values, numbers and null among them', async (
   }
 });
 
+t.test('contains, not_contains and starts_with against each dictionary, strings not made', async (t) => {
+  const texts = ['u1', 'u', '7', '', 'a', 'b', 'na', 'ï', 'café', '日', '本語', '😀', ' x', 'x'.repeat(10), 'x'.repeat(301), 'u7\0', '\0'];
+  for (const property of ['id', 's']) {
+    for (const text of texts) {
+      for (const operator of ['contains', 'not_contains', 'starts_with']) {
+        const filters = [{ property_name: property, operator, property_value: text }];
+        const { rows, column } = selected(filters);
+        t.same(rows, reference(filters), `${property} ${operator} ${JSON.stringify(text).slice(0, 20)}`);
+        t.equal(column(property).decodedBytes, 0, `${property} ${operator} ${JSON.stringify(text).slice(0, 20)}: no strings made`);
+      }
+    }
+  }
+});
+
 t.test('more strings than are looked up one at a time, or a lone surrogate: the strings are compared', async (t) => {
   const many = Array.from({ length: 40 }, (_, i) => `u${i * 7}`);
   for (const list of [many, ['u7', '\uD800']]) {
@@ -118,6 +135,10 @@ t.test('more strings than are looked up one at a time, or a lone surrogate: the 
       const filters = [{ property_name: property, operator: 'in', property_value: list }];
       t.same(selected(filters).rows, reference(filters), `${property} in ${list.length} values`);
     }
+  }
+  for (const operator of ['contains', 'starts_with']) {
+    const filters = [{ property_name: 's', operator, property_value: '\uD83D' }];
+    t.same(selected(filters).rows, reference(filters), `s ${operator} a lone surrogate`);
   }
 });
 
