@@ -148,9 +148,8 @@ export const DISTINCT_VALUES_MAX = 256;
  */
 export const GROUP_STATS_NUMBERS_MAX = 4096;
 /**
- * Strings an eq / in filter may name and still be matched against a segment's dictionary as
- * stored, byte by byte, once per value (query/eval/stored-match.ts); more, and the dictionary's
- * strings are made and looked up in a set.
+ * Strings of an in filter looked for in a segment's dictionary as stored one at a time, byte by
+ * byte (query/eval/stored-match.ts); more, and each entry is hashed once and looked up among them.
  */
 export const STORED_MATCH_VALUES_MAX = 16;
 /** Native output a thread may leave as garbage within one job (see zstdDecompressColumn). */

@@ -10,15 +10,16 @@
 import { STORED_MATCH_VALUES_MAX } from '../../base/limits.js';
 import type { Column, Utf8Column } from '../../storage/chunk.js';
 import { SegmentColumn, type PaddedUtf8 } from '../../storage/segment/decode-column.js';
+import { paddedKeys, utf8Keys, valueKeys } from './value-key.js';
 
 /**
- * Per dictionary code, 1 where the entry is one of `strings`; null when the column's dictionary
- * is not a segment's stored one, or there are too many strings to look for one at a time, or
- * one is not well-formed UTF-16 (its UTF-8 would stand for another string: the caller then
- * compares strings).
+ * Per dictionary code, 1 where the entry is one of `strings`: up to STORED_MATCH_VALUES_MAX
+ * looked for one at a time, more through their hashes. Null when the column's dictionary is not
+ * a segment's stored one, or a string is not well-formed UTF-16 (its UTF-8 would stand for
+ * another string): the caller then compares strings.
  */
 export function storedMatch(column: Column, strings: readonly string[]): Uint8Array | null {
-  if (!(column instanceof SegmentColumn) || strings.length > STORED_MATCH_VALUES_MAX) return null;
+  if (!(column instanceof SegmentColumn)) return null;
   const values: Uint8Array[] = [];
   for (const value of strings) {
     const utf8 = utf8Of(value);
@@ -26,10 +27,68 @@ export function storedMatch(column: Column, strings: readonly string[]): Uint8Ar
     values.push(utf8);
   }
   const out = new Uint8Array(column.dictSize);
-  if (column.padded !== null) for (const value of values) matchPadded(column.padded, value, out);
-  else if (column.utf8 !== null) for (const value of values) matchOffsets(column.utf8, value, out);
-  else return null;
+  if (column.padded === null && column.utf8 === null) return null;
+  if (strings.length > STORED_MATCH_VALUES_MAX) matchByKeys(column, strings, values, out);
+  else if (column.padded !== null) for (const value of values) matchPadded(column.padded, value, out);
+  else for (const value of values) matchOffsets(column.utf8!, value, out);
   return out;
+}
+
+/** Keys of a stored dictionary's entries (reused from segment to segment; grown as needed). */
+let keysHi = new Int32Array(0);
+let keysLo = new Int32Array(0);
+
+/**
+ * Many strings: each entry is hashed as distinct counts hash it (value-key.ts, from its bytes),
+ * looked up among the strings' keys, and a matching key is confirmed byte by byte.
+ */
+function matchByKeys(column: SegmentColumn, strings: readonly string[], values: readonly Uint8Array[], out: Uint8Array): void {
+  const count = column.dictSize;
+  if (keysHi.length < count) {
+    keysHi = new Int32Array(count);
+    keysLo = new Int32Array(count);
+  }
+  const hi = keysHi.subarray(0, count);
+  const lo = keysLo.subarray(0, count);
+  if (column.padded !== null) paddedKeys(column.padded, hi, lo);
+  else utf8Keys(column.utf8!, hi, lo);
+  const wanted = new Map<number, number[]>();
+  const key = { hi: 0, lo: 0 };
+  const los = strings.map((value, index) => {
+    valueKeys.string(value, key);
+    const same = wanted.get(key.hi);
+    if (same === undefined) wanted.set(key.hi, [index]);
+    else same.push(index);
+    return key.lo;
+  });
+  for (let code = 0; code < count; code++) {
+    const candidates = wanted.get(hi[code]);
+    if (candidates === undefined) continue;
+    // Confirmed on the bytes: a 64-bit key could collide.
+    for (const index of candidates) if (los[index] === lo[code] && entryEquals(column, code, values[index])) out[code] = 1;
+  }
+}
+
+/** Whether entry `code` of the column's stored dictionary is `value`'s UTF-8. */
+function entryEquals(column: SegmentColumn, code: number, value: Uint8Array): boolean {
+  let bytes: Uint8Array;
+  let start: number;
+  let end: number;
+  if (column.padded !== null) {
+    const { width } = column.padded;
+    bytes = column.padded.bytes;
+    start = code * width;
+    end = start + width;
+    while (end > start && bytes[end - 1] === 0) end--;
+  } else {
+    const { offsets } = column.utf8!;
+    bytes = column.utf8!.bytes;
+    start = offsets[code];
+    end = offsets[code + 1];
+  }
+  if (end - start !== value.length) return false;
+  for (let k = 0; k < value.length; k++) if (bytes[start + k] !== value[k]) return false;
+  return true;
 }
 
 /** Marks the entries of a padded dictionary equal to `value` (each entry's UTF-8, then zero bytes). */
