@@ -3,7 +3,7 @@
  * Values get query-wide ids (group-by.ts ValueIds); (cell, id) pairs are deduplicated in a
  * TripleSet, so each value is materialized once however many rows hold it.
  */
-import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR } from '../../storage/chunk.js';
+import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, dictLength, stringAt } from '../../storage/chunk.js';
 import { compareValues } from '../eval/compare.js';
 import { ValueIds, type GroupValue } from '../eval/group-by.js';
 import { TripleSet } from '../eval/hash-table.js';
@@ -41,10 +41,10 @@ export class SelectUniqueAggregator implements Aggregator {
 
   update({ column, idx, n, cells }: UpdateInput): void {
     if (column === undefined) return;
-    const { tags, num, str, dict, lists } = column;
+    const { tags, num, str, lists } = column;
     // Without groups or buckets, a string row only marks its dictionary code: each distinct code
-    // is looked up once per chunk, not once per row.
-    const seen = cells === null && dict !== null ? new Uint8Array(dict.length) : null;
+    // is looked up once per chunk, not once per row, and only those codes' strings are made.
+    const seen = cells === null && str !== null ? new Uint8Array(dictLength(column)) : null;
     for (let k = 0; k < n; k++) {
       const i = idx[k];
       const t = tags[i];
@@ -53,7 +53,7 @@ export class SelectUniqueAggregator implements Aggregator {
         seen[str![i]] = 1;
         continue;
       }
-      if (t === TAG_STR) id = this.ids.idOfString(dict![str![i]]);
+      if (t === TAG_STR) id = this.ids.idOfString(stringAt(column, str![i]));
       else if (t === TAG_NUM) id = this.ids.idOfNumber(num![i]);
       else if (t === TAG_BOOL) id = this.ids.idOfBool(num![i]);
       else if (t === TAG_LIST && lists![i] !== null) id = this.ids.idOfList(lists![i]);
@@ -63,7 +63,7 @@ export class SelectUniqueAggregator implements Aggregator {
     }
     for (let code = 0; seen !== null && code < seen.length; code++) {
       if (seen[code] === 0) continue;
-      const id = this.ids.idOfString(dict![code]);
+      const id = this.ids.idOfString(stringAt(column, code));
       if (this.set.add(0, id, 0)) this.pairs.push(0, id);
     }
   }

@@ -6,7 +6,7 @@
  */
 import { ApiError } from '../../base/errors.js';
 import {
-  TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Column, type ColumnChunk, type Primitive,
+  TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, dictLength, stringAt, type Column, type ColumnChunk, type Primitive,
 } from '../../storage/chunk.js';
 import type { ColumnViews } from './columns.js';
 import { NumberMap } from './hash-table.js';
@@ -74,7 +74,7 @@ export class ValueIds {
   private readonly listKeys = new Map<string, number>();
   private readonly boolIds = [-1, -1];
   private nullId = -1;
-  private readonly translations = new WeakMap<readonly string[], Int32Array>();
+  private readonly translations = new WeakMap<Column, Int32Array>();
 
   constructor(private readonly limit: number) {}
 
@@ -148,13 +148,14 @@ export class ValueIds {
       out.fill(this.idOfNull(), 0, n);
       return;
     }
-    const { tags, num, str, dict } = column;
-    const table = dict === null ? null : this.translation(dict);
+    // The dictionary's strings are not made: a segment column decodes the entries rows select.
+    const { tags, num, str } = column;
+    const table = str === null ? null : this.translation(column);
     if (table !== null && stringsOnly) {
       for (let k = 0; k < n; k++) {
         const code = str![idx[k]];
         let id = table[code];
-        if (id === -1) id = table[code] = this.idOfString(dict![code]);
+        if (id === -1) id = table[code] = this.idOfString(stringAt(column, code));
         out[k] = id;
       }
       return;
@@ -165,7 +166,7 @@ export class ValueIds {
       if (t === TAG_STR) {
         const code = str![i];
         let id = table![code];
-        if (id === -1) id = table![code] = this.idOfString(dict![code]);
+        if (id === -1) id = table![code] = this.idOfString(stringAt(column, code));
         out[k] = id;
       } else if (t === TAG_NUM) out[k] = this.idOfNumber(num![i]);
       else if (t === TAG_BOOL) out[k] = this.idOfBool(num![i]);
@@ -174,17 +175,17 @@ export class ValueIds {
     }
   }
 
-  /** The id of the string at `code` of `dict`. */
-  idOfCode(dict: readonly string[], code: number): number {
-    const table = this.translation(dict);
+  /** The id of the string at `code` of the column's dictionary. */
+  idOfCode(column: Column, code: number): number {
+    const table = this.translation(column);
     let id = table[code];
-    if (id === -1) id = table[code] = this.idOfString(dict[code]);
+    if (id === -1) id = table[code] = this.idOfString(stringAt(column, code));
     return id;
   }
 
-  private translation(dict: readonly string[]): Int32Array {
-    let table = this.translations.get(dict);
-    if (!table) this.translations.set(dict, (table = new Int32Array(dict.length).fill(-1)));
+  private translation(column: Column): Int32Array {
+    let table = this.translations.get(column);
+    if (!table) this.translations.set(column, (table = new Int32Array(dictLength(column)).fill(-1)));
     return table;
   }
 }
@@ -239,9 +240,9 @@ export class GroupTable {
     }
   }
 
-  /** With one group_by property: the group of the string at `code` of `dict`. */
-  idOfCode(dict: readonly string[], code: number): number {
-    const id = this.props[0].idOfCode(dict, code);
+  /** With one group_by property: the group of the string at `code` of the column's dictionary. */
+  idOfCode(column: Column, code: number): number {
+    const id = this.props[0].idOfCode(column, code);
     if (this.props[0].values.length > this.limit) throw tooManyGroups(this.limit);
     return id;
   }

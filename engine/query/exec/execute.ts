@@ -4,7 +4,7 @@
  * Pure computation over chunks: the caller decides on which thread, with which limits.
  */
 import {
-  numbersOf, storedNumbers, TAG_NUM, TAG_STR, type ColumnChunk, type ScaledNumbers, type ScanSource, type SegmentRef,
+  dictLength, numbersOf, storedNumbers, TAG_NUM, TAG_STR, type ColumnChunk, type ScaledNumbers, type ScanSource, type SegmentRef,
 } from '../../storage/chunk.js';
 import { createAggregator, CountAggregator, type Aggregator } from '../aggregate/index.js';
 import type { AverageAggregator } from '../aggregate/average.js';
@@ -191,21 +191,21 @@ class CodeCounts {
     edges: Float64Array | null, aggregators: readonly CountAggregator[],
   ): boolean {
     const column = env.views.column(chunk, groups.paths[0]);
-    if (column === undefined || column.dict === null || env.views.tagMask(column) !== 1 << TAG_STR) return false;
+    if (column === undefined || column.str === null || env.views.tagMask(column) !== 1 << TAG_STR) return false;
     const bucket = chunkBucket(chunk, env, edges);
     if (bucket === -1) return false;
     const buckets = edges === null ? 1 : edges.length - 1;
-    const dict = column.dict;
-    const str = column.str!;
-    if (this.counts.length < dict.length) this.counts = new Int32Array(Math.max(dict.length, 2 * this.counts.length));
+    const size = dictLength(column);
+    const str = column.str;
+    if (this.counts.length < size) this.counts = new Int32Array(Math.max(size, 2 * this.counts.length));
     const counts = this.counts;
-    counts.fill(0, 0, dict.length);
+    counts.fill(0, 0, size);
     if (dense) for (let i = 0; i < n; i++) counts[str[i]]++;
     else for (let k = 0; k < n; k++) counts[str[idx[k]]]++;
-    for (let code = 0; code < dict.length; code++) {
+    for (let code = 0; code < size; code++) {
       const rows = counts[code];
       if (rows === 0) continue;
-      const cell = groups.idOfCode(dict, code) * buckets + bucket;
+      const cell = groups.idOfCode(column, code) * buckets + bucket;
       for (const aggregator of aggregators) aggregator.addRows(cell, rows);
     }
     return true;
@@ -275,7 +275,7 @@ class CodeSums {
     plan: AggregatePlan, aggregators: readonly Aggregator[],
   ): boolean {
     const column = env.views.column(chunk, groups.paths[0]);
-    if (column === undefined || column.dict === null || env.views.tagMask(column) !== 1 << TAG_STR) return false;
+    if (column === undefined || column.str === null || env.views.tagMask(column) !== 1 << TAG_STR) return false;
     const bucket = chunkBucket(chunk, env, edges);
     if (bucket === -1) return false;
     const targets: (Float64Array | ScaledNumbers | null)[] = [];
@@ -289,7 +289,7 @@ class CodeSums {
       targets.push(storedNumbers(target) ?? numbersOf(target));
     }
     const str = column.str!;
-    const width = column.dict.length;
+    const width = dictLength(column);
     if (this.rows.length < width) {
       this.rows = new Float64Array(width);
       this.sums = new Float64Array(width);
@@ -297,7 +297,7 @@ class CodeSums {
     }
     const { rows, sums, counts } = this;
     const buckets = edges === null ? 1 : edges.length - 1;
-    const cellOf = (code: number) => groups.idOfCode(column.dict!, code) * buckets + bucket;
+    const cellOf = (code: number) => groups.idOfCode(column, code) * buckets + bucket;
     // Rows per code: every row is a number of each target here, so a target's counts are the
     // rows; counted on their own only when no target is summed.
     let rowsCounted = false;

@@ -5,7 +5,7 @@
  * between chunks. Segments a positive filter cannot match (column absent) are skipped unread.
  */
 import { ApiError } from '../../base/errors.js';
-import type { ColumnChunk, ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
+import { replaceColumns, type ColumnChunk, type ScanSource, type SegmentFooter, type SegmentRef } from '../../storage/chunk.js';
 import type { ChunkCache } from './chunk-cache.js';
 import type { ColumnViews } from '../eval/columns.js';
 import { DeleteScratch, dropDeleted, hideProperties, touches } from '../../deletes/predicate.js';
@@ -90,6 +90,11 @@ export function* scanSteps(
   const deleteFilters = deletes.flatMap((entry) => (entry.kind === 'rows' ? entry.filters : []));
   const columns = options.columns === null ? null
     : [...new Set([...options.columns, ...filterPaths(filters), ...filterPaths(deleteFilters)])];
+  // The filters' columns first, the others only for a segment some row of which passes them: a
+  // selective filter (one user's events) leaves the other columns of most segments unread.
+  const filterColumns = new Set(filterPaths(filters));
+  const rest = columns?.filter((path) => !filterColumns.has(path)) ?? [];
+  const filtersFirst = filterColumns.size > 0 && deletes.length === 0 && rest.length > 0;
   for (const ref of source.segments) {
     checkDeadline(env);
     const footer = ref.footer;
@@ -101,7 +106,14 @@ export function* scanSteps(
       buffers.eventsScanned += footer.rows;
       continue;
     }
-    visitChunk(loadSegment(ref, columns, env), inside, options, env, buffers, visit, deletes);
+    if (filtersFirst) {
+      const filtered = loadSegment(ref, [...filterColumns], env);
+      const { idx, n, inRange } = selectRows(filtered, inside, options, env, buffers, deletes);
+      if (n > 0) {
+        const read = loadSegment(ref, rest, env);
+        visit({ chunk: replaceColumns(read, new Map([...filtered.columns, ...read.columns])), idx, n, inRange });
+      }
+    } else visitChunk(loadSegment(ref, columns, env), inside, options, env, buffers, visit, deletes);
     yield;
   }
   const memory = source.memory;
@@ -132,6 +144,14 @@ function visitChunk(
   visit: (selected: Selected) => void, deletes: NonNullable<ScanSource['deletes']>,
 ): void {
   if (deletes.length > 0) chunk = hideProperties(chunk, deletes);
+  visit({ chunk, ...selectRows(chunk, inside, options, env, buffers, deletes) });
+}
+
+/** The rows of the chunk inside the timeframe that pass the filters and no delete removes. */
+function selectRows(
+  chunk: ColumnChunk, inside: boolean, options: ScanOptions, env: ExecEnv, buffers: ScanBuffers,
+  deletes: NonNullable<ScanSource['deletes']>,
+): Omit<Selected, 'chunk'> {
   buffers.ensure(chunk.rows);
   let idx = buffers.identity;
   let inRange = chunk.rows;
@@ -149,7 +169,7 @@ function visitChunk(
     n = dropDeleted(chunk, idx, buffers.idx, n, deletes, env.views, buffers.scratch, buffers.deleteScratch);
     idx = buffers.idx;
   }
-  visit({ chunk, idx, n, inRange });
+  return { idx, n, inRange };
 }
 
 /** Writes the rows with startMs <= ts < endMs into idx; returns their count. */
