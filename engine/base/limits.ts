@@ -148,6 +148,11 @@ export const DISTINCT_VALUES_MAX = 256;
  */
 export const GROUP_STATS_NUMBERS_MAX = 4096;
 /**
+ * Entries of a dictionary whose strings a grouping or select_unique makes at once and keeps with
+ * the column (storage/chunk.ts entriesOf); a larger one (ids) has only the entries rows select made.
+ */
+export const DICTIONARY_STRINGS_AT_ONCE_MAX = 4096;
+/**
  * Strings of an in filter looked for in a segment's dictionary as stored one at a time, byte by
  * byte (query/eval/stored-match.ts); more, and each entry is hashed once and looked up among them.
  */

@@ -5,6 +5,7 @@
  * This file owns the shape only; segment/writer.ts and segment/reader.ts convert it to Arrow.
  */
 import { assert } from '../base/assert.js';
+import { DICTIONARY_STRINGS_AT_ONCE_MAX } from '../base/limits.js';
 import type { DeleteEntry } from './delete-entry.js';
 
 export type { SchemaType } from '../schema/dictionary.js';
@@ -129,6 +130,15 @@ export type Codes = Int32Array | Int16Array | Int8Array;
 /** Entry `code` of a string column's dictionary; a segment column decodes just that entry. */
 export function stringAt(column: Column, code: number): string {
   return column.stringAt !== undefined ? column.stringAt(code) : column.dict![code];
+}
+
+/**
+ * Entry `code` as a reader that meets many codes (grouping, select_unique) reads it: a small
+ * dictionary's strings are made at once and kept with the column, so later queries find them; a
+ * large one's (ids: about an entry a row) one entry at a time, only those some row selects.
+ */
+export function entryAt(column: Column, code: number): string {
+  return dictLength(column) <= DICTIONARY_STRINGS_AT_ONCE_MAX ? column.dict![code] : stringAt(column, code);
 }
 
 /**

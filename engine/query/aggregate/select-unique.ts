@@ -3,7 +3,7 @@
  * Values get query-wide ids (group-by.ts ValueIds); (cell, id) pairs are deduplicated in a
  * TripleSet, so each value is materialized once however many rows hold it.
  */
-import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, dictLength, stringAt } from '../../storage/chunk.js';
+import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, dictLength, entryAt } from '../../storage/chunk.js';
 import { compareValues } from '../eval/compare.js';
 import { ValueIds, type GroupValue } from '../eval/group-by.js';
 import { TripleSet } from '../eval/hash-table.js';
@@ -53,7 +53,7 @@ export class SelectUniqueAggregator implements Aggregator {
         seen[str![i]] = 1;
         continue;
       }
-      if (t === TAG_STR) id = this.ids.idOfString(stringAt(column, str![i]));
+      if (t === TAG_STR) id = this.ids.idOfString(entryAt(column, str![i]));
       else if (t === TAG_NUM) id = this.ids.idOfNumber(num![i]);
       else if (t === TAG_BOOL) id = this.ids.idOfBool(num![i]);
       else if (t === TAG_LIST && lists![i] !== null) id = this.ids.idOfList(lists![i]);
@@ -63,7 +63,7 @@ export class SelectUniqueAggregator implements Aggregator {
     }
     for (let code = 0; seen !== null && code < seen.length; code++) {
       if (seen[code] === 0) continue;
-      const id = this.ids.idOfString(stringAt(column, code));
+      const id = this.ids.idOfString(entryAt(column, code));
       if (this.set.add(0, id, 0)) this.pairs.push(0, id);
     }
   }

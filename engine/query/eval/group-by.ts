@@ -6,7 +6,7 @@
  */
 import { ApiError } from '../../base/errors.js';
 import {
-  TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, dictLength, stringAt, type Column, type ColumnChunk, type Primitive,
+  TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, dictLength, entryAt, type Column, type ColumnChunk, type Primitive,
 } from '../../storage/chunk.js';
 import type { ColumnViews } from './columns.js';
 import { NumberMap } from './hash-table.js';
@@ -148,14 +148,13 @@ export class ValueIds {
       out.fill(this.idOfNull(), 0, n);
       return;
     }
-    // The dictionary's strings are not made: a segment column decodes the entries rows select.
     const { tags, num, str } = column;
     const table = str === null ? null : this.translation(column);
     if (table !== null && stringsOnly) {
       for (let k = 0; k < n; k++) {
         const code = str![idx[k]];
         let id = table[code];
-        if (id === -1) id = table[code] = this.idOfString(stringAt(column, code));
+        if (id === -1) id = table[code] = this.idOfString(entryAt(column, code));
         out[k] = id;
       }
       return;
@@ -166,7 +165,7 @@ export class ValueIds {
       if (t === TAG_STR) {
         const code = str![i];
         let id = table![code];
-        if (id === -1) id = table![code] = this.idOfString(stringAt(column, code));
+        if (id === -1) id = table![code] = this.idOfString(entryAt(column, code));
         out[k] = id;
       } else if (t === TAG_NUM) out[k] = this.idOfNumber(num![i]);
       else if (t === TAG_BOOL) out[k] = this.idOfBool(num![i]);
@@ -179,7 +178,7 @@ export class ValueIds {
   idOfCode(column: Column, code: number): number {
     const table = this.translation(column);
     let id = table[code];
-    if (id === -1) id = table[code] = this.idOfString(stringAt(column, code));
+    if (id === -1) id = table[code] = this.idOfString(entryAt(column, code));
     return id;
   }
 
