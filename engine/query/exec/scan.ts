@@ -111,7 +111,8 @@ export function* scanSteps(
       const { idx, n, inRange } = selectRows(filtered, inside, options, env, buffers, deletes);
       if (n > 0) {
         const read = loadSegment(ref, rest, env);
-        visit({ chunk: replaceColumns(read, new Map([...filtered.columns, ...read.columns])), idx, n, inRange });
+        // On the filtered chunk, whose times the range selection may have read already.
+        visit({ chunk: replaceColumns(filtered, new Map([...filtered.columns, ...read.columns])), idx, n, inRange });
       }
     } else visitChunk(loadSegment(ref, columns, env), inside, options, env, buffers, visit, deletes);
     yield;
