@@ -133,12 +133,19 @@ export function stringAt(column: Column, code: number): string {
 }
 
 /**
- * Entry `code` as a reader that meets many codes (grouping, select_unique) reads it: a small
- * dictionary's strings are made at once and kept with the column, so later queries find them; a
- * large one's (ids: about an entry a row) one entry at a time, only those some row selects.
+ * How a reader that meets many codes of a chunk (grouping, select_unique), having selected `rows`
+ * rows, reads the column's dictionary: a small one's strings, or a large one's that rows may
+ * touch an eighth of, made at once and kept with the column, so later queries find them; a large
+ * one's (ids: about an entry a row) under a selective filter one entry at a time, only those rows
+ * select (one user's sessions: a few of 250,000).
  */
-export function entryAt(column: Column, code: number): string {
-  return dictLength(column) <= DICTIONARY_STRINGS_AT_ONCE_MAX ? column.dict![code] : stringAt(column, code);
+export function entryReader(column: Column, rows: number): (code: number) => string {
+  const size = dictLength(column);
+  if (size <= DICTIONARY_STRINGS_AT_ONCE_MAX || 8 * rows >= size) {
+    const dict = column.dict!;
+    return (code) => dict[code];
+  }
+  return (code) => stringAt(column, code);
 }
 
 /**

@@ -3,7 +3,7 @@
  * Values get query-wide ids (group-by.ts ValueIds); (cell, id) pairs are deduplicated in a
  * TripleSet, so each value is materialized once however many rows hold it.
  */
-import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, dictLength, entryAt } from '../../storage/chunk.js';
+import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, dictLength, entryReader } from '../../storage/chunk.js';
 import { compareValues } from '../eval/compare.js';
 import { ValueIds, type GroupValue } from '../eval/group-by.js';
 import { TripleSet } from '../eval/hash-table.js';
@@ -45,6 +45,7 @@ export class SelectUniqueAggregator implements Aggregator {
     // Without groups or buckets, a string row only marks its dictionary code: each distinct code
     // is looked up once per chunk, not once per row, and only those codes' strings are made.
     const seen = cells === null && str !== null ? new Uint8Array(dictLength(column)) : null;
+    const entry = str === null ? null : entryReader(column, n);
     for (let k = 0; k < n; k++) {
       const i = idx[k];
       const t = tags[i];
@@ -53,7 +54,7 @@ export class SelectUniqueAggregator implements Aggregator {
         seen[str![i]] = 1;
         continue;
       }
-      if (t === TAG_STR) id = this.ids.idOfString(entryAt(column, str![i]));
+      if (t === TAG_STR) id = this.ids.idOfString(entry!(str![i]));
       else if (t === TAG_NUM) id = this.ids.idOfNumber(num![i]);
       else if (t === TAG_BOOL) id = this.ids.idOfBool(num![i]);
       else if (t === TAG_LIST && lists![i] !== null) id = this.ids.idOfList(lists![i]);
@@ -63,7 +64,7 @@ export class SelectUniqueAggregator implements Aggregator {
     }
     for (let code = 0; seen !== null && code < seen.length; code++) {
       if (seen[code] === 0) continue;
-      const id = this.ids.idOfString(entryAt(column, code));
+      const id = this.ids.idOfString(entry!(code));
       if (this.set.add(0, id, 0)) this.pairs.push(0, id);
     }
   }

@@ -6,7 +6,7 @@
  */
 import { ApiError } from '../../base/errors.js';
 import {
-  TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, dictLength, entryAt, type Column, type ColumnChunk, type Primitive,
+  TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, dictLength, entryReader, type Column, type ColumnChunk, type Primitive,
 } from '../../storage/chunk.js';
 import type { ColumnViews } from './columns.js';
 import { NumberMap } from './hash-table.js';
@@ -150,11 +150,12 @@ export class ValueIds {
     }
     const { tags, num, str } = column;
     const table = str === null ? null : this.translation(column);
+    const entry = str === null ? null : entryReader(column, n);
     if (table !== null && stringsOnly) {
       for (let k = 0; k < n; k++) {
         const code = str![idx[k]];
         let id = table[code];
-        if (id === -1) id = table[code] = this.idOfString(entryAt(column, code));
+        if (id === -1) id = table[code] = this.idOfString(entry!(code));
         out[k] = id;
       }
       return;
@@ -165,7 +166,7 @@ export class ValueIds {
       if (t === TAG_STR) {
         const code = str![i];
         let id = table![code];
-        if (id === -1) id = table![code] = this.idOfString(entryAt(column, code));
+        if (id === -1) id = table![code] = this.idOfString(entry!(code));
         out[k] = id;
       } else if (t === TAG_NUM) out[k] = this.idOfNumber(num![i]);
       else if (t === TAG_BOOL) out[k] = this.idOfBool(num![i]);
@@ -174,11 +175,11 @@ export class ValueIds {
     }
   }
 
-  /** The id of the string at `code` of the column's dictionary. */
-  idOfCode(column: Column, code: number): number {
+  /** The id of the string at `code` of the column's dictionary, read by `entry` (entryReader). */
+  idOfCode(column: Column, code: number, entry: (code: number) => string): number {
     const table = this.translation(column);
     let id = table[code];
-    if (id === -1) id = table[code] = this.idOfString(entryAt(column, code));
+    if (id === -1) id = table[code] = this.idOfString(entry(code));
     return id;
   }
 
@@ -240,8 +241,8 @@ export class GroupTable {
   }
 
   /** With one group_by property: the group of the string at `code` of the column's dictionary. */
-  idOfCode(column: Column, code: number): number {
-    const id = this.props[0].idOfCode(column, code);
+  idOfCode(column: Column, code: number, entry: (code: number) => string): number {
+    const id = this.props[0].idOfCode(column, code, entry);
     if (this.props[0].values.length > this.limit) throw tooManyGroups(this.limit);
     return id;
   }

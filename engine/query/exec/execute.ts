@@ -4,7 +4,7 @@
  * Pure computation over chunks: the caller decides on which thread, with which limits.
  */
 import {
-  dictLength, numbersOf, storedNumbers, TAG_NUM, TAG_STR, type ColumnChunk, type ScaledNumbers, type ScanSource, type SegmentRef,
+  dictLength, entryReader, numbersOf, storedNumbers, TAG_NUM, TAG_STR, type ColumnChunk, type ScaledNumbers, type ScanSource, type SegmentRef,
 } from '../../storage/chunk.js';
 import { createAggregator, CountAggregator, type Aggregator } from '../aggregate/index.js';
 import type { AverageAggregator } from '../aggregate/average.js';
@@ -202,10 +202,11 @@ class CodeCounts {
     counts.fill(0, 0, size);
     if (dense) for (let i = 0; i < n; i++) counts[str[i]]++;
     else for (let k = 0; k < n; k++) counts[str[idx[k]]]++;
+    const entry = entryReader(column, n);
     for (let code = 0; code < size; code++) {
       const rows = counts[code];
       if (rows === 0) continue;
-      const cell = groups.idOfCode(column, code) * buckets + bucket;
+      const cell = groups.idOfCode(column, code, entry) * buckets + bucket;
       for (const aggregator of aggregators) aggregator.addRows(cell, rows);
     }
     return true;
@@ -297,7 +298,8 @@ class CodeSums {
     }
     const { rows, sums, counts } = this;
     const buckets = edges === null ? 1 : edges.length - 1;
-    const cellOf = (code: number) => groups.idOfCode(column, code) * buckets + bucket;
+    const entry = entryReader(column, n);
+    const cellOf = (code: number) => groups.idOfCode(column, code, entry) * buckets + bucket;
     // Rows per code: every row is a number of each target here, so a target's counts are the
     // rows; counted on their own only when no target is summed.
     let rowsCounted = false;

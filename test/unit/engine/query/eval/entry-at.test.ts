@@ -1,7 +1,7 @@
 /**
- * Grouping and select_unique read a large dictionary (ids) one entry at a time, only the entries
- * rows select, and a small one's strings at once, kept with the column: the answers are the
- * reference's either way. Real segment files through a chunk cache.
+ * Grouping and select_unique read a large dictionary (ids) under a selective filter one entry at a
+ * time, only the entries rows select, and a small one's strings (or a large one's that rows may
+ * touch an eighth of) at once, kept with the column: the answers are the same either way. Real segment files through a chunk cache.
  */
 import t from 'tap';
 import { ColumnViews } from '../../../../../engine/query/eval/columns.js';
@@ -23,7 +23,7 @@ const ROWS = 3 * DICTIONARY_STRINGS_AT_ONCE_MAX;
 /** Row i of segment s: id `u<s>-<i>` (a dictionary past the limit), country `c<i % 10>`. */
 const id = (s: number, i: number) => `u${s}-${i}`;
 
-t.test('group_by and select_unique of ids make only the selected entries; of a small dictionary, all at once', async (t) => {
+t.test('group_by and select_unique of ids make only the selected entries, or all once rows may touch an eighth; of a small dictionary, all at once', async (t) => {
   const refs = writeDaySegments(t, 2, ROWS, (s, i) => ({ id: id(s, i), country: `c${i % 10}` }));
   const source = { idKey: 0, memoryVersion: 0, segments: refs, memory: null, schema: {} } as unknown as ScanSource;
   const cache = new ChunkCache({ readSegment, readFooter, compactColumns });
@@ -44,6 +44,11 @@ t.test('group_by and select_unique of ids make only the selected entries; of a s
   for (const segment of [0, 1]) {
     t.equal(column(segment, 'id').decodedBytes, 0, `segment ${segment}: no string made of its ${ROWS} ids`);
   }
+
+  // Half the rows: past an eighth of the entries, all are made once and kept.
+  const half = run('count', { group_by: 'id', filters: [{ property_name: 'country', operator: 'in', property_value: ['c1', 'c3', 'c5', 'c7', 'c9'] }] });
+  t.equal((half as unknown[]).length, ROWS, 'a group per id of half the rows of both segments');
+  for (const segment of [0, 1]) t.ok(column(segment, 'id').decodedBytes > 0, `segment ${segment}: its ids made at once`);
 
   const countries = run('select_unique', { target_property: 'country' });
   t.same(countries, Array.from({ length: 10 }, (_, i) => `c${i}`));
