@@ -11,12 +11,12 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import { openEngine, type TallyEngine } from '../../../../engine/index.js';
 import { planMemory } from '../../../../engine/base/memory.js';
-import { compareValues } from '../../../../engine/query/eval/compare.js';
 import { parseRequest } from '../../../../engine/query/plan/request.js';
 import type { AggregatePlan } from '../../../../engine/query/plan/plan.js';
 import { readSegment } from '../../../../engine/storage/segment/reader.js';
 import type { ColumnChunk } from '../../../../engine/storage/chunk.js';
-import { analyze, matches, valueAt } from '../../../helpers/query/reference.js';
+import { close, expectedAnswer } from '../../../helpers/query/expected.js';
+import { matches } from '../../../helpers/query/reference.js';
 import { randomEvents, type TestEvent } from '../../../helpers/query/test-support.js';
 
 const START = Date.UTC(2024, 2, 1);
@@ -69,78 +69,6 @@ function sent(event: TestEvent): Record<string, unknown> {
   return root;
 }
 
-/** The reference answer of `kind` over `events` (analyses.test.ts's, over a given event list). */
-function expected(events: readonly TestEvent[], kind: string, target: string | null, params: Record<string, unknown>): unknown {
-  const plan = parseRequest(kind, params, { nowMs: NOW }) as AggregatePlan;
-  const selected = events.filter((event) => event.ts >= plan.range.startMs &&
-    event.ts < plan.range.endMs && plan.filters.every((node) => matches(event, node)));
-  const value = (subset: TestEvent[]) => {
-    const v = analyze(kind, subset, target, 90);
-    return Array.isArray(v) ? [...v].sort(compareValues) : v;
-  };
-  const groupRows = (subset: TestEvent[]) => {
-    const paths = plan.groupBy!;
-    const groups = new Map<string, { tuple: unknown[]; events: TestEvent[] }>();
-    for (const event of subset) {
-      const tuple = paths.map((p) => valueAt(event, p) ?? null);
-      const key = JSON.stringify(tuple);
-      if (!groups.has(key)) groups.set(key, { tuple, events: [] });
-      groups.get(key)!.events.push(event);
-    }
-    return [...groups.values()].sort((a, b) => {
-      for (let p = 0; p < paths.length; p++) {
-        const order = compareValues(a.tuple[p], b.tuple[p]);
-        if (order) return order;
-      }
-      return 0;
-    }).map(({ tuple, events: members }) => {
-      const row: Record<string, unknown> = {};
-      paths.forEach((p, i) => (row[p] = tuple[i]));
-      row.result = value(members);
-      return row;
-    });
-  };
-  const cell = (subset: TestEvent[]) => (plan.groupBy ? groupRows(subset) : value(subset));
-  if (!plan.buckets) return { result: cell(selected) };
-  const { edges, labels } = plan.buckets;
-  return {
-    result: edges.slice(0, -1).map((edge, b) => {
-      const subset = selected.filter((event) => event.ts >= edge && event.ts < edges[b + 1]);
-      let v = cell(subset);
-      if (!plan.groupBy && subset.length === 0) {
-        v = kind === 'count' || kind === 'count_unique' ? 0 : kind === 'select_unique' ? [] : null;
-      }
-      return { timeframe: { start: labels[b], end: labels[b + 1] }, value: v };
-    }),
-  };
-}
-
-/** Deep equality with a relative tolerance on numbers (sums added in another order). */
-function close(actual: unknown, wanted: unknown, where = '$'): string | null {
-  if (typeof wanted === 'number' && typeof actual === 'number') {
-    return Math.abs(actual - wanted) <= 1e-9 * Math.max(1, Math.abs(wanted)) ? null : `${where}: ${actual} != ${wanted}`;
-  }
-  if (Array.isArray(wanted)) {
-    if (!Array.isArray(actual) || actual.length !== wanted.length) {
-      return `${where}: ${JSON.stringify(actual)?.slice(0, 300)} != ${JSON.stringify(wanted).slice(0, 300)}`;
-    }
-    for (let i = 0; i < wanted.length; i++) {
-      const problem = close(actual[i], wanted[i], `${where}[${i}]`);
-      if (problem) return problem;
-    }
-    return null;
-  }
-  if (typeof wanted === 'object' && wanted !== null) {
-    if (typeof actual !== 'object' || actual === null) return `${where}: not an object`;
-    for (const key of new Set([...Object.keys(wanted), ...Object.keys(actual)])) {
-      const problem = close((actual as Record<string, unknown>)[key], (wanted as Record<string, unknown>)[key], `${where}.${key}`);
-      if (problem) return problem;
-    }
-    return null;
-  }
-  return Object.is(actual, wanted) ? null : `${where}: ${JSON.stringify(actual)} != ${JSON.stringify(wanted)}`;
-}
-
 /** Bytes a segment's rows take decoded, at the least: times, and each column's tags, numbers and codes. */
 function decodedBytes(chunk: ColumnChunk): number {
   let bytes = chunk.rows * Float64Array.BYTES_PER_ELEMENT;
@@ -163,15 +91,15 @@ async function agreeWithReference(t: Test, engine: TallyEngine, project: string,
       if (target) params.target_property = target;
       if (kind === 'percentile') params.percentile = 90;
       const actual = await engine.queries.run(project, kind, params, false);
-      t.equal(close(actual, expected(events, kind, target, params)), null, `${state}: ${kind} × ${mode}`);
+      t.equal(close(actual, expectedAnswer(events, kind, target, params, NOW)), null, `${state}: ${kind} × ${mode}`);
     }
   }
   const multi = await engine.queries.run(project, 'multi_analysis', {
     event_collection: 'e', timeframe, group_by: 'country',
     analyses: { n: { analysis_type: 'count' }, top: { analysis_type: 'maximum', target_property: 'nested.level' } },
   }, false) as { result: { country: unknown; n: number; top: unknown }[] };
-  const counts = expected(events, 'count', null, { event_collection: 'e', timeframe, group_by: 'country' }) as { result: { country: unknown; result: number }[] };
-  const tops = expected(events, 'maximum', 'nested.level', { event_collection: 'e', timeframe, group_by: 'country', target_property: 'nested.level' }) as
+  const counts = expectedAnswer(events, 'count', null, { event_collection: 'e', timeframe, group_by: 'country' }, NOW) as { result: { country: unknown; result: number }[] };
+  const tops = expectedAnswer(events, 'maximum', 'nested.level', { event_collection: 'e', timeframe, group_by: 'country', target_property: 'nested.level' }, NOW) as
     { result: { country: unknown; result: unknown }[] };
   t.equal(close(multi.result, counts.result.map((row, i) => ({ country: row.country, n: row.result, top: tops.result[i].result }))), null,
     `${state}: multi_analysis`);
