@@ -361,23 +361,30 @@ async function waitUntilUp(children, bootstrap, deadline, listed) {
       await sleep(200);
     }
   }
+  // A new cluster: every broker asked on its own (a client's metadata comes from one broker, and
+  // one that has not caught up lists fewer) lists them all. A restarted node: some broker lists it
+  // (others of the cluster may be stopped).
   const { Kafka, logLevel } = (await import('kafkajs')).default;
-  const admin = new Kafka({ clientId: 'tally-kafka-start', brokers: bootstrap, logLevel: logLevel.NOTHING }).admin();
+  const client = (brokers) => new Kafka({ clientId: 'tally-kafka-start', brokers, logLevel: logLevel.NOTHING }).admin();
+  const admins = listed !== undefined ? [client(bootstrap)] : bootstrap.map((b) => client([b]));
+  const sees = async (admin) => {
+    try {
+      await admin.connect();
+      const { brokers } = await admin.describeCluster();
+      return listed !== undefined ? brokers.some((b) => b.nodeId === listed) : brokers.length === children.length;
+    } catch {
+      return false; // not up yet
+    }
+  };
   try {
     for (;;) {
       failIfDead();
-      try {
-        await admin.connect();
-        const { brokers } = await admin.describeCluster();
-        if (listed !== undefined ? brokers.some((b) => b.nodeId === listed) : brokers.length === children.length) return;
-      } catch {
-        // not up yet
-      }
+      if ((await Promise.all(admins.map(sees))).every(Boolean)) return;
       if (Date.now() > deadline) throw timedOut(`${children.length} broker(s) answering describeCluster`);
       await sleep(300);
     }
   } finally {
-    await admin.disconnect().catch(() => {});
+    await Promise.all(admins.map((admin) => admin.disconnect().catch(() => {})));
   }
 }
 

@@ -2,8 +2,9 @@
 /**
  * The test reporter of `npm test` (.taprc runs it with tap's raw TAP on stdin): one line per test
  * file as it finishes (ok or FAIL, assertions, seconds), the names of failed assertions under it,
- * and a short summary at the end. The full TAP goes to .tap/last-run.tap for when a failure needs
- * its diagnostics. The summary ends with tap's own line, `# { total: N, pass: P, fail: F }`,
+ * each failure's diagnostics (tap's YAML block: the message, the stack's first lines, the values
+ * compared; a few lines each), and a short summary at the end. The full TAP goes to
+ * .tap/last-run.tap. The summary ends with tap's own line, `# { total: N, pass: P, fail: F }`,
  * which .ci/run reads. Exits non-zero when anything failed (tap also does).
  */
 import fs from 'node:fs';
@@ -23,11 +24,25 @@ let failures = [];
 /** Subtest names currently open, by indent depth. */
 const open = [];
 const failedNames = [];
+/** Lines of a failure's YAML diagnostics printed under its name, and failures so detailed a file. */
+const DIAG_LINES_MAX = 24;
+const DIAG_FAILURES_MAX = 5;
+/** The failure whose diagnostics block is being read: its indent and the lines kept so far. */
+let diag = null;
 
 const input = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
 for await (const line of input) {
   full.write(`${line}\n`);
   if (/^# \{ total: \d+/.test(line)) summary = line;
+  if (diag !== null) {
+    if (line === `${diag.indent}  ---`) continue;
+    if (line === `${diag.indent}  ...` || !line.startsWith(`${diag.indent}  `)) {
+      diag = null;
+    } else {
+      if (diag.lines.length < DIAG_LINES_MAX) diag.lines.push(line.slice(diag.indent.length + 2));
+      continue;
+    }
+  }
   const subtest = /^( *)# Subtest: (.*)$/.exec(line);
   if (subtest) {
     open[subtest[1].length / 4] = subtest[2];
@@ -45,15 +60,22 @@ for await (const line of input) {
     } else {
       failedFiles++;
       process.stdout.write(`FAIL  ${result[3]} (${seconds} s)\n`);
-      for (const name of failures) process.stdout.write(`        ${name}\n`);
-      failedNames.push(...failures.map((name) => `${result[3]}: ${name}`));
+      for (const [i, failure] of failures.entries()) {
+        process.stdout.write(`        ${failure.name}\n`);
+        if (i < DIAG_FAILURES_MAX) for (const l of failure.lines) process.stdout.write(`            ${l}\n`);
+      }
+      failedNames.push(...failures.map((failure) => `${result[3]}: ${failure.name}`));
     }
     failures = [];
   } else if (!ok && !/ # TODO/.test(line)) {
     // A failed assertion (or a subtest that failed because of one): name it with its subtests.
     const name = [...open.slice(1, depth).filter(Boolean), result[3]].join(' › ');
     // A subtest that failed because an assertion inside it did is named by that assertion already.
-    if (!failures.some((earlier) => earlier.startsWith(`${name} › `))) failures.push(name);
+    if (!failures.some((earlier) => earlier.name.startsWith(`${name} › `))) {
+      const failure = { name, lines: [] };
+      failures.push(failure);
+      diag = { indent: result[1], lines: failure.lines };
+    }
   }
 }
 full.end();

@@ -9,7 +9,7 @@
  */
 import t, { type Test } from 'tap';
 import { Kafka, logLevel } from 'kafkajs';
-import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
+import { createServedTopic, startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { client } from '../helpers/http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { ALL_TIME, clusterArgs, stopAll } from '../helpers/cluster.js';
@@ -157,7 +157,7 @@ t.test('the first organization in the topic wins; objects published with another
   const admin = new Kafka({ clientId: 'tally-test', brokers: kafka.bootstrap, logLevel: logLevel.NOTHING });
   const kafkaAdmin = admin.admin();
   await kafkaAdmin.connect();
-  await kafkaAdmin.createTopics({ waitForLeaders: true, topics: [{ topic: 'seeded.meta', numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] });
+  await createServedTopic(kafkaAdmin, { topic: 'seeded.meta', numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] });
   await kafkaAdmin.disconnect();
   const producer = admin.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();

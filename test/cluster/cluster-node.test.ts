@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import { Kafka, logLevel } from 'kafkajs';
-import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
+import { createServedTopic, startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { client, eventually } from '../helpers/http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -155,7 +155,7 @@ t.test('the lag gauge counts what Kafka holds when /metrics is scraped, not at t
   const kafkaClient = new Kafka({ brokers: kafka.bootstrap, logLevel: logLevel.NOTHING });
   const admin = kafkaClient.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
+  await createServedTopic(admin, { topic, numPartitions: 1, replicationFactor: 1 });
   await admin.disconnect();
   const engine = await openEngine({ dataDir: join(dir, 'store'), queryWorkers: 0 });
   const offsets = new ConsumedOffsets(dir);
@@ -211,7 +211,7 @@ t.test('a topic not served yet: start-up asks again instead of stopping', async 
     return consumer.subscribe({ topic, fromBeginning: true });
   });
   await new Promise((resolve) => setTimeout(resolve, 700));
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }] });
+  await createServedTopic(admin, { topic, numPartitions: 1 });
   await subscribed;
   t.ok(calls > 1, `subscribed once the topic was served (${calls} tries)`);
 

@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
-import { startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
+import { createServedTopic, startKafka, type RealKafka } from '../helpers/kafka-cluster.js';
 import { startServer } from '../helpers/server.js';
 import { client, eventually } from '../helpers/http.js';
 
@@ -54,7 +54,7 @@ t.test('the real broker: create a topic, produce, consume', async (t) => {
   t.teardown(() => admin.disconnect());
   const { brokers } = await admin.describeCluster();
   t.equal(brokers.length, 1, `one broker (Kafka ${kafka.version})`);
-  t.ok(await admin.createTopics({ topics: [{ topic: 'smoke', numPartitions: 2 }], waitForLeaders: true }));
+  t.ok(await createServedTopic(admin, { topic: 'smoke', numPartitions: 2 }));
   t.ok((await admin.listTopics()).includes('smoke'));
 
   const producer = clientFor().producer();
@@ -71,7 +71,7 @@ t.test('--kafka-bridge: external topic → Tally → enriched topic', async (t) 
   const admin = clientFor().admin();
   await admin.connect();
   // The bridge subscribes by pattern when it starts, so the inbound topic exists before Tally does.
-  await admin.createTopics({ topics: [{ topic: 'clicks', numPartitions: 2 }], waitForLeaders: true });
+  await createServedTopic(admin, { topic: 'clicks', numPartitions: 2 });
   await admin.disconnect();
   const producer = clientFor().producer();
   await producer.connect();

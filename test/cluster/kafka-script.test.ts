@@ -11,9 +11,18 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
+import { createServedTopic } from '../helpers/kafka-cluster.js';
 
 const SCRIPT = fileURLToPath(new URL('../../../scripts/kafka.mjs', import.meta.url));
-const run = (...args: string[]) => promisify(execFile)(process.execPath, [SCRIPT, ...args], { timeout: 180_000 });
+/** The script's output; a failure rejects with its exit and stderr (execFile's error has a numeric code, which tap prints as "unhandled error"). */
+async function run(...args: string[]): Promise<{ stdout: string }> {
+  try {
+    return await promisify(execFile)(process.execPath, [SCRIPT, ...args], { timeout: 180_000 });
+  } catch (error) {
+    const e = error as { code?: unknown; signal?: unknown; stderr?: unknown };
+    throw new Error(`kafka.mjs ${args.join(' ')} failed (${String(e.code ?? e.signal)}): ${String(e.stderr ?? error)}`);
+  }
+}
 
 function alive(pid: number): boolean {
   try {
@@ -40,7 +49,7 @@ t.test('start --nodes 3, a replicated topic, stop', async (t) => {
   const admin = kafka.admin();
   await admin.connect();
   t.equal((await admin.describeCluster()).brokers.length, 3);
-  await admin.createTopics({ topics: [{ topic: 'replicated', numPartitions: 3, replicationFactor: 3 }], waitForLeaders: true });
+  await createServedTopic(admin, { topic: 'replicated', numPartitions: 3, replicationFactor: 3 });
   const [meta] = (await admin.fetchTopicMetadata({ topics: ['replicated'] })).topics;
   t.ok(meta!.partitions.every((p) => p.replicas.length === 3), 'every partition has 3 replicas');
   await admin.disconnect();

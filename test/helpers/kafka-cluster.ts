@@ -7,6 +7,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Admin, ITopicConfig } from 'kafkajs';
+import { notServedYet, untilServed } from '../../server/cluster/served.js';
 
 /** dist/test/helpers/kafka-cluster.js → scripts/kafka.mjs (not compiled; plain ESM). */
 const SCRIPT = new URL('../../../scripts/kafka.mjs', import.meta.url).href;
@@ -57,5 +59,23 @@ export async function startKafka(options: { nodes?: 1 | 3; log?: (msg: string) =
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     throw error;
+  }
+}
+
+/**
+ * Creates `topic` and resolves once a metadata request lists it with a leader for every partition:
+ * kafkajs's waitForLeaders asks only the broker it created the topic through and gives up on
+ * "does not host this topic-partition" (a numeric-coded error tap reports as "unhandled error"),
+ * and the next call may reach a broker that has not heard of the topic yet. True when created here.
+ */
+export async function createServedTopic(admin: Admin, topic: ITopicConfig): Promise<boolean> {
+  const created = await admin.createTopics({ topics: [topic], waitForLeaders: true }).catch((error: unknown) => {
+    if (notServedYet(error)) return true;
+    throw error;
+  });
+  for (;;) {
+    const [meta] = (await untilServed(() => admin.fetchTopicMetadata({ topics: [topic.topic] }))).topics;
+    if (meta !== undefined && meta.partitions.length > 0 && meta.partitions.every((p) => p.leader >= 0)) return created;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
