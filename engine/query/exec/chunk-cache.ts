@@ -4,7 +4,7 @@
  * a scan. Segments are immutable, so an entry never goes stale; a deleted or compacted file simply
  * stops being asked for.
  */
-import { CHUNK_CACHE_BYTES_DEFAULT, FOOTER_CACHE_BYTES_DEFAULT, NEWEST_HELD_SHARE } from '../../base/limits.js';
+import { BLOCKED_FILES_KEPT_MAX, CHUNK_CACHE_BYTES_DEFAULT, FOOTER_CACHE_BYTES_DEFAULT, NEWEST_HELD_SHARE } from '../../base/limits.js';
 import { replaceColumns, type ColumnChunk, type SegmentRef } from '../../storage/chunk.js';
 import { columnBytes, columnsBytes, dictStringBytes, systemBytes } from '../../storage/chunk-bytes.js';
 import { SegmentColumn } from '../../storage/segment/decode-column.js';
@@ -28,6 +28,8 @@ export class ChunkCache {
   /** `bytes` is as last measured: a segment chunk grows when a reader first decodes its times. */
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
+  /** Per segment file, the paths `lacks` can answer for (reader.ts blockedPaths): a file never changes. */
+  private readonly blocked = new Map<string, ReadonlySet<string>>();
   /** The query now running (beginQuery); 0 before the first, when the cache is plain LRU. */
   private epoch = 0;
   /** Columns the running query asked for (null: all of them). */
@@ -86,6 +88,23 @@ export class ChunkCache {
       this.footerBytes -= entry.bytes;
     }
     return footer;
+  }
+
+  /**
+   * True when no row of the segment holds one of the strings `values` at `path`, as its blocked
+   * dictionaries say (reader.ts segmentLacks, which decodes only the frames that may hold them):
+   * an eq or in filter of them skips the segment unread. False when some row may or it cannot tell.
+   */
+  lacks(ref: SegmentRef, path: string, values: readonly string[]): boolean {
+    const { blockedPaths, segmentLacks } = this.files;
+    if (blockedPaths === undefined || segmentLacks === undefined) return false;
+    let paths = this.blocked.get(ref.file);
+    if (paths === undefined) {
+      paths = new Set(blockedPaths(ref.file));
+      this.blocked.set(ref.file, paths);
+      if (this.blocked.size > BLOCKED_FILES_KEPT_MAX) this.blocked.delete(this.blocked.keys().next().value!);
+    }
+    return paths.has(path) && segmentLacks(ref.file, path, values);
   }
 
   /**

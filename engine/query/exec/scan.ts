@@ -2,7 +2,8 @@
  * The chunk loop shared by every plan: visits the chunks of a ScanSource (segments through the
  * chunk cache, then the write buffer's snapshot), selects the rows inside the timeframe and
  * passing the filters into a reused selection vector, and checks the cooperative deadline
- * between chunks. Segments a positive filter cannot match (column absent) are skipped unread.
+ * between chunks. Segments a positive filter cannot match (column absent, numbers out of range,
+ * strings their blocked dictionaries lack) are skipped unread.
  */
 import { ApiError } from '../../base/errors.js';
 import { replaceColumns, type ColumnChunk, type ScanSource, type SegmentFooter, type SegmentRef } from '../../storage/chunk.js';
@@ -106,6 +107,7 @@ export function* scanSteps(
       buffers.eventsScanned += footer.rows;
       continue;
     }
+    if (lacksValues(filters, ref, env)) continue;
     if (filtersFirst) {
       const filtered = loadSegment(ref, [...filterColumns], env);
       const { idx, n, inRange } = selectRows(filtered, inside, options, env, buffers, deletes);
@@ -198,6 +200,22 @@ function cannotMatch(filters: readonly FilterNode[], footer: SegmentFooter): boo
       (node.kind === 'exists' && node.exists) ||
       (node.kind === 'text' && !node.negate) || node.kind === 'within';
     if (positive) return true;
+  }
+  return false;
+}
+
+/**
+ * True when a top-level eq or in filter of strings names only values the segment's blocked
+ * dictionaries lack (chunk-cache.ts lacks): no row can match, and the segment is skipped unread.
+ */
+function lacksValues(filters: readonly FilterNode[], ref: SegmentRef, env: ExecEnv): boolean {
+  if (env.cache === null) return false;
+  for (const node of filters) {
+    if (node.kind === 'or') continue;
+    const values = node.kind === 'compare' && node.operator === 'eq' && typeof node.value === 'string' ? [node.value]
+      : node.kind === 'set' && !node.negate && node.values.length > 0 && node.values.every((v) => typeof v === 'string')
+        ? node.values as readonly string[] : null;
+    if (values !== null && env.cache.lacks(ref, node.path, values)) return true;
   }
   return false;
 }

@@ -94,36 +94,50 @@ const FCS_BYTES = [0, 2, 4, 8];
 const DICTIONARY_ID_BYTES = [0, 1, 2, 4];
 
 /**
- * An upper bound of a single ZSTD frame's content size from its block headers (RFC 8878 §3.1.1):
- * raw and RLE blocks state their content size, a compressed block holds at most 128 KB.
- * -1 when `frame` is not exactly one well-formed frame.
+ * An upper bound of the content size of ZSTD frames from their block headers (RFC 8878 §3.1.1):
+ * raw and RLE blocks state their content size, a compressed block holds at most 128 KB. `data`
+ * may hold several frames one after another (a blocked dictionary, dict-blocks.ts), whose content
+ * is theirs concatenated. -1 when `data` is not a sequence of well-formed frames.
  */
-export function frameContentBound(frame: Uint8Array): number {
-  const length = frame.byteLength;
-  if (length < 6) return -1;
-  const magic = (frame[0] | (frame[1] << 8) | (frame[2] << 16) | (frame[3] << 24)) >>> 0;
-  if (magic !== ZSTD_MAGIC) return -1;
-  const descriptor = frame[4];
+export function frameContentBound(data: Uint8Array): number {
+  let bound = 0;
+  let at = 0;
+  do {
+    const frame = oneFrame(data, at);
+    if (frame === null) return -1;
+    bound += frame.bound;
+    at = frame.end;
+  } while (at < data.byteLength);
+  return bound;
+}
+
+/** The content bound and end of the ZSTD frame at `start` of `data`, or null when it is not one. */
+function oneFrame(data: Uint8Array, start: number): { bound: number; end: number } | null {
+  const length = data.byteLength;
+  if (length - start < 6) return null;
+  const magic = (data[start] | (data[start + 1] << 8) | (data[start + 2] << 16) | (data[start + 3] << 24)) >>> 0;
+  if (magic !== ZSTD_MAGIC) return null;
+  const descriptor = data[start + 4];
   const fcsFlag = descriptor >> 6;
   const singleSegment = (descriptor & 0x20) !== 0;
-  if ((descriptor & 0x08) !== 0) return -1; // reserved bit
-  let at = 5 + (singleSegment ? 0 : 1) + DICTIONARY_ID_BYTES[descriptor & 3] +
+  if ((descriptor & 0x08) !== 0) return null; // reserved bit
+  let at = start + 5 + (singleSegment ? 0 : 1) + DICTIONARY_ID_BYTES[descriptor & 3] +
     (fcsFlag === 0 && singleSegment ? 1 : FCS_BYTES[fcsFlag]);
   let bound = 0;
   for (;;) {
-    if (at + 3 > length) return -1;
-    const header = frame[at] | (frame[at + 1] << 8) | (frame[at + 2] << 16);
+    if (at + 3 > length) return null;
+    const header = data[at] | (data[at + 1] << 8) | (data[at + 2] << 16);
     at += 3;
     const type = (header >> 1) & 3;
     const size = header >>> 3;
-    if (type === 3) return -1; // reserved
-    if (type === 2 && size < 2) return -1; // a compressed block holds at least its literals header
+    if (type === 3) return null; // reserved
+    if (type === 2 && size < 2) return null; // a compressed block holds at least its literals header
     bound += type === 2 ? BLOCK_CONTENT_MAX : size;
     at += type === 1 ? 1 : size;
     if ((header & 1) !== 0) break;
   }
   if ((descriptor & 0x04) !== 0) at += 4; // content checksum
-  return at === length ? bound : -1;
+  return at <= length ? { bound, end: at } : null;
 }
 
 /**

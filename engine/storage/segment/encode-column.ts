@@ -31,10 +31,12 @@ import {
 } from './arrow-data.js';
 import { presetCompression, zstdCompress } from './arrow.js';
 import { PACKED_BITS_MAX, bitsFor, packCodes, packedBytes } from './bitpack.js';
+import { blockDictionary } from './dict-blocks.js';
 import {
   CODES_BITPACKED,
   ENCODING_PADDED,
   META_BITS,
+  META_BLOCKS,
   META_CODES,
   META_ENCODING,
   META_PATH,
@@ -260,7 +262,13 @@ function fieldOf(name: string, path: string, role: Role, data: Data): Field {
   ]);
   const scale = scales.get(data);
   if (scale !== undefined) metadata.set(META_SCALE, String(scale));
-  if (DataType.isDictionary(data.type) && DataType.isFixedSizeBinary(data.type.dictionary)) metadata.set(META_ENCODING, ENCODING_PADDED);
+  if (DataType.isDictionary(data.type) && DataType.isFixedSizeBinary(data.type.dictionary)) {
+    metadata.set(META_ENCODING, ENCODING_PADDED);
+    const values = (data as Data<Dictionary>).dictionary?.data[0];
+    const width = data.type.dictionary.byteWidth;
+    const blocks = values === undefined ? null : blockDictionary(values.values as Uint8Array, width, values.length);
+    if (blocks !== null) metadata.set(META_BLOCKS, blocks);
+  }
   return new Field(name, data.type, true, metadata);
 }
 

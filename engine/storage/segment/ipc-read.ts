@@ -15,8 +15,9 @@
 import fs from 'node:fs';
 import { zstdDecompress, zstdDecompressColumn } from './arrow.js';
 import { PACKED_BITS_MAX, unpackCodes } from './bitpack.js';
+import { blockHolds, candidateBlocks, parseBlocks } from './dict-blocks.js';
 import { decompressFrame } from './lz4-frame.js';
-import { CODES_BITPACKED, META_BITS, META_CODES, META_ROLE } from './layout.js';
+import { CODES_BITPACKED, META_BITS, META_BLOCKS, META_CODES, META_ROLE } from './layout.js';
 import {
   TYPE_BINARY, TYPE_FIXED_SIZE_BINARY, TYPE_FIXED_SIZE_LIST, TYPE_FLOAT, TYPE_BOOL, TYPE_INT, TYPE_LIST, TYPE_NULL, TYPE_TIMESTAMP, TYPE_UTF8,
   dictionaryHeader, fileIdentity, keepLayout, keptLayout, parseLayout,
@@ -95,6 +96,49 @@ export class IpcFile {
   dictionaryLength(index: number): number | null {
     const field = this.fields[index];
     return field.dictionary === null ? null : this.dictionaryHeader(field.dictionary.id, field).length;
+  }
+
+  /**
+   * Whether the blocked dictionary (dict-blocks.ts) of field `index` holds one of `keys` (UTF-8
+   * without zero bytes), decoding only the frames whose range may hold them: null when the
+   * field's dictionary is not blocked or not as its metadata says (the caller reads it whole).
+   */
+  dictionaryHoldsAny(index: number, keys: readonly Uint8Array[]): boolean | null {
+    const field = this.fields[index];
+    const meta = field.metadata.get(META_BLOCKS);
+    if (meta === undefined || field.dictionary === null || field.type.kind !== TYPE_FIXED_SIZE_BINARY) return null;
+    const header = this.dictionaryHeader(field.dictionary.id, field);
+    const width = field.type.precision;
+    const count = header.length;
+    const blocks = parseBlocks(meta, width, count);
+    // Buffer 0 of the dictionary batch is the validity, 1 the values: 8 bytes of length, then the frames.
+    const offset = header.buffers[2];
+    const length = header.buffers[3];
+    if (blocks === null || header.codec !== 'zstd' || keys.some((key) => key.includes(0))) return null;
+    if (blocks.sizes.reduce((sum, size) => sum + size, 0) !== length - 8) return null;
+    const prefix = readAt(this.fd, header.bodyOffset + offset, 8);
+    if (new DataView(prefix.buffer).getInt32(4, true) === -1) return null; // stored raw
+    const starts = [8];
+    for (const size of blocks.sizes) starts.push(starts[starts.length - 1] + size);
+    const decoded = new Map<number, Uint8Array>();
+    const padded = new Uint8Array(width);
+    for (const key of keys) {
+      if (key.byteLength > width) continue;
+      padded.fill(0);
+      padded.set(key);
+      for (const block of candidateBlocks(blocks, padded, width)) {
+        let entries = decoded.get(block);
+        if (entries === undefined) {
+          const frame = readInto(scratchOf(blocks.sizes[block]), this.fd, header.bodyOffset + offset + starts[block], blocks.sizes[block]);
+          entries = zstdDecompress(frame);
+          decoded.set(block, entries);
+        }
+        const n = Math.min(blocks.entries, count - block * blocks.entries);
+        if (entries.byteLength < n * width) throw new Error(`Arrow file: dictionary frame ${block} of ${field.name} is short`);
+        if (blockHolds(entries, width, n, padded)) return true;
+      }
+    }
+    return false;
   }
 
   /**

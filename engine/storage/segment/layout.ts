@@ -32,6 +32,11 @@
  *   no row is valid in it; the field right after it, `<path>:codes` (tally.role = codes,
  *   tally.bits = b, no tally.path), is a FixedSizeList<Bool>(b) valid on the main field's rows,
  *   whose row i holds the bits of that row's code, least significant first, stored uncompressed;
+ * - a padded dictionary of more than two frames' entries (2026-11-29; earlier files have none,
+ *   and are read the same) is compressed as consecutive ZSTD frames of DICTIONARY_BLOCK_ENTRIES
+ *   entries each, in its one buffer (any ZSTD decoder reads it whole), and tally.blocks on the
+ *   field names each frame's compressed size and first entry (dict-blocks.ts), so a lookup of one
+ *   value decodes the frame that may hold it;
  * - a number field whose values are all exact multiples of 10^-s in a narrow integer range is
  *   stored as Int8/Int16/Int32 of value × 10^s, with tally.scale = s;
  * - svc.timestamp, svc.created_at and _seq are stored as Int8/Int16/Int32 (the narrowest that fits) differences from the previous row
@@ -57,6 +62,8 @@ export const ENCODING_PADDED = 'padded';
 /** On a main field whose codes are in the `:codes` field after it. */
 export const META_CODES = 'tally.codes';
 export const CODES_BITPACKED = 'bitpacked';
+/** On a main or `:str` field whose padded dictionary is blocked (dict-blocks.ts). */
+export const META_BLOCKS = 'tally.blocks';
 /** On a `:codes` field: the bits of each code. */
 export const META_BITS = 'tally.bits';
 

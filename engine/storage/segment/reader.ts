@@ -22,6 +22,7 @@ import {
   META_CODES,
   READABLE_LAYOUT_VERSIONS,
   META_BASE,
+  META_BLOCKS,
   META_ENCODING,
   META_FOOTER,
   META_PATH,
@@ -98,6 +99,58 @@ export function compactColumns(file: string, rowsPerEntry = WARM_ROWS_PER_DICTIO
       if (entries !== null && entries * rowsPerEntry > ipc.rows) wide.add(path);
     });
     return [...paths].filter((path) => !wide.has(path));
+  } finally {
+    ipc.close();
+  }
+}
+
+/**
+ * The property paths of a segment whose string values are all in blocked dictionaries
+ * (dict-blocks.ts) and that hold no lists and no times: those segmentLacks can answer for.
+ * Reads the file's layout only.
+ */
+export function blockedPaths(file: string): string[] {
+  const ipc = IpcFile.open(file);
+  if (ipc === null) return [];
+  try {
+    const blocked = new Set<string>();
+    const not = new Set<string>();
+    for (const field of ipc.fields) {
+      const path = field.metadata.get(META_PATH);
+      if (path === undefined) continue;
+      const role = field.metadata.get(META_ROLE);
+      const type = field.metadata.get(META_TYPE);
+      const strings = role === 'str' || (role === 'main' && type === 'string');
+      if (strings && field.metadata.has(META_BLOCKS)) blocked.add(path);
+      else if (strings || role?.startsWith('list_') || (role === 'main' && type !== 'num' && type !== 'bool' && type !== 'null')) not.add(path);
+    }
+    return [...blocked].filter((path) => !not.has(path));
+  } finally {
+    ipc.close();
+  }
+}
+
+/**
+ * True when no row of segment `file` holds one of the strings `values` at `path`, as its blocked
+ * dictionaries say (only the frames that may hold them are decoded): an eq or in filter of them
+ * then matches no row. False when it cannot tell (see blockedPaths) or some row may.
+ */
+export function segmentLacks(file: string, path: string, values: readonly string[]): boolean {
+  const ipc = IpcFile.open(file);
+  if (ipc === null) return false;
+  try {
+    const keys = values.map((value) => Buffer.from(value, 'utf8'));
+    let any = false;
+    for (const [index, field] of ipc.fields.entries()) {
+      if (field.metadata.get(META_PATH) !== path) continue;
+      const role = field.metadata.get(META_ROLE);
+      const type = field.metadata.get(META_TYPE);
+      if (role === 'str' || (role === 'main' && type === 'string')) {
+        if (ipc.dictionaryHoldsAny(index, keys) !== false) return false;
+        any = true;
+      } else if (role?.startsWith('list_') || (role === 'main' && type !== 'num' && type !== 'bool' && type !== 'null')) return false;
+    }
+    return any;
   } finally {
     ipc.close();
   }

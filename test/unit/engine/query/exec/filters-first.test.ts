@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import t from 'tap';
+import { DICTIONARY_BLOCK_ENTRIES } from '../../../../../engine/base/limits.js';
 import { ColumnViews } from '../../../../../engine/query/eval/columns.js';
 import { ChunkCache } from '../../../../../engine/query/exec/chunk-cache.js';
 import { aggregateOver } from '../../../../../engine/query/exec/execute.js';
@@ -14,7 +15,7 @@ import { DEFAULT_QUERY_LIMITS } from '../../../../../engine/query/exec/service.j
 import type { AggregatePlan } from '../../../../../engine/query/plan/plan.js';
 import { parseRequest } from '../../../../../engine/query/plan/request.js';
 import type { ScanSource } from '../../../../../engine/storage/chunk.js';
-import { compactColumns, readFooter, readSegment } from '../../../../../engine/storage/segment/reader.js';
+import { blockedPaths, compactColumns, readFooter, readSegment, segmentLacks } from '../../../../../engine/storage/segment/reader.js';
 import { writeDaySegments } from '../../../../helpers/query/segments.js';
 
 const timeframe = { start: '2024-01-01T00:00:00.000Z', end: '2024-01-10T00:00:00.000Z' };
@@ -62,4 +63,36 @@ t.test('a segment none of whose rows pass the filters is not read further', asyn
   t.same(all.result, [{ g: 'g0', result: 1336 }, { g: 'g1', result: 1332 }, { g: 'g2', result: 1332 }], 'a filter every row passes');
   t.same(all.reads, ['0.arrow:g', '0.arrow:price', '1.arrow:g', '2.arrow:price', '3.arrow:g'],
     'each column of each segment once: what the queries before read stayed cached');
+});
+
+t.test('a segment whose blocked dictionary lacks every value of an eq or in filter is skipped unread', async (t) => {
+  const rows = 3 * DICTIONARY_BLOCK_ENTRIES;
+  const refs = writeDaySegments(t, 4, rows, (s, i) => ({ id: `u${(s * rows + i * 7) % (4 * rows)}`, g: `g${i % 3}` }));
+  const source = { idKey: 0, memoryVersion: 0, segments: refs, memory: null, schema: {} } as unknown as ScanSource;
+  const reads: string[] = [];
+  const cache = new ChunkCache({
+    readSegment: (file: string, columns?: readonly string[]) => {
+      reads.push(`${path.basename(file)}:${columns?.join(',') ?? '*'}`);
+      return readSegment(file, columns);
+    },
+    readFooter, compactColumns, blockedPaths, segmentLacks,
+  }, 0);
+  const run = (params: Record<string, unknown>) => {
+    reads.length = 0;
+    const plan = parseRequest('count', { event_collection: 'e', timeframe, ...params }, { nowMs: NOW }) as AggregatePlan;
+    cache.beginQuery();
+    const env = { views: new ColumnViews(), cache, limits: DEFAULT_QUERY_LIMITS, deadlineMs: Number.MAX_SAFE_INTEGER, timeoutMs: 1e9 };
+    return { result: shapeAggregate(plan, aggregateOver(plan, source, env, new ScanBuffers(), source)).result, reads: [...reads].sort() };
+  };
+  const holder = (id: string) => refs.findIndex((_, s) => Array.from({ length: rows }, (_, i) => `u${(s * rows + i * 7) % (4 * rows)}`).includes(id));
+  for (const id of ['u0', 'u12345', 'u49151', 'u7']) {
+    const s = holder(id);
+    const one = run({ filters: [{ property_name: 'id', operator: 'eq', property_value: id }] });
+    t.equal(one.result, 1, `${id}: one row`);
+    t.same(one.reads, [`${s}.arrow:id`], `${id}: only segment ${s}, which holds it, is read`);
+  }
+  const none = run({ group_by: 'g', filters: [{ property_name: 'id', operator: 'in', property_value: ['nobody', 'u99999'] }] });
+  t.same(none, { result: [], reads: [] }, 'an in filter no segment holds reads nothing');
+  const numbers = run({ filters: [{ property_name: 'id', operator: 'in', property_value: ['u0', 5] }] });
+  t.equal(numbers.reads.length, 4, 'a filter with a number in it is not answered from the dictionaries');
 });
