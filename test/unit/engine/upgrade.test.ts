@@ -8,7 +8,9 @@
  * - test/fixtures/data-dir-wal-zeroed: a WAL segment ending in room zeroed ahead of its writes
  *   (engine/wal/wal.ts), written by the code that introduced it;
  * - test/fixtures/data-dir-bitpacked: segments of layout version 3, whose string codes are
- *   bit-packed (storage/segment/bitpack.ts), written by the code that introduced them.
+ *   bit-packed (storage/segment/bitpack.ts), written by the code that introduced them;
+ * - test/fixtures/data-dir-blocked: a segment whose dictionary of 9,000 user ids is stored in
+ *   frames (storage/segment/dict-blocks.ts), written by the code that introduced them.
  * Regenerate with the generator in the fixtures' README if a format changes (a new fixture, never
  * a rewritten one).
  */
@@ -69,4 +71,37 @@ t.test('data-dir-bitpacked holds what it is kept for: a layout 3 segment with bi
   t.teardown(() => ipc.close());
   t.equal(ipc.metadata.get('tally.version'), '3');
   t.same(ipc.fields.filter((field) => field.metadata.get('tally.codes') === 'bitpacked').map((field) => field.name), ['page', 'svc.uniqueness_token']);
+});
+
+t.test('data-dir-blocked: a blocked dictionary of user ids answers filters, groupings and extractions, then a clean close and reopen', async (t) => {
+  const day = path.join(FIXTURES, 'data-dir-blocked/projects/715efa4643eb75a1592d3f0f/pv/2024-01-01');
+  const segment = fs.readdirSync(day).find((name) => name.endsWith('.arrow'))!;
+  const ipc = IpcFile.open(path.join(day, segment))!;
+  t.match(ipc.fields.find((field) => field.name === 'user')?.metadata.get('tally.blocks'), /^4096;\d+,\d+,\d+;/, 'the fixture holds a blocked dictionary');
+  ipc.close();
+
+  const dir = copyOf('data-dir-blocked');
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  let engine = await openEngine({ dataDir: dir, queryWorkers: 0, ingestWorkers: 0 });
+  const project = engine.projects.list()[0]!.id;
+  const params = { event_collection: 'pv', timeframe: TIMEFRAME };
+  // Event n (< 9000) is user-(n * 7919 % 9000); n 9000-9002 (in the WAL) are user-n.
+  const check = async (when: string) => {
+    t.same(await engine.queries.run(project, 'count', params), { result: 9003 }, `${when}: every event once`);
+    for (const [user, n] of [['user-0', 0], ['user-7919', 1], ['user-8999', 4321], ['user-4500', 4500]] as const) {
+      const { result } = await engine.queries.run(project, 'extraction', { ...params, filters: [{ property_name: 'user', operator: 'eq', property_value: user }] }) as { result: { n: number }[] };
+      t.same(result.map((event) => event.n), [n], `${when}: ${user} is event ${n}`);
+    }
+    t.same(await engine.queries.run(project, 'count', { ...params, filters: [{ property_name: 'user', operator: 'in', property_value: ['user-9001', 'user-9999', 'nobody'] }] }),
+      { result: 1 }, `${when}: an in filter, one value in the WAL's events only`);
+    t.same(await engine.queries.run(project, 'count_unique', { ...params, target_property: 'user' }), { result: 9003 }, `${when}: distinct users`);
+    t.same(await engine.queries.run(project, 'count', { ...params, group_by: 'page' }), {
+      result: [{ page: '/p0', result: 4500 }, { page: '/p1', result: 4500 }, { page: '/p9', result: 3 }],
+    }, `${when}: grouped`);
+  };
+  await check('opened');
+  await engine.close();
+  engine = await openEngine({ dataDir: dir, queryWorkers: 0, ingestWorkers: 0 });
+  await check('reopened');
+  await engine.close();
 });
