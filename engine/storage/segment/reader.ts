@@ -14,6 +14,7 @@ import { unpackCodes } from './bitpack.js';
 import { decodeColumn, type StoredField } from './decode-column.js';
 import { readAligned } from './durable.js';
 import { IpcFile, type FieldData } from './ipc-read.js';
+import type { FieldInfo } from './ipc-layout.js';
 import { readProjected } from './projection.js';
 import { assertFooter, decodeSidecar, type FooterWithSketches } from './footer.js';
 import {
@@ -117,12 +118,10 @@ export function blockedPaths(file: string): string[] {
     const not = new Set<string>();
     for (const field of ipc.fields) {
       const path = field.metadata.get(META_PATH);
-      if (path === undefined) continue;
-      const role = field.metadata.get(META_ROLE);
-      const type = field.metadata.get(META_TYPE);
-      const strings = role === 'str' || (role === 'main' && type === 'string');
-      if (strings && field.metadata.has(META_BLOCKS)) blocked.add(path);
-      else if (strings || role?.startsWith('list_') || (role === 'main' && type !== 'num' && type !== 'bool' && type !== 'null')) not.add(path);
+      const holds = stringsIn(field);
+      if (path === undefined || holds === 'none') continue;
+      if (holds === 'strings' && field.metadata.has(META_BLOCKS)) blocked.add(path);
+      else not.add(path);
     }
     return [...blocked].filter((path) => !not.has(path));
   } finally {
@@ -143,17 +142,30 @@ export function segmentLacks(file: string, path: string, values: readonly string
     let any = false;
     for (const [index, field] of ipc.fields.entries()) {
       if (field.metadata.get(META_PATH) !== path) continue;
-      const role = field.metadata.get(META_ROLE);
-      const type = field.metadata.get(META_TYPE);
-      if (role === 'str' || (role === 'main' && type === 'string')) {
+      const holds = stringsIn(field);
+      if (holds === 'unknown') return false;
+      if (holds === 'strings') {
         if (ipc.dictionaryHoldsAny(index, keys) !== false) return false;
         any = true;
-      } else if (role?.startsWith('list_') || (role === 'main' && type !== 'num' && type !== 'bool' && type !== 'null')) return false;
+      }
     }
     return any;
   } finally {
     ipc.close();
   }
+}
+
+/**
+ * What a property's field holds that an eq or in filter of strings could match: `strings` (its
+ * dictionary: a string main field or a `:str` extra), `none` (numbers, booleans, nulls, codes),
+ * or `unknown` (lists, whose string elements match, and times).
+ */
+function stringsIn(field: FieldInfo): 'strings' | 'none' | 'unknown' {
+  const role = field.metadata.get(META_ROLE);
+  const type = field.metadata.get(META_TYPE);
+  if (role === 'str' || (role === 'main' && type === 'string')) return 'strings';
+  if (role?.startsWith('list_') || (role === 'main' && type !== 'num' && type !== 'bool' && type !== 'null')) return 'unknown';
+  return 'none';
 }
 
 /** Where a system field is in its file: the field's index, and its base when stored as deltas. */
