@@ -280,6 +280,7 @@ export class ChunkCache {
   forget(files: readonly string[]): void {
     for (const file of files) {
       this.drop(file);
+      this.blocked.delete(file);
       const footer = this.footers.get(file);
       if (footer === undefined) continue;
       this.footers.delete(file);

@@ -75,8 +75,13 @@ t.test('a segment whose blocked dictionary lacks every value of an eq or in filt
       reads.push(`${path.basename(file)}:${columns?.join(',') ?? '*'}`);
       return readSegment(file, columns);
     },
-    readFooter, compactColumns, blockedPaths, segmentLacks,
+    readFooter, compactColumns, segmentLacks,
+    blockedPaths: (file: string) => {
+      layouts.push(path.basename(file));
+      return blockedPaths(file);
+    },
   }, 0);
+  const layouts: string[] = [];
   const run = (params: Record<string, unknown>) => {
     reads.length = 0;
     const plan = parseRequest('count', { event_collection: 'e', timeframe, ...params }, { nowMs: NOW }) as AggregatePlan;
@@ -95,4 +100,9 @@ t.test('a segment whose blocked dictionary lacks every value of an eq or in filt
   t.same(none, { result: [], reads: [] }, 'an in filter no segment holds reads nothing');
   const numbers = run({ filters: [{ property_name: 'id', operator: 'in', property_value: ['u0', 5] }] });
   t.equal(numbers.reads.length, 4, 'a filter with a number in it is not answered from the dictionaries');
+  t.same(layouts.sort(), ['0.arrow', '1.arrow', '2.arrow', '3.arrow'], 'each file\'s blocked paths read once and remembered');
+  cache.forget([refs[1]!.file]);
+  layouts.length = 0;
+  run({ filters: [{ property_name: 'id', operator: 'eq', property_value: 'u0' }] });
+  t.same(layouts, ['1.arrow'], 'a forgotten file (merged away) is not remembered');
 });
