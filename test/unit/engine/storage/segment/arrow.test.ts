@@ -58,6 +58,15 @@ t.test('decodes frames that state their content size (other writers)', async (t)
   t.ok(Buffer.from(zstdDecompress(frame)).equals(input));
 });
 
+t.test('frames one after another (a blocked dictionary) are bounded and decoded as their content concatenated', async (t) => {
+  const parts = [bytes(40_000, 'text'), bytes(70_000, 'text'), bytes(5, 'text')];
+  const joined = Buffer.concat(parts.map((part) => zstdCompress(part)));
+  t.ok(frameContentBound(joined) >= 110_005, 'the bound covers every frame');
+  t.ok(Buffer.from(zstdDecompress(joined)).equals(Buffer.concat(parts)), 'decoded as one');
+  t.ok(Buffer.from(zstdDecompressColumn(joined)).equals(Buffer.concat(parts)), 'natively too');
+  t.equal(frameContentBound(Buffer.concat([joined, joined.subarray(0, 10)])), -1, 'a truncated last frame');
+});
+
 t.test('frames whose blocks cannot be read go to the native decoder, which refuses them', async (t) => {
   const frame = Buffer.from(zstdCompress(bytes(200_000, 'text')));
   t.equal(frameContentBound(frame.subarray(0, frame.length - 3)), -1, 'truncated');
