@@ -11,6 +11,7 @@ import {
 import type { ColumnViews } from './columns.js';
 import type { FilterNode, FilterScalar } from '../plan/plan.js';
 import { applyScaledRange, isDense } from './filter-scaled.js';
+import { matchCodes16, matchCodes32, matchCodes8 } from './code-match.js';
 import { everyCode, storedMatch, storedTextMatch } from './stored-match.js';
 
 /** What a filter answers per row kind; `negate` flips the final answer (missing included). */
@@ -301,22 +302,12 @@ function applyStrings(
   const tags = column.tags;
   const str = column.str;
   if (str === null) return 0;
-  let w = 0;
-  if (allStrings && isDense(src, n)) {
-    for (let i = 0; i < n; i++) {
-      dst[w] = i;
-      w += match[str[i]];
-    }
-    return w;
-  }
   if (allStrings) {
-    for (let k = 0; k < n; k++) {
-      const i = src[k];
-      dst[w] = i;
-      w += match[str[i]];
-    }
-    return w;
+    const rows = isDense(src, n) ? null : src;
+    return str instanceof Int8Array ? matchCodes8(str, match, rows, dst, n)
+      : str instanceof Int16Array ? matchCodes16(str, match, rows, dst, n) : matchCodes32(str, match, rows, dst, n);
   }
+  let w = 0;
   // Branch-free: write every candidate, advance only past the matches.
   for (let k = 0; k < n; k++) {
     const i = src[k];
