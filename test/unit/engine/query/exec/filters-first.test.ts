@@ -14,27 +14,35 @@ import { ScanBuffers } from '../../../../../engine/query/exec/scan.js';
 import { DEFAULT_QUERY_LIMITS } from '../../../../../engine/query/exec/service.js';
 import type { AggregatePlan } from '../../../../../engine/query/plan/plan.js';
 import { parseRequest } from '../../../../../engine/query/plan/request.js';
-import type { ScanSource } from '../../../../../engine/storage/chunk.js';
+import type { ScanSource, SegmentRef } from '../../../../../engine/storage/chunk.js';
 import { blockedPaths, compactColumns, readFooter, readSegment, segmentLacks } from '../../../../../engine/storage/segment/reader.js';
 import { writeDaySegments } from '../../../../helpers/query/segments.js';
 
 const timeframe = { start: '2024-01-01T00:00:00.000Z', end: '2024-01-10T00:00:00.000Z' };
 const NOW = Date.UTC(2024, 0, 20);
 
-/** Four day segments of 1,000 rows: ids `u<segment>-<0..49>`, groups g0..g2, a price. */
-function setup(): (analysis: string, params: Record<string, unknown>) => { result: unknown; reads: string[] } {
-  const refs = writeDaySegments(t, 4, 1000, (s, i) => ({ id: `u${s}-${i % 50}`, g: `g${i % 3}`, price: i / 10 }));
+type Run = (analysis: string, params: Record<string, unknown>) => { result: unknown; reads: string[] };
+
+/**
+ * Queries over `refs` through a chunk cache of `budget` bytes that records the columns it reads
+ * (file:columns) and the files whose blocked paths it asks for (`layouts`).
+ */
+function recording(refs: readonly SegmentRef[], budget?: number): { run: Run; cache: ChunkCache; layouts: string[] } {
   const source = { idKey: 0, memoryVersion: 0, segments: refs, memory: null, schema: {} } as unknown as ScanSource;
   const reads: string[] = [];
+  const layouts: string[] = [];
   const cache = new ChunkCache({
     readSegment: (file: string, columns?: readonly string[]) => {
       reads.push(`${path.basename(file)}:${columns?.join(',') ?? '*'}`);
       return readSegment(file, columns);
     },
-    readFooter,
-    compactColumns,
-  });
-  return (analysis, params) => {
+    readFooter, compactColumns, segmentLacks,
+    blockedPaths: (file: string) => {
+      layouts.push(path.basename(file));
+      return blockedPaths(file);
+    },
+  }, budget);
+  const run: Run = (analysis, params) => {
     reads.length = 0;
     const plan = parseRequest(analysis, { event_collection: 'e', timeframe, ...params }, { nowMs: NOW }) as AggregatePlan;
     cache.beginQuery();
@@ -42,6 +50,12 @@ function setup(): (analysis: string, params: Record<string, unknown>) => { resul
     const outcome = aggregateOver(plan, source, env, new ScanBuffers(), source);
     return { result: shapeAggregate(plan, outcome).result, reads: [...reads].sort() };
   };
+  return { run, cache, layouts };
+}
+
+/** Four day segments of 1,000 rows: ids `u<segment>-<0..49>`, groups g0..g2, a price. */
+function setup(): Run {
+  return recording(writeDaySegments(t, 4, 1000, (s, i) => ({ id: `u${s}-${i % 50}`, g: `g${i % 3}`, price: i / 10 }))).run;
 }
 
 t.test('a segment none of whose rows pass the filters is not read further', async (t) => {
@@ -68,27 +82,8 @@ t.test('a segment none of whose rows pass the filters is not read further', asyn
 t.test('a segment whose blocked dictionary lacks every value of an eq or in filter is skipped unread', async (t) => {
   const rows = 3 * DICTIONARY_BLOCK_ENTRIES;
   const refs = writeDaySegments(t, 4, rows, (s, i) => ({ id: `u${(s * rows + i * 7) % (4 * rows)}`, g: `g${i % 3}` }));
-  const source = { idKey: 0, memoryVersion: 0, segments: refs, memory: null, schema: {} } as unknown as ScanSource;
-  const reads: string[] = [];
-  const cache = new ChunkCache({
-    readSegment: (file: string, columns?: readonly string[]) => {
-      reads.push(`${path.basename(file)}:${columns?.join(',') ?? '*'}`);
-      return readSegment(file, columns);
-    },
-    readFooter, compactColumns, segmentLacks,
-    blockedPaths: (file: string) => {
-      layouts.push(path.basename(file));
-      return blockedPaths(file);
-    },
-  }, 0);
-  const layouts: string[] = [];
-  const run = (params: Record<string, unknown>) => {
-    reads.length = 0;
-    const plan = parseRequest('count', { event_collection: 'e', timeframe, ...params }, { nowMs: NOW }) as AggregatePlan;
-    cache.beginQuery();
-    const env = { views: new ColumnViews(), cache, limits: DEFAULT_QUERY_LIMITS, deadlineMs: Number.MAX_SAFE_INTEGER, timeoutMs: 1e9 };
-    return { result: shapeAggregate(plan, aggregateOver(plan, source, env, new ScanBuffers(), source)).result, reads: [...reads].sort() };
-  };
+  const { run: query, cache, layouts } = recording(refs, 0);
+  const run = (params: Record<string, unknown>) => query('count', params);
   const holder = (id: string) => refs.findIndex((_, s) => Array.from({ length: rows }, (_, i) => `u${(s * rows + i * 7) % (4 * rows)}`).includes(id));
   for (const id of ['u0', 'u12345', 'u49151', 'u7']) {
     const s = holder(id);
