@@ -251,8 +251,18 @@ function arrowPaths(dir: string): string[] {
     .map((entry) => path.join(entry.parentPath, entry.name));
 }
 
+/**
+ * Bytes of the segment files under `dir`, read while the server merges and rewrites them: a file
+ * removed after the listing counts 0, and a listing that met a vanishing folder is taken again.
+ */
 function dirBytes(dir: string): number {
-  return arrowPaths(dir).reduce((total, file) => total + fs.statSync(file).size, 0);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return arrowPaths(dir).reduce((total, file) => total + (fs.statSync(file, { throwIfNoEntry: false })?.size ?? 0), 0);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || attempt === 10) throw error;
+    }
+  }
 }
 
 t.test('a delete is answered while queries keep coming and a merge waits for them to pause', async (t) => {

@@ -64,7 +64,10 @@ export interface TestServer {
   kill9(): Promise<void>;
   /** Starts a new server on the same data dir and org key. */
   restart(args?: readonly string[]): Promise<TestServer>;
-  /** Removes the data dir (after stop/kill9). */
+  /**
+   * Removes the data dir (after stop/kill9). A process still running (a test that failed before
+   * stopping it) is killed first, so it cannot keep the test file alive until tap's timeout.
+   */
   cleanup(): void;
 }
 
@@ -142,7 +145,10 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
       await exited(child);
     },
     restart: (restartArgs) => startServer({ dataDir, orgKey, args: restartArgs ?? options.args ?? [] }),
-    cleanup: () => rmSync(dataDir, { recursive: true, force: true }),
+    cleanup: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 });
+    },
   };
   return server;
 }
