@@ -1,7 +1,10 @@
 /**
  * Question: how fast do segments write and read, and how large are they against the raw JSON?
  * Builds a 1M-row chunk with 10 property columns (low/high cardinality strings, numbers, bools,
- * some missing and null), writes it with writeSegment, reads it back whole and projected.
+ * some missing and null), writes it with writeSegment, reads it back whole and projected; then
+ * times the segment worker's two jobs on it (maintenance/segment-worker.ts): a merge of its two
+ * halves written as segments, and a flush split in two parts with its id columns as a write buffer
+ * keeps them (one dictionary entry per row, chunk.ts Column.repeats).
  * Run: npx tsc -p tsconfig.json && node dist/bench/segment.js [rows]
  */
 import fs from 'node:fs';
@@ -22,6 +25,8 @@ import { computeFooter } from '../engine/storage/segment/footer.js';
 import { readFooter, readSegment } from '../engine/storage/segment/reader.js';
 import { computeSketches } from '../engine/storage/segment/sketches.js';
 import { encodeSegment, writeSegment } from '../engine/storage/segment/writer.js';
+import { gatherChunk } from '../engine/storage/chunk-ops.js';
+import { runSegmentJob } from '../engine/maintenance/segment-worker.js';
 import { benchArgs } from './args.js';
 
 const ROWS = benchArgs({}, { positionals: ['rows'] }).positionalInteger(0, 'rows', 1_000_000);
@@ -182,7 +187,38 @@ function main(): void {
   const megabytes = (fileBytes / 1e6).toFixed(1);
   console.log(`segment    ${megabytes} MB (${percent}% of raw JSON, _raw included)`);
   console.log(`sidecar    ${(metaBytes / 1e3).toFixed(1)} kB`);
+  segmentJobs(chunk, schema, path.dirname(file), rawBytes);
   fs.rmSync(path.dirname(file), { recursive: true });
+}
+
+/** The segment worker's merge and flush jobs on `chunk`, each the median of three. */
+function segmentJobs(chunk: ColumnChunk, schema: Record<string, SchemaType>, dir: string, rawBytes: number): void {
+  const half = Math.floor(chunk.rows / 2);
+  const halves = [Int32Array.from({ length: half }, (_, row) => row),
+    Int32Array.from({ length: chunk.rows - half }, (_, row) => half + row)];
+  const sources = halves.map((rows, index) => {
+    const source = path.join(dir, `half-${index}.arrow`);
+    writeSegment(source, gatherChunk(chunk, rows), schema);
+    return source;
+  });
+  const median = (run: (attempt: number) => void): number =>
+    [0, 1, 2].map((attempt) => timed(() => run(attempt))[1]).sort((a, b) => a - b)[1];
+  report('merge 2 halves', median((attempt) => runSegmentJob(
+    { op: 'compact', id: attempt, file: path.join(dir, `merged-${attempt}.arrow`), sources, schema })), chunk.rows, rawBytes);
+  const columns = new Map(chunk.columns);
+  for (const idPath of ['user.id', 'session']) {
+    const column = chunk.columns.get(idPath)!;
+    const dict: string[] = [];
+    const str = new Int32Array(chunk.rows);
+    for (let row = 0; row < chunk.rows; row++) {
+      if (column.tags[row] === TAG_STR) str[row] = dict.push(column.dict![column.str![row]]) - 1;
+    }
+    columns.set(idPath, { ...column, str, dict, repeats: true });
+  }
+  const buffered: ColumnChunk = { ...chunk, columns };
+  report('flush in 2 parts', median((attempt) => runSegmentJob({ op: 'write', id: attempt, chunk: buffered, schema,
+    parts: halves.map((indices, index) => ({ file: path.join(dir, `flushed-${attempt}-${index}.arrow`), indices })) })),
+  chunk.rows, rawBytes);
 }
 
 main();
