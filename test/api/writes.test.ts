@@ -184,10 +184,14 @@ t.test('batch: per-event results in submitted order; one bad event sinks nothing
       first: [{ a: 1 }, { ['x'.repeat(256)]: 1 }, { b: 2 }, 'not an object'],
       second: [{ s: 'x'.repeat(10_000) }, { ok: true }],
       'bad$name': [{ a: 1 }],
+      'quote"back\\slash\u2028é': [{ a: 1 }, { a: 2 }],
     },
   });
   t.equal(response.status, 200);
   const { first, second } = response.body;
+  t.same(Object.keys(response.body), ['first', 'second', 'bad$name', 'quote"back\\slash\u2028é'], 'every collection, in order, its name as sent');
+  t.same(response.body['quote"back\\slash\u2028é'].length, 2);
+  t.same(first[0], { success: true }, 'a stored event: exactly { success: true }');
   t.same(first.map((r: any) => r.success), [true, false, true, false]);
   t.equal(first[1].error.name, 'InvalidPropertyNameError');
   t.type(first[1].error.description, 'string');
