@@ -249,3 +249,13 @@ t.test('the data directory and its files are the owner\'s only', async (t) => {
   t.ok(refused.stderr.includes(`chmod 700 ${open}`), `the message says what to run: ${refused.stderr.trim()}`);
   t.same(fs.readdirSync(open), [], 'nothing was written in it');
 });
+
+t.test('a test server still running when its test cleans up is killed, not left to hold the test file open', async (t) => {
+  const server = await startServer();
+  const exited = new Promise<string>((resolve) => server.child.once('exit', () => resolve('exited')));
+  server.cleanup();
+  const outcome = await Promise.race([exited, new Promise<string>((resolve) => setTimeout(() => resolve('still running'), 10_000))]);
+  if (outcome !== 'exited') await stopIfRunning(server.child);
+  t.equal(outcome, 'exited', 'cleanup() ended the process');
+  t.notOk(fs.existsSync(server.dataDir), 'and removed its data directory');
+});

@@ -193,6 +193,13 @@ t.test('batch: per-event results in submitted order; one bad event sinks nothing
   t.same(response.body['quote"back\\slash\u2028é'].length, 2);
   t.same(first[0], { success: true }, 'a stored event: exactly { success: true }');
   t.same(first.map((r: any) => r.success), [true, false, true, false]);
+  // A collection named __proto__ gets its results too (set on a plain object, it was dropped).
+  const proto = await api.post(`/3.0/projects/${server.projectId}/events`, {
+    key: server.keys.write, body: '{"__proto__": [{"a": 1}], "after": [{"a": 1}]}',
+  });
+  t.equal(proto.status, 200);
+  t.same(Object.keys(JSON.parse(proto.text)), ['__proto__', 'after'], 'a result list for __proto__ as well');
+  t.equal(JSON.parse(proto.text)['__proto__'].length, 1);
   t.equal(first[1].error.name, 'InvalidPropertyNameError');
   t.type(first[1].error.description, 'string');
   t.equal(first[3].error.name, 'InvalidEventError');
