@@ -14,7 +14,13 @@
  *   node dist/bench/first-run.js --data DIR --org-key KEY [--rounds 5] [--json FILE]
  *   TALLY_SERVER_ARGS="--memory-budget 1g" node dist/bench/first-run.js ...
  *   TALLY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" node dist/bench/first-run.js --data DIR --org-key KEY --rounds 1 --only user_id
+ *   node dist/bench/first-run.js --data DIR --org-key KEY --cold
+ *
+ * `--cold` (Linux, as root) drops the OS page cache before each query's first run, so that run
+ * reads every file it needs from the disk: a server started after a reboot, or a store whose
+ * files other work pushed out of memory (bench/scale's 100M run: its ~20 GB workload file).
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import { mulberry32 } from '../test/helpers/random.js';
@@ -45,6 +51,7 @@ const ONLY = option('only', '');
 /** Runs after the first (2: best of 3; 0 profiles first runs alone). */
 const REPEATS = Number(option('repeats', '2'));
 const KEEP = process.argv.includes('--keep') || DATA !== '';
+const COLD = process.argv.includes('--cold');
 const USERS = Math.max(1_000, Math.floor(EVENTS / 20));
 const SESSIONS = Math.max(1_000, Math.floor(EVENTS / 5));
 
@@ -126,6 +133,12 @@ async function query(server: TestServer, analysis: string, params: Record<string
   return { ms, cpuMs, result: JSON.stringify(result) };
 }
 
+/** Writes dirty pages out and drops the clean ones, the segment files' among them (root only). */
+function dropPageCache(): void {
+  execFileSync('sync');
+  fs.writeFileSync('/proc/sys/vm/drop_caches', '1');
+}
+
 async function settled(server: TestServer): Promise<void> {
   for (;;) {
     const text = await fetch(`${server.url}/metrics`, { headers: { Authorization: server.orgKey } }).then((r) => r.text());
@@ -181,6 +194,7 @@ async function main(): Promise<void> {
         '&event_collection=nothing&timeframe=this_1_days').then((r) => r.text());
     }
     for (const [q, spec] of QUERIES.entries()) {
+      if (COLD) dropPageCache();
       const runs = [await query(server, spec.analysis, spec.params)];
       for (let i = 0; i < REPEATS; i++) runs.push(await query(server, spec.analysis, spec.params));
       firsts[q].push(runs[0].ms);
@@ -208,7 +222,8 @@ async function main(): Promise<void> {
   if (JSON_OUT !== '') {
     fs.appendFileSync(JSON_OUT, `${JSON.stringify({ queries: QUERIES.map((spec) => spec.name), firsts, bests, firstCpus, bestCpus })}\n`);
   }
-  console.log(`${DATA === '' ? `${EVENTS.toLocaleString('en-US')} events` : dataDir}, ${ROUNDS} rounds, ${os.cpus().length} cores; server args: ${extra.join(' ') || '(defaults)'}`);
+  console.log(`${DATA === '' ? `${EVENTS.toLocaleString('en-US')} events` : dataDir}, ${ROUNDS} rounds, ${os.cpus().length} cores; server args: ${extra.join(' ') || '(defaults)'}` +
+    `${COLD ? '; page cache dropped before each first run' : ''}`);
   for (const row of rows) console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '));
   console.log(`answers: ${mismatches === 0 ? 'the same in every run' : `${mismatches} MISMATCHES`}`);
   if (ANSWERS !== '') {

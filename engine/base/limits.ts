@@ -129,6 +129,12 @@ export const COMPACTION_QUERY_IDLE_MS = 2_000;
  */
 export const BACKGROUND_PAUSE_MAX_MS = 10_000;
 /**
+ * How much higher a nice value the segment worker's merges and rewrites run at than its flushes
+ * (base/thread-priority.ts NiceSwitch): 10, against the query threads' 5 (CFS weights 110, 335
+ * and 1024 at nice 0).
+ */
+export const BACKGROUND_NICE_STEP = 10;
+/**
  * Rows of a compacted segment; bounds the memory and the duration of one compaction. A merge runs
  * on the segment worker, where the next flush waits for it while the write buffers fill: at 2M
  * rows, a 50M-event load merged 555,000-row days for seconds at a time, and the write thread's
@@ -392,3 +398,12 @@ export const WAL_POOL_SMALL_CLASS_BYTES_MAX = 512 * 1024;
 
 /** Segment files whose parsed layout (footer and message headers, ~10 KB each) a query thread keeps. */
 export const SEGMENT_LAYOUTS_CACHED_MAX = 512;
+
+/**
+ * Segments a scan asks the page cache to read ahead of the one it decodes (storage/segment/
+ * read-ahead.ts), the columns it will read and no others, at most this many files at once and in
+ * reads of at most READ_AHEAD_READ_BYTES, into one scratch buffer whose bytes are thrown away.
+ */
+export const READ_AHEAD_SEGMENTS = 3;
+export const READ_AHEAD_FILES_MAX = 2;
+export const READ_AHEAD_READ_BYTES = 1024 * 1024;

@@ -54,6 +54,11 @@ export class QueryPause {
     this.budgetLeftMs = budgetMs;
   }
 
+  /** Whether someone waits for the background job under way (QueryActivity.urge). */
+  get urged(): boolean {
+    return Atomics.load(this.cells, URGENT) !== 0;
+  }
+
   /** Blocks this thread while a query runs, unless urged, within the job's budget. */
   readonly point = (): void => {
     for (;;) {

@@ -4,7 +4,8 @@
  * message names its files; the main thread owns the manifest and decides what the results mean.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { BACKGROUND_PAUSE_MAX_MS } from '../base/limits.js';
+import { BACKGROUND_NICE_STEP, BACKGROUND_PAUSE_MAX_MS } from '../base/limits.js';
+import { NiceSwitch } from '../base/thread-priority.js';
 import { QueryPause } from '../base/query-activity.js';
 import type { ColumnChunk, SchemaType, SegmentFooter } from '../storage/chunk.js';
 import { concatChunks, gatherChunk, internRepeats } from '../storage/chunk-ops.js';
@@ -74,12 +75,21 @@ if (parentPort) {
   const port = parentPort;
   const shared = (workerData as { queryActivity?: unknown } | null)?.queryActivity;
   const pause = shared instanceof SharedArrayBuffer ? new QueryPause(shared) : null;
+  // Merges and rewrites run niced: a step under way when a query starts (a pause waits for the
+  // step's end) then takes a quarter of the core a query thread would have had, not three
+  // quarters. A flush, and a merge someone waits for (urged), run at the thread's own value.
+  const nice = new NiceSwitch(BACKGROUND_NICE_STEP);
+  const point = pause === null ? undefined : () => {
+    if (pause.urged) nice.set(false);
+    pause.point();
+  };
   port.on('message', (job: SegmentJob) => {
     let result: SegmentJobResult;
     try {
       pause?.begin(BACKGROUND_PAUSE_MAX_MS);
+      nice.set(job.op !== 'write' && pause?.urged !== true);
       const pausedBefore = pause?.pausedMs ?? 0;
-      const footers = runSegmentJob(job, job.op === 'write' ? undefined : pause?.point);
+      const footers = runSegmentJob(job, job.op === 'write' ? undefined : point);
       result = { id: job.id, footers, pausedMs: (pause?.pausedMs ?? 0) - pausedBefore };
     } catch (error) {
       result = { id: job.id, error: (error as Error)?.stack ?? String(error) };

@@ -156,6 +156,54 @@ export function segmentLacks(file: string, path: string, values: readonly string
 }
 
 /**
+ * The bytes of segment `file` that reading the property paths `paths` reads (readSegment), as
+ * [position, length] pairs in file order, neighbours within a read joined: what read-ahead.ts
+ * reads ahead of a scan. Paths with a wide dictionary (ids: more than one entry a
+ * `rowsPerEntry` rows) are left out: an eq filter of them reads only the dictionary frames that
+ * may hold its values (segmentLacks), and most segments then none of their codes. Reads the
+ * file's layout and dictionary headers only.
+ */
+export function segmentRanges(file: string, paths: readonly string[], rowsPerEntry = WARM_ROWS_PER_DICTIONARY_ENTRY): number[] {
+  const ipc = IpcFile.open(file);
+  if (ipc === null) return [];
+  try {
+    const wanted = new Set(paths);
+    const fields = new Map<string, number[]>();
+    ipc.fields.forEach((field, index) => {
+      const path = field.metadata.get(META_PATH);
+      if (path === undefined || !wanted.has(path)) return;
+      const entries = ipc.dictionaryLength(index);
+      if (entries !== null && entries * rowsPerEntry > ipc.rows) wanted.delete(path);
+      else fields.set(path, [...(fields.get(path) ?? []), index]);
+    });
+    const ranges: number[] = [];
+    for (const path of wanted) {
+      for (const index of fields.get(path) ?? []) {
+        ipc.ranges(index, ranges);
+        if (ipc.fields[index].metadata.get(META_CODES) === CODES_BITPACKED && index + 1 < ipc.fields.length) ipc.ranges(index + 1, ranges);
+      }
+    }
+    return joinRanges(ranges);
+  } finally {
+    ipc.close();
+  }
+}
+
+/** [position, length] pairs sorted, those that touch or overlap joined. */
+function joinRanges(ranges: readonly number[]): number[] {
+  const order = Array.from({ length: ranges.length / 2 }, (_, i) => i).sort((a, b) => ranges[2 * a] - ranges[2 * b]);
+  const out: number[] = [];
+  for (const i of order) {
+    const start = ranges[2 * i];
+    const end = start + ranges[2 * i + 1];
+    const last = out.length - 2;
+    if (last >= 0 && start <= out[last] + out[last + 1]) out[last + 1] = Math.max(out[last + 1], end - out[last]);
+    else out.push(start, end - start);
+  }
+  return out;
+}
+
+/**
  * What a property's field holds that an eq or in filter of strings could match: `strings` (its
  * dictionary: a string main field or a `:str` extra), `none` (numbers, booleans, nulls, codes),
  * or `unknown` (lists, whose string elements match, and times).

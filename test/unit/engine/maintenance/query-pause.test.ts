@@ -9,12 +9,14 @@ import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { QueryActivity, QueryPause } from '../../../../engine/base/query-activity.js';
-import { BACKGROUND_PAUSE_MAX_MS, SEGMENT_INLINE_ROWS_MAX } from '../../../../engine/base/limits.js';
+import { BACKGROUND_NICE_STEP, BACKGROUND_PAUSE_MAX_MS, SEGMENT_INLINE_ROWS_MAX } from '../../../../engine/base/limits.js';
 import { SegmentPool } from '../../../../engine/maintenance/segment-pool.js';
 import { QueryService } from '../../../../engine/query/exec/service.js';
+import { NiceSwitch } from '../../../../engine/base/thread-priority.js';
 import { readSegment } from '../../../../engine/storage/segment/reader.js';
 import { writeSegment } from '../../../../engine/storage/segment/writer.js';
 import { makeChunk, memorySource, randomEvents } from '../../../helpers/query/test-support.js';
+import { niceOfThreads } from '../../../helpers/threads.js';
 
 const START = Date.UTC(2024, 2, 1);
 const DAY = 86_400_000;
@@ -127,6 +129,29 @@ t.test('the merges of a flush someone waits for stop pausing when urged, until i
   t.notOk(await settlesWithin(third, pauseWithin(5 * mergeMs)), 'the next flush\'s merge pauses again');
   pool.urge();
   t.equal((await third)[0].rows, 3000);
+});
+
+t.test('merges run niced, flushes and urged merges at the thread\'s own value', { skip: process.platform === 'linux' ? false : 'reads /proc' }, async (t) => {
+  const dir = tempDir(t);
+  const base = niceOfThreads().get(process.pid)!;
+  // Whether this process may lower a nice value again (root here): then the worker switches.
+  const switches = new NiceSwitch(BACKGROUND_NICE_STEP).switches;
+  const activity = new QueryActivity();
+  const before = new Set(niceOfThreads().keys());
+  const { pool, mergeMs } = await warmPool(t, dir, activity);
+  const niced = () => [...niceOfThreads()].filter(([tid, nice]) => !before.has(tid) && nice === base + BACKGROUND_NICE_STEP).length;
+  t.equal(niced(), switches ? 1 : 0, `after a merge, the worker thread is niced${switches ? '' : ' (it cannot switch here)'}`);
+  const chunk = makeChunk(randomEvents(6, SEGMENT_INLINE_ROWS_MAX + 1000, START, DAY).sort((a, b) => a.ts - b.ts), 0);
+  await pool.run({ op: 'write', chunk, parts: [{ file: path.join(dir, 'written.arrow'), indices: null }], schema: {} });
+  t.equal(niced(), 0, 'a flush runs at the thread\'s own value');
+  activity.enter();
+  t.teardown(() => activity.leave());
+  const merge = pool.run({ op: 'compact', file: path.join(dir, 'g.arrow'), sources: sources(dir, 'g'), schema: {} });
+  t.notOk(await settlesWithin(merge, pauseWithin(5 * mergeMs)), 'paused for the query');
+  t.equal(niced(), switches ? 1 : 0, 'niced while it pauses');
+  pool.urge();
+  t.equal((await merge)[0].rows, 3000);
+  t.equal(niced(), 0, 'urged, it went on at the thread\'s own value');
 });
 
 t.test('a pause lasts at most the job budget, and none when no query runs', (t) => {
