@@ -29,13 +29,7 @@ export async function loadSegmentFiles(): Promise<SegmentFiles> {
   return {
     readSegment: reader.readSegment, readFooter: reader.readFooter, compactColumns: reader.compactColumns,
     blockedPaths: reader.blockedPaths, segmentLacks: reader.segmentLacks,
-    readAhead: (file, paths) => {
-      try {
-        ahead.request(file, reader.segmentRanges(file, paths));
-      } catch {
-        // A file gone or unreadable: the scan's own read of it reports that.
-      }
-    },
+    readAhead: (file, paths) => ahead.request(file, reader.segmentReadPlan(file, paths)),
     readAheadPending: () => ahead.pending,
   };
 }

@@ -293,7 +293,7 @@ function fieldData(length: number, nullCount: number, nullBitmap: Uint8Array | u
 }
 
 /** Reads at a position of the open file `fd`, synchronously. */
-function fileReader(fd: number): ReadAt {
+export function fileReader(fd: number): ReadAt {
   return (position, length) => readAt(fd, position, length);
 }
 

@@ -6,15 +6,16 @@
 import fs from 'node:fs';
 import { DataType, RecordBatchReader, tableFromIPC, type Data, type RecordBatch } from 'apache-arrow';
 import { assert } from '../../base/assert.js';
-import { WARM_ROWS_PER_DICTIONARY_ENTRY } from '../../base/limits.js';
+import { READ_AHEAD_TAIL_BYTES, WARM_ROWS_PER_DICTIONARY_ENTRY } from '../../base/limits.js';
 import { TIME_BLOCK_ROWS, blockMaxima, type Column, type ColumnChunk, type SchemaType, type SegmentFooter } from '../chunk.js';
 import './arrow.js';
 import { readTimestamps } from './arrow-values.js';
 import { unpackCodes } from './bitpack.js';
 import { decodeColumn, type StoredField } from './decode-column.js';
 import { readAligned } from './durable.js';
-import { IpcFile, type FieldData } from './ipc-read.js';
-import type { FieldInfo } from './ipc-layout.js';
+import { IpcFile, fileReader, type FieldData } from './ipc-read.js';
+import { fileIdentity, keptLayout, messageHeaderRanges, type FieldInfo } from './ipc-layout.js';
+import type { ReadPlan } from './read-ahead.js';
 import { readProjected } from './projection.js';
 import { assertFooter, decodeSidecar, type FooterWithSketches } from './footer.js';
 import {
@@ -187,6 +188,25 @@ export function segmentRanges(file: string, paths: readonly string[], rowsPerEnt
   } finally {
     ipc.close();
   }
+}
+
+/**
+ * The read-ahead (read-ahead.ts) of the paths of segment `file`, in the rounds its reads need:
+ * the footer region, then the message headers the footer places, then segmentRanges (whose
+ * layout and dictionary headers are then in the page cache). A layout this thread keeps goes
+ * straight to the last round.
+ */
+export function segmentReadPlan(file: string, paths: readonly string[]): ReadPlan {
+  let known = false;
+  return (round, fd) => {
+    if (round === 0) {
+      const stat = fs.fstatSync(fd);
+      known = keptLayout(file, fileIdentity(stat)) !== undefined;
+      return known ? segmentRanges(file, paths) : [Math.max(0, stat.size - READ_AHEAD_TAIL_BYTES), Math.min(stat.size, READ_AHEAD_TAIL_BYTES)];
+    }
+    if (known || round > 2) return null;
+    return round === 1 ? messageHeaderRanges(fileReader(fd), fs.fstatSync(fd).size) : segmentRanges(file, paths);
+  };
 }
 
 /** [position, length] pairs sorted, those that touch or overlap joined. */

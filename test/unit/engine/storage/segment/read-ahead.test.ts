@@ -1,17 +1,18 @@
 /**
  * Read-ahead of segment files: segmentRanges names every byte readSegment reads for the paths
  * asked (bit-packed codes, dictionaries, extras, lists included) and no path with a wide
- * dictionary; ReadAhead reads the ranges on libuv's pool to their end, in pieces, and gives up
- * quietly on a file gone.
+ * dictionary; a segment's read plan reads, round by round, every byte its layout and then the
+ * scan read; ReadAhead runs a plan on libuv's pool to its end, in pieces, and drops quietly a
+ * file gone or a plan that fails.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { READ_AHEAD_READ_BYTES } from '../../../../../engine/base/limits.js';
+import { READ_AHEAD_READ_BYTES, READ_AHEAD_TAIL_BYTES } from '../../../../../engine/base/limits.js';
 import { IpcFile } from '../../../../../engine/storage/segment/ipc-read.js';
-import { ReadAhead } from '../../../../../engine/storage/segment/read-ahead.js';
-import { readSegment, segmentRanges } from '../../../../../engine/storage/segment/reader.js';
+import { ReadAhead, type ReadPlan } from '../../../../../engine/storage/segment/read-ahead.js';
+import { readSegment, segmentRanges, segmentReadPlan } from '../../../../../engine/storage/segment/reader.js';
 import { writeSegment } from '../../../../../engine/storage/segment/writer.js';
 import { buildChunk, viewChunk, type TestRow } from '../../../../helpers/test-chunk.js';
 
@@ -78,18 +79,70 @@ t.test('the ranges hold every byte readSegment reads for the paths; wide diction
   }
 });
 
-t.test('ReadAhead reads its ranges to the end in pieces, and skips a file gone', async (t) => {
+t.test('ReadAhead reads a plan round by round to its end, in pieces; a file gone or a plan that throws is dropped', async (t) => {
   const dir = tempDir();
   const file = path.join(dir, 'big.bin');
   const size = 2 * READ_AHEAD_READ_BYTES + 12_345;
   fs.writeFileSync(file, Buffer.alloc(size, 7));
   const ahead = new ReadAhead();
-  ahead.request(file, [0, 100, 1000, size - 1000]);
-  ahead.request(path.join(dir, 'gone.arrow'), [0, 100]);
-  ahead.request(file, []);
-  t.equal(ahead.pending, 2, 'a request of no range is nothing to do');
-  ahead.request(file, [size - 10, 50]);
+  const rounds: number[] = [];
+  const plan: ReadPlan = (round) => {
+    rounds.push(round);
+    return round === 0 ? [0, 100, 1000, size - 1000] : round === 1 ? [] : round === 2 ? [size - 10, 50] : null;
+  };
+  ahead.request(file, plan);
+  ahead.request(path.join(dir, 'gone.arrow'), () => {
+    t.fail('a file that cannot be opened has no plan to run');
+    return null;
+  });
+  ahead.request(file, () => {
+    throw new Error('no plan');
+  });
+  t.ok(ahead.pending > 0);
   await drained(ahead);
+  t.same(rounds, [0, 1, 2, 3], 'each round once, in order, the next once the reads before ended');
   t.equal(ahead.filesRead, 3);
-  t.equal(ahead.bytesRead, 100 + (size - 1000) + 10, 'every byte of every range, a short read at the end ending its range');
+  t.equal(ahead.bytesRead, 100 + (size - 1000) + 10, 'every byte of every range, a read past the end ending short');
+});
+
+t.test('a segment\'s read plan: its footer, then every header the layout reads, then the paths\' bytes', async (t) => {
+  const file = path.join(tempDir(), 'planned.arrow');
+  writeSegment(file, buildChunk(rows), { device: 'string', price: 'num', mixed: 'num', flag: 'bool', tags: 'list', 'user.id': 'string' });
+  const paths = ['device', 'price', 'mixed'];
+  const plan = segmentReadPlan(file, paths);
+  const fd = fs.openSync(file, 'r');
+  t.teardown(() => fs.closeSync(fd));
+  const size = fs.fstatSync(fd).size;
+  const inside = (ranges: readonly number[]) => ([at, length]: [number, number]) =>
+    ranges.some((_, r) => r % 2 === 0 && at >= ranges[r] && at + length <= ranges[r] + ranges[r + 1]);
+  const recorded = (run: () => unknown): [number, number][] => {
+    const reads: [number, number][] = [];
+    const readSync = fs.readSync;
+    fs.readSync = ((target: number, buffer: NodeJS.ArrayBufferView, offset: number, length: number, position: number) => {
+      reads.push([position, length]);
+      return readSync(target, buffer, offset, length, position);
+    }) as typeof fs.readSync;
+    try {
+      run();
+    } finally {
+      fs.readSync = readSync;
+    }
+    return reads;
+  };
+  const tail = plan(0, fd)!;
+  t.same(tail, [Math.max(0, size - READ_AHEAD_TAIL_BYTES), Math.min(size, READ_AHEAD_TAIL_BYTES)], 'round 0: the footer region');
+  let headers: readonly number[] = [];
+  const footerReads = recorded(() => (headers = plan(1, fd)!));
+  t.ok(footerReads.length > 0 && footerReads.every(inside(tail)), 'round 1 reads only what round 0 read');
+  let data: readonly number[] = [];
+  const layoutReads = recorded(() => (data = plan(2, fd)!));
+  t.ok(layoutReads.length > 0, 'round 2 parses the layout');
+  t.same(layoutReads.filter((read) => !inside(tail)(read) && !inside(headers)(read)), [], 'from what rounds 0 and 1 read');
+  const scanReads = recorded(() => readSegment(file, paths));
+  t.ok(scanReads.length > 0);
+  t.same(scanReads.filter((read) => !inside(data)(read)), [], 'a scan of the paths reads only what round 2 read');
+  t.equal(plan(3, fd), null, 'then it is done');
+  const again = segmentReadPlan(file, paths);
+  t.same(again(0, fd), data, 'a layout the thread keeps: the paths\' bytes at once');
+  t.equal(again(1, fd), null);
 });
