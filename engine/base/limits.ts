@@ -410,3 +410,5 @@ export const READ_AHEAD_FILES_MAX = 4;
 export const READ_AHEAD_READ_BYTES = 1024 * 1024;
 /** The end of a segment file read ahead before its layout is parsed: its footer (a few KB). */
 export const READ_AHEAD_TAIL_BYTES = 64 * 1024;
+/** Ranges read ahead at most this far apart are read as one (fewer reads, a little more read). */
+export const READ_AHEAD_GAP_BYTES = 64 * 1024;

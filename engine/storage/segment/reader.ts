@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { DataType, RecordBatchReader, tableFromIPC, type Data, type RecordBatch } from 'apache-arrow';
 import { assert } from '../../base/assert.js';
-import { READ_AHEAD_TAIL_BYTES, WARM_ROWS_PER_DICTIONARY_ENTRY } from '../../base/limits.js';
+import { READ_AHEAD_GAP_BYTES, READ_AHEAD_TAIL_BYTES, WARM_ROWS_PER_DICTIONARY_ENTRY } from '../../base/limits.js';
 import { TIME_BLOCK_ROWS, blockMaxima, type Column, type ColumnChunk, type SchemaType, type SegmentFooter } from '../chunk.js';
 import './arrow.js';
 import { readTimestamps } from './arrow-values.js';
@@ -202,22 +202,22 @@ export function segmentReadPlan(file: string, paths: readonly string[]): ReadPla
     if (round === 0) {
       const stat = fs.fstatSync(fd);
       known = keptLayout(file, fileIdentity(stat)) !== undefined;
-      return known ? segmentRanges(file, paths) : [Math.max(0, stat.size - READ_AHEAD_TAIL_BYTES), Math.min(stat.size, READ_AHEAD_TAIL_BYTES)];
+      return known ? joinRanges(segmentRanges(file, paths), READ_AHEAD_GAP_BYTES) : [Math.max(0, stat.size - READ_AHEAD_TAIL_BYTES), Math.min(stat.size, READ_AHEAD_TAIL_BYTES)];
     }
     if (known || round > 2) return null;
-    return round === 1 ? messageHeaderRanges(fileReader(fd), fs.fstatSync(fd).size) : segmentRanges(file, paths);
+    return joinRanges(round === 1 ? messageHeaderRanges(fileReader(fd), fs.fstatSync(fd).size) : segmentRanges(file, paths), READ_AHEAD_GAP_BYTES);
   };
 }
 
-/** [position, length] pairs sorted, those that touch or overlap joined. */
-function joinRanges(ranges: readonly number[]): number[] {
+/** [position, length] pairs sorted, those that overlap or lie at most `gap` bytes apart joined. */
+function joinRanges(ranges: readonly number[], gap = 0): number[] {
   const order = Array.from({ length: ranges.length / 2 }, (_, i) => i).sort((a, b) => ranges[2 * a] - ranges[2 * b]);
   const out: number[] = [];
   for (const i of order) {
     const start = ranges[2 * i];
     const end = start + ranges[2 * i + 1];
     const last = out.length - 2;
-    if (last >= 0 && start <= out[last] + out[last + 1]) out[last + 1] = Math.max(out[last + 1], end - out[last]);
+    if (last >= 0 && start <= out[last] + out[last + 1] + gap) out[last + 1] = Math.max(out[last + 1], end - out[last]);
     else out.push(start, end - start);
   }
   return out;
