@@ -398,17 +398,3 @@ export const WAL_POOL_SMALL_CLASS_BYTES_MAX = 512 * 1024;
 
 /** Segment files whose parsed layout (footer and message headers, ~10 KB each) a query thread keeps. */
 export const SEGMENT_LAYOUTS_CACHED_MAX = 512;
-
-/**
- * Segments a scan asks the page cache to read ahead of the one it decodes (storage/segment/
- * read-ahead.ts), the columns it will read and no others: far enough for the three rounds a file
- * takes (a round goes on once per segment the scan decodes). At most READ_AHEAD_FILES_MAX files
- * at once, in reads of at most READ_AHEAD_READ_BYTES into one scratch buffer.
- */
-export const READ_AHEAD_SEGMENTS = 6;
-export const READ_AHEAD_FILES_MAX = 4;
-export const READ_AHEAD_READ_BYTES = 1024 * 1024;
-/** The end of a segment file read ahead before its layout is parsed: its footer (a few KB). */
-export const READ_AHEAD_TAIL_BYTES = 64 * 1024;
-/** Ranges read ahead at most this far apart are read as one (fewer reads, a little more read). */
-export const READ_AHEAD_GAP_BYTES = 64 * 1024;

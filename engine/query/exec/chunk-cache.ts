@@ -289,24 +289,6 @@ export class ChunkCache {
   }
 
   /**
-   * Asks for the columns `paths` of a segment a scan reads soon that this cache lacks to be read
-   * into the page cache meanwhile (storage/segment/read-ahead.ts). Best effort.
-   */
-  readAhead(ref: SegmentRef, paths: readonly string[] | null): void {
-    if (this.files.readAhead === undefined) return;
-    const hit = this.entries.get(ref.file);
-    if (hit?.complete === true) return;
-    const missing = (paths ?? Object.keys(ref.footer.columns))
-      .filter((path) => ref.footer.columns[path] !== undefined && hit?.chunk.columns.has(path) !== true);
-    if (missing.length > 0) this.files.readAhead(ref.file, missing);
-  }
-
-  /** Files asked to be read ahead whose reads have not ended: the thread's event loop should turn. */
-  get readingAhead(): number {
-    return this.files.readAheadPending?.() ?? 0;
-  }
-
-  /**
    * Whether `need` bytes can be freed without an entry the running query has read (nor `keep`):
    * from other entries, then from the columns the running query has not asked for, which its
    * entries drop (a cache full of another query's columns must not lock this query out).

@@ -6,7 +6,6 @@
  * strings their blocked dictionaries lack) are skipped unread.
  */
 import { ApiError } from '../../base/errors.js';
-import { READ_AHEAD_SEGMENTS } from '../../base/limits.js';
 import { replaceColumns, type ColumnChunk, type ScanSource, type SegmentFooter, type SegmentRef } from '../../storage/chunk.js';
 import type { ChunkCache } from './chunk-cache.js';
 import type { ColumnViews } from '../eval/columns.js';
@@ -97,19 +96,7 @@ export function* scanSteps(
   const filterColumns = new Set(filterPaths(filters));
   const rest = columns?.filter((path) => !filterColumns.has(path)) ?? [];
   const filtersFirst = filterColumns.size > 0 && deletes.length === 0 && rest.length > 0;
-  const segments = source.segments;
-  // Read ahead (read-ahead.ts): the next segments' columns, those a filtered scan went on to
-  // read for the last segment it read.
-  let ahead = 0;
-  let restRead = true;
-  const mayRead = (ref: SegmentRef): boolean => {
-    const footer = ref.footer;
-    if (footer.tsMax < range.startMs || footer.tsMin >= range.endMs || cannotMatch(filters, footer)) return false;
-    const inside = footer.tsMin >= range.startMs && footer.tsMax < range.endMs;
-    return !(inside && options.answerFromFooter !== undefined && !deletes.some((entry) => entry.kind === 'rows' && touches(entry, footer.seqMin)));
-  };
-  for (let s = 0; s < segments.length; s++) {
-    const ref = segments[s];
+  for (const ref of source.segments) {
     checkDeadline(env);
     const footer = ref.footer;
     if (footer.tsMax < range.startMs || footer.tsMin >= range.endMs) continue;
@@ -120,16 +107,10 @@ export function* scanSteps(
       buffers.eventsScanned += footer.rows;
       continue;
     }
-    if (env.cache !== null) {
-      for (ahead = Math.max(ahead, s + 1); ahead < Math.min(segments.length, s + 1 + READ_AHEAD_SEGMENTS); ahead++) {
-        if (mayRead(segments[ahead])) env.cache.readAhead(segments[ahead], filtersFirst && !restRead ? [...filterColumns] : columns);
-      }
-    }
     if (lacksValues(filters, ref, env)) continue;
     if (filtersFirst) {
       const filtered = loadSegment(ref, [...filterColumns], env);
       const { idx, n, inRange } = selectRows(filtered, inside, options, env, buffers, deletes);
-      restRead = n > 0;
       if (n > 0) {
         const read = loadSegment(ref, rest, env);
         // On the filtered chunk, whose times the range selection may have read already.

@@ -17,20 +17,13 @@ export interface SegmentFiles {
   readonly blockedPaths?: (file: string) => string[];
   /** True when no row of the segment holds one of the strings at the path (reader.ts segmentLacks). */
   readonly segmentLacks?: (file: string, path: string, values: readonly string[]) => boolean;
-  /** Reads the paths of a segment into the page cache, in the background (storage/segment/read-ahead.ts). */
-  readonly readAhead?: (file: string, paths: readonly string[]) => void;
-  /** Files asked for by readAhead whose reads have not ended. */
-  readonly readAheadPending?: () => number;
 }
 
 export async function loadSegmentFiles(): Promise<SegmentFiles> {
   const reader = await import('../../storage/segment/reader.js');
-  const ahead = new (await import('../../storage/segment/read-ahead.js')).ReadAhead();
   return {
     readSegment: reader.readSegment, readFooter: reader.readFooter, compactColumns: reader.compactColumns,
     blockedPaths: reader.blockedPaths, segmentLacks: reader.segmentLacks,
-    readAhead: (file, paths) => ahead.request(file, reader.segmentReadPlan(file, paths)),
-    readAheadPending: () => ahead.pending,
   };
 }
 

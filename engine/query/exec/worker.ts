@@ -167,9 +167,7 @@ async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promis
     }
     // Paced (steps.ts): the native decoder's garbage is freed between segments, not at the end.
     const nativeBytes = cache === null ? null : await (native ??= loadNativeBytes());
-    // It turns too while files are read ahead (scan.ts), so their reads' callbacks run and the next ones start.
-    const turn = () => (nativeBytes !== null && nativeBytes() >= NATIVE_YIELD_BYTES) || (cache !== null && cache.readingAhead > 0);
-    const body = await runTaskPaced(task, { views, cache }, turn);
+    const body = await runTaskPaced(task, { views, cache }, () => nativeBytes !== null && nativeBytes() >= NATIVE_YIELD_BYTES);
     // A fan-out share's partial state is one ArrayBuffer (partial-codec.ts): moved, not copied.
     if (task.whole !== undefined || task.funnelSteps !== undefined) transfer = transferablesOf(body);
     reply = { id, ok: true, body };

@@ -168,10 +168,22 @@ export type ReadAt = (position: number, length: number) => Uint8Array;
 
 /** Parses the footer and record batch header of a file of `size` bytes; null: not ours to read. */
 export function parseLayout(read: ReadAt, size: number): Layout | null {
-  const { flat, footer } = readFooter(read, size);
+  if (size < 24) throw new Error('not an Arrow file: too short');
+  const tail = read(size - 10, 10);
+  if (Buffer.from(tail.buffer, tail.byteOffset + 4, 6).toString('latin1') !== MAGIC) throw new Error('not an Arrow file: no trailing magic');
+  const footerLength = new DataView(tail.buffer, tail.byteOffset).getInt32(0, true);
+  if (footerLength <= 0 || footerLength > size - 18) throw new Error('not an Arrow file: bad footer length');
+  const flat = new Flat(read(size - 10 - footerLength, footerLength));
+  const footer = flat.root();
   const schema = parseSchema(flat, flat.ref(footer, 1));
   if (schema === null) return null;
-  const blocks = (id: number) => footerBlocks(flat, footer, id);
+  const blocks = (id: number): Block[] => {
+    const vector = flat.ref(footer, id);
+    return Array.from({ length: flat.length(vector) }, (_, i) => {
+      const at = vector + 4 + 24 * i;
+      return { offset: flat.i64(at), metaLength: flat.i32(at + 8), bodyLength: flat.i64(at + 16) };
+    });
+  };
   const batches = blocks(3);
   if (batches.length !== 1) return null;
   const batch = readBatchHeader(read, batches[0], HEADER_RECORD_BATCH);
@@ -190,36 +202,6 @@ export function parseLayout(read: ReadAt, size: number): Layout | null {
     fields: schema.fields, metadata: schema.metadata, batch: batch.header, firstNode, firstBuffer,
     dictionaryBlocks: blocks(2), dictionaries: new Map(),
   };
-}
-
-/**
- * Where the headers of a file's messages lie (its dictionary batches' and record batch's: the
- * reads parseLayout and dictionaryHeader make after the footer), as [position, length] pairs:
- * what storage/segment/read-ahead.ts reads before the layout is parsed.
- */
-export function messageHeaderRanges(read: ReadAt, size: number): number[] {
-  const { flat, footer } = readFooter(read, size);
-  return [...footerBlocks(flat, footer, 2), ...footerBlocks(flat, footer, 3)].flatMap((block) => [block.offset, block.metaLength]);
-}
-
-/** A file's footer, read through `read`: its flatbuffer and the footer table's position in it. */
-function readFooter(read: ReadAt, size: number): { flat: Flat; footer: number } {
-  if (size < 24) throw new Error('not an Arrow file: too short');
-  const tail = read(size - 10, 10);
-  if (Buffer.from(tail.buffer, tail.byteOffset + 4, 6).toString('latin1') !== MAGIC) throw new Error('not an Arrow file: no trailing magic');
-  const footerLength = new DataView(tail.buffer, tail.byteOffset).getInt32(0, true);
-  if (footerLength <= 0 || footerLength > size - 18) throw new Error('not an Arrow file: bad footer length');
-  const flat = new Flat(read(size - 10 - footerLength, footerLength));
-  return { flat, footer: flat.root() };
-}
-
-/** The blocks of footer field `id` (2: dictionaries, 3: record batches). */
-function footerBlocks(flat: Flat, footer: number, id: number): Block[] {
-  const vector = flat.ref(footer, id);
-  return Array.from({ length: flat.length(vector) }, (_, i) => {
-    const at = vector + 4 + 24 * i;
-    return { offset: flat.i64(at), metaLength: flat.i32(at + 8), bodyLength: flat.i64(at + 16) };
-  });
 }
 
 const KNOWN = new Set([TYPE_NULL, TYPE_INT, TYPE_FLOAT, TYPE_BINARY, TYPE_UTF8, TYPE_BOOL, TYPE_TIMESTAMP, TYPE_LIST, TYPE_FIXED_SIZE_BINARY, TYPE_FIXED_SIZE_LIST]);

@@ -92,27 +92,6 @@ export class IpcFile {
     return dictionary === undefined ? data : { ...data, dictionary: { data: [dictionary] } };
   }
 
-  /**
-   * The bytes read(index) reads, as [position, length] pairs appended to `out`: the field's
-   * buffers in the record batch, and its dictionary batch. Reads only dictionary headers.
-   */
-  ranges(index: number, out: number[]): void {
-    const field = this.fields[index];
-    const batch = this.batch;
-    const first = this.layout.firstBuffer[index];
-    const end = index + 1 < this.fields.length ? this.layout.firstBuffer[index + 1] : batch.buffers.length / 2;
-    if (end > first) {
-      const from = batch.buffers[2 * first];
-      const to = batch.buffers[2 * (end - 1)] + batch.buffers[2 * (end - 1) + 1];
-      out.push(batch.bodyOffset + from, to - from);
-    }
-    if (field.dictionary !== null) {
-      const header = this.dictionaryHeader(field.dictionary.id, field);
-      const count = header.buffers.length / 2;
-      if (count > 0) out.push(header.bodyOffset, header.buffers[2 * (count - 1)] + header.buffers[2 * count - 1]);
-    }
-  }
-
   /** Entries in the dictionary of field `index` (from its batch header; nothing decompressed), or null without one. */
   dictionaryLength(index: number): number | null {
     const field = this.fields[index];
@@ -293,7 +272,7 @@ function fieldData(length: number, nullCount: number, nullBitmap: Uint8Array | u
 }
 
 /** Reads at a position of the open file `fd`, synchronously. */
-export function fileReader(fd: number): ReadAt {
+function fileReader(fd: number): ReadAt {
   return (position, length) => readAt(fd, position, length);
 }
 

@@ -6,16 +6,15 @@
 import fs from 'node:fs';
 import { DataType, RecordBatchReader, tableFromIPC, type Data, type RecordBatch } from 'apache-arrow';
 import { assert } from '../../base/assert.js';
-import { READ_AHEAD_GAP_BYTES, READ_AHEAD_TAIL_BYTES, WARM_ROWS_PER_DICTIONARY_ENTRY } from '../../base/limits.js';
+import { WARM_ROWS_PER_DICTIONARY_ENTRY } from '../../base/limits.js';
 import { TIME_BLOCK_ROWS, blockMaxima, type Column, type ColumnChunk, type SchemaType, type SegmentFooter } from '../chunk.js';
 import './arrow.js';
 import { readTimestamps } from './arrow-values.js';
 import { unpackCodes } from './bitpack.js';
 import { decodeColumn, type StoredField } from './decode-column.js';
 import { readAligned } from './durable.js';
-import { IpcFile, fileReader, type FieldData } from './ipc-read.js';
-import { fileIdentity, keptLayout, messageHeaderRanges, type FieldInfo } from './ipc-layout.js';
-import type { ReadPlan } from './read-ahead.js';
+import { IpcFile, type FieldData } from './ipc-read.js';
+import type { FieldInfo } from './ipc-layout.js';
 import { readProjected } from './projection.js';
 import { assertFooter, decodeSidecar, type FooterWithSketches } from './footer.js';
 import {
@@ -154,73 +153,6 @@ export function segmentLacks(file: string, path: string, values: readonly string
   } finally {
     ipc.close();
   }
-}
-
-/**
- * The bytes of segment `file` that reading the property paths `paths` reads (readSegment), as
- * [position, length] pairs in file order, neighbours within a read joined: what read-ahead.ts
- * reads ahead of a scan. Paths with a wide dictionary (ids: more than one entry a
- * `rowsPerEntry` rows) are left out: an eq filter of them reads only the dictionary frames that
- * may hold its values (segmentLacks), and most segments then none of their codes. Reads the
- * file's layout and dictionary headers only.
- */
-export function segmentRanges(file: string, paths: readonly string[], rowsPerEntry = WARM_ROWS_PER_DICTIONARY_ENTRY): number[] {
-  const ipc = IpcFile.open(file);
-  if (ipc === null) return [];
-  try {
-    const wanted = new Set(paths);
-    const fields = new Map<string, number[]>();
-    ipc.fields.forEach((field, index) => {
-      const path = field.metadata.get(META_PATH);
-      if (path === undefined || !wanted.has(path)) return;
-      const entries = ipc.dictionaryLength(index);
-      if (entries !== null && entries * rowsPerEntry > ipc.rows) wanted.delete(path);
-      else fields.set(path, [...(fields.get(path) ?? []), index]);
-    });
-    const ranges: number[] = [];
-    for (const path of wanted) {
-      for (const index of fields.get(path) ?? []) {
-        ipc.ranges(index, ranges);
-        if (ipc.fields[index].metadata.get(META_CODES) === CODES_BITPACKED && index + 1 < ipc.fields.length) ipc.ranges(index + 1, ranges);
-      }
-    }
-    return joinRanges(ranges);
-  } finally {
-    ipc.close();
-  }
-}
-
-/**
- * The read-ahead (read-ahead.ts) of the paths of segment `file`, in the rounds its reads need:
- * the footer region, then the message headers the footer places, then segmentRanges (whose
- * layout and dictionary headers are then in the page cache). A layout this thread keeps goes
- * straight to the last round.
- */
-export function segmentReadPlan(file: string, paths: readonly string[]): ReadPlan {
-  let known = false;
-  return (round, fd) => {
-    if (round === 0) {
-      const stat = fs.fstatSync(fd);
-      known = keptLayout(file, fileIdentity(stat)) !== undefined;
-      return known ? joinRanges(segmentRanges(file, paths), READ_AHEAD_GAP_BYTES) : [Math.max(0, stat.size - READ_AHEAD_TAIL_BYTES), Math.min(stat.size, READ_AHEAD_TAIL_BYTES)];
-    }
-    if (known || round > 2) return null;
-    return joinRanges(round === 1 ? messageHeaderRanges(fileReader(fd), fs.fstatSync(fd).size) : segmentRanges(file, paths), READ_AHEAD_GAP_BYTES);
-  };
-}
-
-/** [position, length] pairs sorted, those that overlap or lie at most `gap` bytes apart joined. */
-function joinRanges(ranges: readonly number[], gap = 0): number[] {
-  const order = Array.from({ length: ranges.length / 2 }, (_, i) => i).sort((a, b) => ranges[2 * a] - ranges[2 * b]);
-  const out: number[] = [];
-  for (const i of order) {
-    const start = ranges[2 * i];
-    const end = start + ranges[2 * i + 1];
-    const last = out.length - 2;
-    if (last >= 0 && start <= out[last] + out[last + 1] + gap) out[last + 1] = Math.max(out[last + 1], end - out[last]);
-    else out.push(start, end - start);
-  }
-  return out;
 }
 
 /**
