@@ -129,9 +129,9 @@ export const COMPACTION_QUERY_IDLE_MS = 2_000;
  */
 export const BACKGROUND_PAUSE_MAX_MS = 10_000;
 /**
- * How much higher a nice value the segment worker's merges and rewrites run at than its flushes
- * (base/thread-priority.ts NiceSwitch): 10, against the query threads' 5 (CFS weights 110, 335
- * and 1024 at nice 0).
+ * How much higher a nice value the segment worker's merges and rewrites run at while queries run
+ * (base/query-activity.ts): 10, against the query threads' 5 (CFS weights 110, 335 and 1024 at
+ * nice 0), so a merge step under way takes a quarter of a query thread's share, not three times it.
  */
 export const BACKGROUND_NICE_STEP = 10;
 /**

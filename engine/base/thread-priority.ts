@@ -41,29 +41,15 @@ export function threadNice(): number | null {
 }
 
 /**
- * A thread that does work of two kinds: work others wait for at its own nice value, background
- * work `step` higher, so that it yields the cores to the query threads (maintenance/segment-
- * worker.ts: merges). Switching back needs the right to lower a nice value (root, CAP_SYS_NICE or
- * RLIMIT_NICE), tried once at the start (raised by one and back); a thread without it stays as
- * it is (at most one above its value, if the second half of that try was refused).
+ * For a thread that does background work `step` nice values above its own while queries run
+ * (base/query-activity.ts): its id, its own value and the niced one. Null when the thread could
+ * not go back to its own value: that needs the right to lower a nice value (root, CAP_SYS_NICE or
+ * RLIMIT_NICE), tried once here (raised by one and back; a thread refused the second half stays
+ * one above its value).
  */
-export class NiceSwitch {
-  private readonly base: number | null;
-  private background = false;
-
-  constructor(private readonly step: number) {
-    const nice = threadNice();
-    this.base = nice !== null && nice < 19 && niceThread(nice + 1) && niceThread(nice) ? nice : null;
-  }
-
-  /** Whether this thread can switch (see above). */
-  get switches(): boolean {
-    return this.base !== null;
-  }
-
-  /** Background work from now (true) or work someone waits for (false). */
-  set(background: boolean): void {
-    if (this.base === null || background === this.background) return;
-    if (niceThread(background ? Math.min(19, this.base + this.step) : this.base)) this.background = background;
-  }
+export function backgroundNice(step: number): { readonly tid: number; readonly own: number; readonly niced: number } | null {
+  const tid = threadId();
+  const own = threadNice();
+  if (tid === null || own === null || own >= 19 || !niceThread(own + 1) || !niceThread(own)) return null;
+  return { tid, own, niced: Math.min(19, own + step) };
 }

@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { BACKGROUND_NICE_STEP, BACKGROUND_PAUSE_MAX_MS } from '../base/limits.js';
-import { NiceSwitch } from '../base/thread-priority.js';
+import { backgroundNice } from '../base/thread-priority.js';
 import { QueryPause } from '../base/query-activity.js';
 import type { ColumnChunk, SchemaType, SegmentFooter } from '../storage/chunk.js';
 import { concatChunks, gatherChunk, internRepeats } from '../storage/chunk-ops.js';
@@ -75,24 +75,21 @@ if (parentPort) {
   const port = parentPort;
   const shared = (workerData as { queryActivity?: unknown } | null)?.queryActivity;
   const pause = shared instanceof SharedArrayBuffer ? new QueryPause(shared) : null;
-  // Merges and rewrites run niced: a step under way when a query starts (a pause waits for the
-  // step's end) then takes a quarter of the core a query thread would have had, not three
-  // quarters. A flush, and a merge someone waits for (urged), run at the thread's own value.
-  const nice = new NiceSwitch(BACKGROUND_NICE_STEP);
-  const point = pause === null ? undefined : () => {
-    if (pause.urged) nice.set(false);
-    pause.point();
-  };
+  // Merges and rewrites run niced while queries run (base/query-activity.ts), where this thread may switch back.
+  const nice = pause === null ? null : backgroundNice(BACKGROUND_NICE_STEP);
   port.on('message', (job: SegmentJob) => {
     let result: SegmentJobResult;
+    const background = job.op !== 'write' && pause !== null && nice !== null;
     try {
       pause?.begin(BACKGROUND_PAUSE_MAX_MS);
-      nice.set(job.op !== 'write' && pause?.urged !== true);
+      if (background) pause.beginBackground(nice.tid, nice.own, nice.niced);
       const pausedBefore = pause?.pausedMs ?? 0;
-      const footers = runSegmentJob(job, job.op === 'write' ? undefined : point);
+      const footers = runSegmentJob(job, job.op === 'write' ? undefined : pause?.point);
       result = { id: job.id, footers, pausedMs: (pause?.pausedMs ?? 0) - pausedBefore };
     } catch (error) {
       result = { id: job.id, error: (error as Error)?.stack ?? String(error) };
+    } finally {
+      if (background) pause.endBackground();
     }
     port.postMessage(result);
   });
