@@ -390,6 +390,9 @@ async function main(): Promise<void> {
   console.log(`Tally server peak RSS: ${(peakKb / 1024).toFixed(0)} MB (load ${loadPeakMb}, queries ${queryPeakMb}, ` +
     `settling ${settlePeakMb}; now ${(statusKb(pid, 'VmRSS') / 1024).toFixed(0)})`);
   await server.stop();
+  // What the server logged (flush or merge failures would show here): the last lines.
+  const logged = server.stderr().trim().split('\n').filter((line) => line !== '');
+  if (logged.length > 0) console.log(`server stderr, last ${Math.min(20, logged.length)} of ${logged.length} lines:\n${logged.slice(-20).join('\n')}`);
   if (KEEP) console.log(`Tally data dir kept: ${server.dataDir}`);
   else server.cleanup();
   fs.rmSync(work, { recursive: true, force: true });

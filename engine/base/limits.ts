@@ -129,12 +129,6 @@ export const COMPACTION_QUERY_IDLE_MS = 2_000;
  */
 export const BACKGROUND_PAUSE_MAX_MS = 10_000;
 /**
- * How much higher a nice value the segment worker's merges and rewrites run at while queries run
- * (base/query-activity.ts): 10, against the query threads' 5 (CFS weights 110, 335 and 1024 at
- * nice 0), so a merge step under way takes a quarter of a query thread's share, not three times it.
- */
-export const BACKGROUND_NICE_STEP = 10;
-/**
  * Rows of a compacted segment; bounds the memory and the duration of one compaction. A merge runs
  * on the segment worker, where the next flush waits for it while the write buffers fill: at 2M
  * rows, a 50M-event load merged 555,000-row days for seconds at a time, and the write thread's

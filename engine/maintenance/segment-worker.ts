@@ -4,8 +4,7 @@
  * message names its files; the main thread owns the manifest and decides what the results mean.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { BACKGROUND_NICE_STEP, BACKGROUND_PAUSE_MAX_MS } from '../base/limits.js';
-import { backgroundNice } from '../base/thread-priority.js';
+import { BACKGROUND_PAUSE_MAX_MS } from '../base/limits.js';
 import { QueryPause } from '../base/query-activity.js';
 import type { ColumnChunk, SchemaType, SegmentFooter } from '../storage/chunk.js';
 import { concatChunks, gatherChunk, internRepeats } from '../storage/chunk-ops.js';
@@ -75,21 +74,15 @@ if (parentPort) {
   const port = parentPort;
   const shared = (workerData as { queryActivity?: unknown } | null)?.queryActivity;
   const pause = shared instanceof SharedArrayBuffer ? new QueryPause(shared) : null;
-  // Merges and rewrites run niced while queries run (base/query-activity.ts), where this thread may switch back.
-  const nice = pause === null ? null : backgroundNice(BACKGROUND_NICE_STEP);
   port.on('message', (job: SegmentJob) => {
     let result: SegmentJobResult;
-    const background = job.op !== 'write' && pause !== null && nice !== null;
     try {
       pause?.begin(BACKGROUND_PAUSE_MAX_MS);
-      if (background) pause.beginBackground(nice.tid, nice.own, nice.niced);
       const pausedBefore = pause?.pausedMs ?? 0;
       const footers = runSegmentJob(job, job.op === 'write' ? undefined : pause?.point);
       result = { id: job.id, footers, pausedMs: (pause?.pausedMs ?? 0) - pausedBefore };
     } catch (error) {
       result = { id: job.id, error: (error as Error)?.stack ?? String(error) };
-    } finally {
-      if (background) pause.endBackground();
     }
     port.postMessage(result);
   });

@@ -10,7 +10,20 @@ import { Worker } from 'node:worker_threads';
 import t from 'tap';
 import { niceThread, threadId } from '../../../../engine/base/thread-priority.js';
 import { openEngine } from '../../../../engine/index.js';
-import { niceOfThreads } from '../../../helpers/threads.js';
+
+/** Nice value of each thread of this process, by thread id. */
+function niceOfThreads(): Map<number, number> {
+  const nice = new Map<number, number>();
+  for (const tid of fs.readdirSync('/proc/self/task')) {
+    try {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      nice.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return nice;
+}
 
 const linux = process.platform === 'linux' ? false : 'reads /proc';
 

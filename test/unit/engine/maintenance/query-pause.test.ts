@@ -9,14 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { QueryActivity, QueryPause } from '../../../../engine/base/query-activity.js';
-import { BACKGROUND_NICE_STEP, BACKGROUND_PAUSE_MAX_MS, SEGMENT_INLINE_ROWS_MAX } from '../../../../engine/base/limits.js';
+import { BACKGROUND_PAUSE_MAX_MS, SEGMENT_INLINE_ROWS_MAX } from '../../../../engine/base/limits.js';
 import { SegmentPool } from '../../../../engine/maintenance/segment-pool.js';
 import { QueryService } from '../../../../engine/query/exec/service.js';
-import { backgroundNice } from '../../../../engine/base/thread-priority.js';
 import { readSegment } from '../../../../engine/storage/segment/reader.js';
 import { writeSegment } from '../../../../engine/storage/segment/writer.js';
 import { makeChunk, memorySource, randomEvents } from '../../../helpers/query/test-support.js';
-import { niceOfThreads } from '../../../helpers/threads.js';
 
 const START = Date.UTC(2024, 2, 1);
 const DAY = 86_400_000;
@@ -129,43 +127,6 @@ t.test('the merges of a flush someone waits for stop pausing when urged, until i
   t.notOk(await settlesWithin(third, pauseWithin(5 * mergeMs)), 'the next flush\'s merge pauses again');
   pool.urge();
   t.equal((await third)[0].rows, 3000);
-});
-
-t.test('a merge runs niced while a query runs; flushes, urged merges and merges between queries do not', { skip: process.platform === 'linux' ? false : 'reads /proc' }, async (t) => {
-  const dir = tempDir(t);
-  const base = niceOfThreads().get(process.pid)!;
-  // Whether this process may lower a nice value again (root here): only then is a merge niced.
-  const switches = backgroundNice(BACKGROUND_NICE_STEP) !== null;
-  const activity = new QueryActivity();
-  const before = new Set(niceOfThreads().keys());
-  const { pool, mergeMs } = await warmPool(t, dir, activity);
-  const niced = () => [...niceOfThreads()].filter(([tid, nice]) => !before.has(tid) && nice === base + BACKGROUND_NICE_STEP).length;
-  const expected = switches ? 1 : 0;
-  t.equal(niced(), 0, 'merges with no query running ran at the thread\'s own value');
-  const merge = (name: string) => pool.run({ op: 'compact', file: path.join(dir, `${name}.arrow`), sources: sources(dir, name), schema: {} });
-
-  activity.enter();
-  const paused = merge('g');
-  t.notOk(await settlesWithin(paused, pauseWithin(5 * mergeMs)), 'paused for the query');
-  t.equal(niced(), expected, `niced while the query runs${switches ? '' : ' (this process cannot switch back: never niced)'}`);
-  activity.leave();
-  t.equal(niced(), 0, 'back at its own value the moment the last query left');
-  t.equal((await paused)[0].rows, 3000);
-
-  const quiet = merge('h');
-  activity.enter();
-  const deadline = Date.now() + 5_000;
-  while (niced() < expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 1));
-  t.equal(niced(), expected, 'a query arriving during a merge nices it');
-  pool.urge();
-  t.equal(niced(), 0, 'urged: at its own value at once');
-  t.equal((await quiet)[0].rows, 3000, 'and it ends while the query still runs');
-  pool.relax();
-
-  const chunk = makeChunk(randomEvents(6, SEGMENT_INLINE_ROWS_MAX + 1000, START, DAY).sort((a, b) => a.ts - b.ts), 0);
-  await pool.run({ op: 'write', chunk, parts: [{ file: path.join(dir, 'written.arrow'), indices: null }], schema: {} });
-  t.equal(niced(), 0, 'a flush runs at the thread\'s own value while a query runs');
-  activity.leave();
 });
 
 t.test('a pause lasts at most the job budget, and none when no query runs', (t) => {
