@@ -136,7 +136,11 @@ async function query(server: TestServer, analysis: string, params: Record<string
 /** Writes dirty pages out and drops the clean ones, the segment files' among them (root only). */
 function dropPageCache(): void {
   execFileSync('sync');
-  fs.writeFileSync('/proc/sys/vm/drop_caches', '1');
+  try {
+    fs.writeFileSync('/proc/sys/vm/drop_caches', '1');
+  } catch (error) {
+    throw new Error(`--cold drops the page cache through /proc/sys/vm/drop_caches, which needs root: ${(error as Error).message}`);
+  }
 }
 
 async function settled(server: TestServer): Promise<void> {
