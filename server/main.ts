@@ -112,20 +112,32 @@ function openOptions(config: Config, savedRunner: SavedQueryRunner | null): Para
   };
 }
 
+/** This process's parent as it started, before the engine opened and the ready line was written. */
+const STARTED_UNDER = process.ppid;
+
 /**
- * `npm start` runs the server with TALLY_EXIT_WITH_PARENT=1 as npm's own child (package.json:
- * `exec sh bin/tally`), so npm's SIGTERM/SIGINT reach it. Should npm die without passing a signal
- * on (SIGKILL), the server is handed to another parent; it notices and stops as on SIGTERM rather
- * than serve on with no one to stop it.
+ * `npm start` runs the server as npm's own child (package.json: `exec sh bin/tally`), so npm's
+ * SIGTERM/SIGINT reach it, with TALLY_EXIT_WITH_PARENT set to npm's pid (the script shell's
+ * $PPID). Should npm die without passing a signal on (SIGKILL), the server is handed to another
+ * parent; it notices and stops as on SIGTERM rather than serve on with no one to stop it. The
+ * parent is named, not read when the watch starts: npm killed while the server was starting (or
+ * between the ready line and the watch) had left a server whose parent already was the new one,
+ * serving forever. Any other value (the old `1`) watches the parent this process started under.
  */
 function watchParent(stop: (reason: string) => void): void {
-  if (process.env['TALLY_EXIT_WITH_PARENT'] !== '1') return;
+  const wanted = process.env['TALLY_EXIT_WITH_PARENT'];
+  if (wanted === undefined || wanted === '') return;
   delete process.env['TALLY_EXIT_WITH_PARENT'];
-  const parent = process.ppid;
-  const timer = setInterval(() => {
-    if (process.ppid === parent) return;
-    clearInterval(timer);
+  const named = Number(wanted);
+  const parent = Number.isSafeInteger(named) && named > 1 ? named : STARTED_UNDER;
+  const gone = (): boolean => {
+    if (process.ppid === parent) return false;
     stop(`parent process ${parent} exited`);
+    return true;
+  };
+  if (gone()) return;
+  const timer = setInterval(() => {
+    if (gone()) clearInterval(timer);
   }, PARENT_POLL_MS);
   timer.unref();
 }

@@ -223,6 +223,39 @@ t.test('a server under `npm start` stops when npm is killed without passing a si
   t.match(out.stderr, /parent process \d+ exited: stopping/, 'it said why it stopped');
 });
 
+t.test('a server under `npm start` stops when npm is killed while the server is still starting', { timeout: 120_000 }, async (t) => {
+  const dataDir = tempDir(t, 'tally-npm-');
+  const port = await freePort();
+  const child = spawn('npm', ['start', '--silent', '--ignore-scripts', '--', '--data', dataDir, '--host', '127.0.0.1', '--http-port', String(port),
+    '--kafka-in-port', '0', '--kafka-out-port', '0', '--org-key', orgKey()],
+  { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
+  let stderr = '';
+  child.stdout!.resume();
+  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+  t.teardown(() => {
+    for (const pid of processesWith(dataDir)) {
+      try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+    }
+  });
+  // The server's own process (sh has exec'd node), long before it opens its store and listens.
+  const server = () => processesWith(dataDir).filter((pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('server/main.js');
+    } catch {
+      return false;
+    }
+  });
+  const deadline = Date.now() + 30_000;
+  while (server().length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 2));
+  t.ok(server().length > 0, 'the server process started');
+  child.kill('SIGKILL');
+  // It was killed before the server wrote its ready line, so before the old server read its parent.
+  t.ok(await until(() => processesWith(dataDir).length === 0, 30_000),
+    `no process of the server is left (${processesWith(dataDir).join(', ')})`);
+  t.notOk(await accepting(port), 'the port refuses connections');
+  t.match(stderr, /parent process \d+ exited: stopping/, 'it said why it stopped');
+});
+
 t.test('the data directory and its files are the owner\'s only', async (t) => {
   const parent = tempDir(t, 'tally-mode-');
   const dataDir = path.join(parent, 'data');
