@@ -122,14 +122,16 @@ const STARTED_UNDER = process.ppid;
  * parent; it notices and stops as on SIGTERM rather than serve on with no one to stop it. The
  * parent is named, not read when the watch starts: npm killed while the server was starting (or
  * between the ready line and the watch) had left a server whose parent already was the new one,
- * serving forever. Any other value (the old `1`) watches the parent this process started under.
+ * serving forever. `1` (as before) watches the parent this process started under; any other
+ * value, no parent.
  */
 function watchParent(stop: (reason: string) => void): void {
   const wanted = process.env['TALLY_EXIT_WITH_PARENT'];
-  if (wanted === undefined || wanted === '') return;
-  delete process.env['TALLY_EXIT_WITH_PARENT'];
   const named = Number(wanted);
-  const parent = Number.isSafeInteger(named) && named > 1 ? named : STARTED_UNDER;
+  // "1": the parent this process started under; a pid: that process; anything else: no watch.
+  if (wanted !== '1' && !(/^\d+$/.test(wanted ?? '') && Number.isSafeInteger(named) && named > 1)) return;
+  delete process.env['TALLY_EXIT_WITH_PARENT'];
+  const parent = wanted === '1' ? STARTED_UNDER : named;
   const gone = (): boolean => {
     if (process.ppid === parent) return false;
     stop(`parent process ${parent} exited`);
