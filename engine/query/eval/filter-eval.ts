@@ -6,7 +6,7 @@
  */
 import {
   TAG_BOOL, TAG_LIST, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR,
-  type Column, type ColumnChunk, type Primitive,
+  type Codes, type Column, type ColumnChunk, type Primitive,
 } from '../../storage/chunk.js';
 import type { ColumnViews } from './columns.js';
 import type { FilterNode, FilterScalar } from '../plan/plan.js';
@@ -56,6 +56,24 @@ export function compileFilters(
     for (let s = 1; s < steps.length && n > 0; s++) n = steps[s](dst, dst, n);
     return n;
   };
+}
+
+/**
+ * For `filters` that are one test of a column whose every row in `chunk` is a string (eq, in, a
+ * text or string comparison; not negated), that column's codes and the per-code match table the
+ * row loop would read, so a caller can fuse the filter into its own pass (execute.ts
+ * CodeCounts.countMatching); 'none' when no code matches (no row can), null for any other filters.
+ */
+export function codeMatchOf(
+  filters: readonly FilterNode[], chunk: ColumnChunk, views: ColumnViews,
+): { codes: Codes; match: Uint8Array } | 'none' | null {
+  const node = filters[0];
+  const column = filters.length !== 1 || node.kind === 'or' ? undefined : views.column(chunk, node.path);
+  if (column === undefined || column.str === null || views.tagMask(column) !== 1 << TAG_STR) return null;
+  // Every row a string: only the match table decides, as applyMatcher's quiet case (not negated).
+  const m = buildMatcher(node as Exclude<FilterNode, { kind: 'or' }>, column);
+  if (m.negate) return null;
+  return m.strMatch === null || m.strMatch.indexOf(1) === -1 ? 'none' : { codes: column.str, match: m.strMatch };
 }
 
 /** Numeric bounds on one path from several ANDed lt/lte/gt/gte filters, checked in one pass. */

@@ -4,7 +4,7 @@
  * Pure computation over chunks: the caller decides on which thread, with which limits.
  */
 import {
-  dictLength, entryReader, numbersOf, storedNumbers, TAG_NUM, TAG_STR, type ColumnChunk, type ScaledNumbers, type ScanSource, type SegmentRef,
+  dictLength, entryReader, numbersOf, storedNumbers, TAG_NUM, TAG_STR, type Codes, type Column, type ColumnChunk, type ScaledNumbers, type ScanSource, type SegmentRef,
 } from '../../storage/chunk.js';
 import { createAggregator, CountAggregator, type Aggregator } from '../aggregate/index.js';
 import type { AverageAggregator } from '../aggregate/average.js';
@@ -16,6 +16,8 @@ import type { StateReader, StateWriter } from '../eval/state-io.js';
 import { runExtraction } from './extraction.js';
 import { countUniqueFromSketches } from './footer-sketch.js';
 import { runFunnel } from './funnel.js';
+import { COUNT_LANES_ENTRIES_MAX, countMatching } from '../eval/code-match.js';
+import { codeMatchOf } from '../eval/filter-eval.js';
 import { GroupTable } from '../eval/group-by.js';
 import { bucketOf } from '../plan/interval.js';
 import type { AggregatePlan, Plan } from '../plan/plan.js';
@@ -154,7 +156,14 @@ export function* aggregateSteps(
   }
   const columns = [...(plan.groupBy ?? [])];
   for (const spec of plan.aggregates) if (spec.targetProperty !== null) columns.push(spec.targetProperty);
-  yield* scanSteps(source, { range: plan.range, filters: plan.filters, columns, answerFromFooter },
+  // A filter fused with those counts: whole segments counted in one pass over the stored codes.
+  const countWhole = countsByCode === null ? undefined : (filtered: ColumnChunk, rest: () => ColumnChunk): boolean => {
+    const filter = codeMatchOf(plan.filters, filtered, env.views);
+    if (filter === null) return false;
+    if (filter === 'none') return true;
+    return countsByCode.countMatching(rest(), env, filter, groups!, edges, aggregators as CountAggregator[]);
+  };
+  yield* scanSteps(source, { range: plan.range, filters: plan.filters, columns, answerFromFooter, countWhole },
     env, buffers, visit);
   if (whole === null) for (const aggregator of aggregators) aggregator.check();
   return { aggregators: aggregators as Aggregator[], rowsPerCell, groups, bucketCount };
@@ -195,21 +204,52 @@ class CodeCounts {
     const bucket = chunkBucket(chunk, env, edges);
     if (bucket === -1) return false;
     const buckets = edges === null ? 1 : edges.length - 1;
-    const size = dictLength(column);
+    const counts = this.zeroed(dictLength(column));
     const str = column.str;
-    if (this.counts.length < size) this.counts = new Int32Array(Math.max(size, 2 * this.counts.length));
-    const counts = this.counts;
-    counts.fill(0, 0, size);
     if (dense) for (let i = 0; i < n; i++) counts[str[i]]++;
     else for (let k = 0; k < n; k++) counts[str[idx[k]]]++;
-    const entry = entryReader(column, n);
-    for (let code = 0; code < size; code++) {
-      const rows = counts[code];
-      if (rows === 0) continue;
-      const cell = groups.idOfCode(column, code, entry) * buckets + bucket;
-      for (const aggregator of aggregators) aggregator.addRows(cell, rows);
-    }
+    this.addToGroups(column, n, groups, buckets, bucket, aggregators);
     return true;
+  }
+
+  /**
+   * count for a whole chunk under one filter reduced to a match table over its column's codes
+   * (filter-eval.ts codeMatchOf): the filter and the count in one pass, no row index written.
+   */
+  countMatching(
+    chunk: ColumnChunk, env: ExecEnv, filter: { codes: Codes; match: Uint8Array }, groups: GroupTable,
+    edges: Float64Array | null, aggregators: readonly CountAggregator[],
+  ): boolean {
+    const column = env.views.column(chunk, groups.paths[0]);
+    if (column === undefined || column.str === null || env.views.tagMask(column) !== 1 << TAG_STR) return false;
+    const bucket = chunkBucket(chunk, env, edges);
+    if (bucket === -1) return false;
+    const entries = dictLength(column);
+    const counts = this.zeroed(entries <= COUNT_LANES_ENTRIES_MAX ? 4 * entries : entries);
+    countMatching(filter.codes, column.str, filter.match, counts, chunk.rows, entries);
+    this.addToGroups(column, chunk.rows, groups, edges === null ? 1 : edges.length - 1, bucket, aggregators);
+    return true;
+  }
+
+  private zeroed(size: number): Int32Array {
+    if (this.counts.length < size) this.counts = new Int32Array(Math.max(size, 2 * this.counts.length));
+    this.counts.fill(0, 0, size);
+    return this.counts;
+  }
+
+  /** Each code's count (of `column`, in a chunk of `rows` rows) added to its group's cell. */
+  private addToGroups(
+    column: Column, rows: number, groups: GroupTable, buckets: number, bucket: number,
+    aggregators: readonly CountAggregator[],
+  ): void {
+    const counts = this.counts;
+    const entry = entryReader(column, rows);
+    for (let code = 0; code < dictLength(column); code++) {
+      const count = counts[code];
+      if (count === 0) continue;
+      const cell = groups.idOfCode(column, code, entry) * buckets + bucket;
+      for (const aggregator of aggregators) aggregator.addRows(cell, count);
+    }
   }
 }
 

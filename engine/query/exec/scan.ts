@@ -72,6 +72,12 @@ export interface ScanOptions {
    * from the segment's footer or sidecar without reading the segment.
    */
   readonly answerFromFooter?: (ref: SegmentRef) => boolean;
+  /**
+   * Called with the filters' columns of a segment wholly inside the range that no delete touches
+   * (`rest` reads its other columns): true when it answered the segment itself, filters applied,
+   * without the row selection (execute.ts: a filter fused with a count); false leaves it to the scan.
+   */
+  readonly countWhole?: (filtered: ColumnChunk, rest: () => ColumnChunk) => boolean;
 }
 
 export function scanSource(
@@ -110,12 +116,15 @@ export function* scanSteps(
     if (lacksValues(filters, ref, env)) continue;
     if (filtersFirst) {
       const filtered = loadSegment(ref, [...filterColumns], env);
-      const { idx, n, inRange } = selectRows(filtered, inside, options, env, buffers, deletes);
-      if (n > 0) {
-        const read = loadSegment(ref, rest, env);
-        // On the filtered chunk, whose times the range selection may have read already.
-        visit({ chunk: replaceColumns(filtered, new Map([...filtered.columns, ...read.columns])), idx, n, inRange });
+      // On the filtered chunk, whose times the range selection may have read already.
+      const whole = () => replaceColumns(filtered, new Map([...filtered.columns, ...loadSegment(ref, rest, env).columns]));
+      if (inside && options.countWhole?.(filtered, whole)) {
+        buffers.eventsScanned += filtered.rows;
+        yield;
+        continue;
       }
+      const { idx, n, inRange } = selectRows(filtered, inside, options, env, buffers, deletes);
+      if (n > 0) visit({ chunk: whole(), idx, n, inRange });
     } else visitChunk(loadSegment(ref, columns, env), inside, options, env, buffers, visit, deletes);
     yield;
   }
