@@ -148,6 +148,21 @@ export const DISTINCT_VALUES_MAX = 256;
  */
 export const GROUP_STATS_NUMBERS_MAX = 4096;
 /**
+ * A count fused with a filter (query/eval/code-match.ts countMatching) counts a group column of at
+ * most this many dictionary entries in four lanes: 4 × 4,096 Int32 counts, 64 KiB, stay in cache.
+ */
+export const COUNT_LANES_ENTRIES_MAX = 4096;
+/**
+ * Pair tables (storage/segment/pair-counts.ts): a column of strings gets one with a column of few
+ * values only when its dictionary has at most this many entries; at most PAIR_TABLES_MAX (F, G)
+ * pairs are tried a segment, cheapest first, and their cells are at most one per PAIR_ROWS_PER_CELL
+ * rows all told (12 bytes each before zstd; 5 devices by 1,000 paths in a day of bench/scale's
+ * 100M events: ~5,000 cells of 1.1M rows).
+ */
+export const PAIR_GROUP_ENTRIES_MAX = 4096;
+export const PAIR_TABLES_MAX = 16;
+export const PAIR_ROWS_PER_CELL = 8;
+/**
  * Entries of a dictionary whose strings a grouping or select_unique makes at once and keeps with
  * the column (storage/chunk.ts entriesOf); a larger one (ids) has only the entries rows select made.
  */

@@ -2,6 +2,7 @@
  * The filter loop over a string column's codes, for the rows whose code a match table marks
  * (filter-eval.ts applyStrings, when every row is a string), and that filter fused with a count.
  */
+import { COUNT_LANES_ENTRIES_MAX } from '../../base/limits.js';
 import type { Codes } from '../../storage/chunk.js';
 
 /**
@@ -36,9 +37,6 @@ export function matchCodes32(str: Int32Array, match: Uint8Array, rows: Int32Arra
 type CountKernel = (filter: Codes, group: Codes, match: Uint8Array, counts: Int32Array, n: number) => void;
 
 const countKernels = new Map<string, CountKernel>();
-
-/** Group dictionaries up to this many entries are counted in four lanes (COUNT_LANES_SOURCE). */
-export const COUNT_LANES_ENTRIES_MAX = 4096;
 
 /**
  * Four rows a turn, each into its own lane of counts (code * 4 + lane): a run of one code (a

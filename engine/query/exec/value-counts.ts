@@ -8,8 +8,9 @@
  */
 import {
   TAG_BOOL, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR,
-  type Column, type ColumnChunk, type ScanSource, type SegmentRef,
+  type Column, type ColumnChunk, type Primitive, type ScanSource, type SegmentRef,
 } from '../../storage/chunk.js';
+import { decodePairTable } from '../../storage/segment/pair-counts.js';
 import type { ValueCounts } from '../../storage/segment/sketches.js';
 import type { Aggregator } from '../aggregate/index.js';
 import { CountAggregator } from '../aggregate/index.js';
@@ -43,10 +44,11 @@ export function valueCountsAnswer(
   if (!onlyCounts && !distinct) return undefined;
   const paths = new Set([...filterPaths(plan.filters), ...(plan.groupBy ?? [])]);
   if (distinct) paths.add(spec.targetProperty!);
-  if (paths.size > 1 || (plan.groupBy?.length ?? 0) > 1) return undefined;
+  if (paths.size > 2 || (plan.groupBy?.length ?? 0) > 1) return undefined;
   // Counts over buckets read no column at all: a segment inside one bucket adds its rows there.
-  const path = paths.size === 0 ? null : [...paths][0];
-  if (path !== null && TIME_PATHS.has(path)) return undefined;
+  // Two columns are answered from a pair table of theirs (storage/segment/pair-counts.ts).
+  const [path = null, other = null] = paths;
+  if ([...paths].some((p) => TIME_PATHS.has(p))) return undefined;
   const counters = onlyCounts ? aggregators as CountAggregator[] : [];
   const allCounters = rowsPerCell === null ? counters : [...counters, rowsPerCell];
   const buckets = edges === null ? 1 : edges.length - 1;
@@ -61,13 +63,14 @@ export function valueCountsAnswer(
       return true;
     }
     const stats = ref.footer.columns[path];
-    let summary: Summary;
-    if (stats === undefined) summary = summarize(path, { values: [], rows: [] }, 0, ref.footer.rows);
+    let summary: Summary | null = null;
+    if (other !== null) summary = pairSummary(ref, path, other, cache.footer(ref).values, env);
+    else if (stats === undefined) summary = summarize(path, { values: [], rows: [] }, 0, ref.footer.rows);
     else {
       const counts = cache.footer(ref).values[path];
-      if (counts === undefined) return false;
-      summary = env.views.summary(counts, () => summarize(path, counts, stats.present, ref.footer.rows));
+      if (counts !== undefined) summary = env.views.summary(counts, () => summarize(path, counts, stats.present, ref.footer.rows));
     }
+    if (summary === null) return false;
     const rows = summary.chunk.rows;
     if (selected.length < rows) {
       selected = new Int32Array(rows);
@@ -88,9 +91,9 @@ export function valueCountsAnswer(
     }
     if (distinct) {
       const cellCount = (groups?.size ?? 1) * buckets;
+      const column = summary.chunk.columns.get(spec.targetProperty!)!;
       aggregators[0].update({
-        column: summary.column, idx, n, cells: cellCount === 1 ? null : cells, cellCount, dense: false,
-        tagMask: env.views.tagMask(summary.column),
+        column, idx, n, cells: cellCount === 1 ? null : cells, cellCount, dense: false, tagMask: env.views.tagMask(column),
       });
     }
     return true;
@@ -208,17 +211,63 @@ function summarize(
   for (const rows of counts.rows) listed += rows;
   const nulls = present - listed;
   const missing = segmentRows - present;
-  const rows = counts.values.length + (nulls > 0 ? 1 : 0) + (missing > 0 ? 1 : 0);
+  const width = counts.values.length;
+  // One row per value, then one for the null rows and one for the rows without the column.
+  const slots = counts.values.map((_, i) => i);
+  const weights = [...counts.rows];
+  if (nulls > 0) {
+    slots.push(width);
+    weights.push(nulls);
+  }
+  if (missing > 0) {
+    slots.push(width + 1);
+    weights.push(missing);
+  }
+  const column = summaryColumn(path, counts.values, slots);
+  return { chunk: summaryChunk(slots.length, [column]), column, weights: Float64Array.from(weights) };
+}
+
+/**
+ * The summary of a pair table between `a` and `b` (either way round) in a segment's sidecar: one
+ * row per (value, string) pair that occurs, weighing the rows holding it; null when the segment
+ * has no such table (or one that does not add up to its rows: then it is scanned).
+ */
+function pairSummary(
+  ref: SegmentRef, a: string, b: string, values: Readonly<Record<string, ValueCounts>>, env: ExecEnv,
+): Summary | null {
+  for (const [f, g] of [[a, b], [b, a]]) {
+    const counts = values[f];
+    const bytes = counts?.pairs?.[g];
+    if (bytes === undefined) continue;
+    return env.views.summary(bytes, () => {
+      const table = decodePairTable(bytes, counts.values.length, ref.footer.rows);
+      if (table === null) return null;
+      const column = summaryColumn(f, counts.values, table.slots);
+      const strings: Column = {
+        path: g, tags: new Uint8Array(table.slots.length).fill(TAG_STR), num: null, str: Int32Array.from(table.indexes),
+        dict: [...table.strings], lists: null,
+      };
+      return { chunk: summaryChunk(table.slots.length, [column, strings]), column, weights: Float64Array.from(table.rows) };
+    });
+  }
+  return null;
+}
+
+/** A column of `path` whose row r holds values[slots[r]]: null for slot values.length, missing past it. */
+function summaryColumn(path: string, values: readonly Primitive[], slots: ArrayLike<number>): Column {
+  const rows = slots.length;
   const tags = new Uint8Array(rows);
   const num = new Float64Array(rows);
   const str = new Int32Array(rows);
-  const weights = new Float64Array(rows);
   const dict: string[] = [];
-  counts.values.forEach((value, row) => {
-    weights[row] = counts.rows[row];
-    if (typeof value === 'string') {
+  const codes = values.map((value) => (typeof value === 'string' ? dict.push(value) - 1 : -1));
+  for (let row = 0; row < rows; row++) {
+    const slot = slots[row];
+    const value = values[slot];
+    if (slot >= values.length) tags[row] = slot === values.length ? TAG_NULL : TAG_MISSING;
+    else if (typeof value === 'string') {
       tags[row] = TAG_STR;
-      str[row] = dict.push(value) - 1;
+      str[row] = codes[slot];
     } else if (typeof value === 'number') {
       tags[row] = TAG_NUM;
       num[row] = value;
@@ -226,19 +275,12 @@ function summarize(
       tags[row] = TAG_BOOL;
       num[row] = value ? 1 : 0;
     }
-  });
-  let row = counts.values.length;
-  if (nulls > 0) {
-    tags[row] = TAG_NULL;
-    weights[row++] = nulls;
   }
-  if (missing > 0) {
-    tags[row] = TAG_MISSING;
-    weights[row++] = missing;
-  }
-  const column: Column = { path, tags, num, str, dict, lists: null };
+  return { path, tags, num, str, dict, lists: null };
+}
+
+function summaryChunk(rows: number, columns: readonly Column[]): ColumnChunk {
   // Its rows have no instants of their own; nothing that reads one runs over a summary.
   const none = new Float64Array(rows);
-  const chunk: ColumnChunk = { rows, ts: none, createdAt: none, seq: none, columns: new Map([[path, column]]) };
-  return { chunk, column, weights };
+  return { rows, ts: none, createdAt: none, seq: none, columns: new Map(columns.map((column) => [column.path, column])) };
 }

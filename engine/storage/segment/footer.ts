@@ -12,11 +12,14 @@
  *   Payload  => msgpack { version: 1, footer: SegmentFooter, sketches: { [path]: bin },
  *                         values?: { [path]: ValueCounts } }
  *   ValueCounts => { values: (string | number | boolean)[], rows: uint[],
- *                    sums?: { [path]: f64[] }, least?: { [path]: f64[] }, greatest?: { [path]: f64[] } }
+ *                    sums?: { [path]: f64[] }, least?: { [path]: f64[] }, greatest?: { [path]: f64[] },
+ *                    pairs?: { [path]: bin } }
  *   values (absent in the oldest sidecars) lists a column's distinct values and their row counts
  *   when it has few (sketches.ts computeDistinct). sums, least and greatest (written since
  *   2026-11-28; optional, so older sidecars and older readers are unaffected) give, per column
  *   of numbers, its sum, least and greatest number over each value's rows (computeGroupStats).
+ *   pairs (written since 2026-11-29; optional likewise) holds, per column of strings, the rows of
+ *   each (value, string) pair as a pair table (pair-counts.ts has its layout).
  *   crc32c covers the bytes after the header as stored; length is their count; headLength is zstd(Head)'s.
  *
  * Sidecars are written as TSZ2 since 2026-11-26. The sketches are most of a sidecar (~5 KB of

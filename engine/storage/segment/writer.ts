@@ -35,6 +35,7 @@ import {
   SIDECAR_SUFFIX,
   type Role,
 } from './layout.js';
+import { computePairTables } from './pair-counts.js';
 import { computeDistinct, computeGroupStats, computeSketches } from './sketches.js';
 
 /**
@@ -50,7 +51,7 @@ export function writeSegment(
   assertChunk(chunk);
   const footer = computeFooter(chunk);
   assertFooter(footer);
-  const distinct = computeGroupStats(chunk, computeDistinct(chunk));
+  const distinct = computePairTables(chunk, computeGroupStats(chunk, computeDistinct(chunk)));
   pause?.();
   const sidecar = encodeSidecar(footer, computeSketches(chunk, distinct), distinct);
   pause?.();

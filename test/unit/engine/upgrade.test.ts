@@ -11,6 +11,9 @@
  *   bit-packed (storage/segment/bitpack.ts), written by the code that introduced them;
  * - test/fixtures/data-dir-blocked: a segment whose dictionary of 9,000 user ids is stored in
  *   frames (storage/segment/dict-blocks.ts), written by the code that introduced them.
+ * - test/fixtures/data-dir-pairs: a segment whose sidecar holds a pair table of devices by pages
+ *   (storage/segment/pair-counts.ts), written by the code that introduced them. data-dir-blocked's
+ *   sidecar has none: its queries of two columns scan.
  * Regenerate with the generator in the fixtures' README if a format changes (a new fixture, never
  * a rewritten one).
  */
@@ -20,6 +23,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { openEngine } from '../../../engine/index.js';
+import { decodeSidecar } from '../../../engine/storage/segment/footer.js';
 import { IpcFile } from '../../../engine/storage/segment/ipc-read.js';
 
 const FIXTURES = fileURLToPath(new URL('../../../../test/fixtures/', import.meta.url));
@@ -98,6 +102,49 @@ t.test('data-dir-blocked: a blocked dictionary of user ids answers filters, grou
     t.same(await engine.queries.run(project, 'count', { ...params, group_by: 'page' }), {
       result: [{ page: '/p0', result: 4500 }, { page: '/p1', result: 4500 }, { page: '/p9', result: 3 }],
     }, `${when}: grouped`);
+    // Two columns, from a sidecar without pair tables: scanned. user-(n × 7919 mod 9000) for n < 9000,
+    // page /p(n mod 2): user-0 is n 0, user-7919 n 1, user-8999 n 4321.
+    t.same(await engine.queries.run(project, 'count', { ...params, group_by: 'page', filters: [{ property_name: 'user', operator: 'in', property_value: ['user-0', 'user-7919', 'user-8999', 'user-9002'] }] }), {
+      result: [{ page: '/p0', result: 1 }, { page: '/p1', result: 2 }, { page: '/p9', result: 1 }],
+    }, `${when}: grouped, filtered by another column`);
+  };
+  await check('opened');
+  await engine.close();
+  engine = await openEngine({ dataDir: dir, queryWorkers: 0, ingestWorkers: 0 });
+  await check('reopened');
+  await engine.close();
+});
+
+t.test('data-dir-pairs: a pair table answers counts by two columns, with the WAL\'s events, then a clean close and reopen', async (t) => {
+  const day = path.join(FIXTURES, 'data-dir-pairs/projects/8c00b32e124c05271878007e/pv/2024-01-01');
+  const meta = fs.readdirSync(day).find((name) => name.endsWith('.arrow.meta'))!;
+  const { values } = decodeSidecar(fs.readFileSync(path.join(day, meta)), meta);
+  t.ok(values.device?.pairs?.page, 'the fixture holds a pair table of devices by pages');
+
+  const dir = copyOf('data-dir-pairs');
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  let engine = await openEngine({ dataDir: dir, queryWorkers: 0, ingestWorkers: 0 });
+  const project = engine.projects.list()[0]!.id;
+  const params = { event_collection: 'pv', timeframe: TIMEFRAME };
+  // Event n < 2000: device d(n mod 3), null when n mod 10 = 9; page /p(n mod 5). n 2000-2002 (in the WAL): d9, /p9.
+  const expected = (pass: (n: number) => boolean) => {
+    const counts = new Map<string, number>();
+    for (let n = 0; n < 2003; n++) {
+      if (!pass(n)) continue;
+      const page = n < 2000 ? `/p${n % 5}` : '/p9';
+      counts.set(page, (counts.get(page) ?? 0) + 1);
+    }
+    return [...counts].sort(([a], [b]) => (a < b ? -1 : 1)).map(([page, result]) => ({ page, result }));
+  };
+  const device = (n: number) => (n >= 2000 ? 'd9' : n % 10 === 9 ? null : `d${n % 3}`);
+  const check = async (when: string) => {
+    t.same(await engine.queries.run(project, 'count', params), { result: 2003 }, `${when}: every event once`);
+    const sorted = (body: unknown) => ({ result: [...(body as { result: { page: string }[] }).result].sort((a, b) => (a.page < b.page ? -1 : 1)) });
+    const inD0D9 = { property_name: 'device', operator: 'in', property_value: ['d0', 'd9'] };
+    t.same(sorted(await engine.queries.run(project, 'count', { ...params, group_by: 'page', filters: [inD0D9] })),
+      { result: expected((n) => device(n) === 'd0' || device(n) === 'd9') }, `${when}: devices in d0, d9 by page`);
+    t.same(sorted(await engine.queries.run(project, 'count', { ...params, group_by: 'page', filters: [{ property_name: 'device', operator: 'eq', property_value: null }] })),
+      { result: expected((n) => device(n) === null) }, `${when}: null devices by page`);
   };
   await check('opened');
   await engine.close();
