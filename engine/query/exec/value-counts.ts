@@ -10,6 +10,7 @@ import {
   TAG_BOOL, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR,
   type Column, type ColumnChunk, type Primitive, type ScanSource, type SegmentRef,
 } from '../../storage/chunk.js';
+import type { FooterWithSketches } from '../../storage/segment/footer.js';
 import { decodePairTable } from '../../storage/segment/pair-counts.js';
 import type { ValueCounts } from '../../storage/segment/sketches.js';
 import type { Aggregator } from '../aggregate/index.js';
@@ -64,7 +65,7 @@ export function valueCountsAnswer(
     }
     const stats = ref.footer.columns[path];
     let summary: Summary | null = null;
-    if (other !== null) summary = pairSummary(ref, path, other, cache.footer(ref).values, env);
+    if (other !== null) summary = pairSummary(ref, path, other, cache.footer(ref), env);
     else if (stats === undefined) summary = summarize(path, { values: [], rows: [] }, 0, ref.footer.rows);
     else {
       const counts = cache.footer(ref).values[path];
@@ -232,13 +233,11 @@ function summarize(
  * row per (value, string) pair that occurs, weighing the rows holding it; null when the segment
  * has no such table (or one that does not add up to its rows: then it is scanned).
  */
-function pairSummary(
-  ref: SegmentRef, a: string, b: string, values: Readonly<Record<string, ValueCounts>>, env: ExecEnv,
-): Summary | null {
+function pairSummary(ref: SegmentRef, a: string, b: string, footer: FooterWithSketches, env: ExecEnv): Summary | null {
   for (const [f, g] of [[a, b], [b, a]]) {
-    const counts = values[f];
-    const bytes = counts?.pairs?.[g];
-    if (bytes === undefined) continue;
+    const counts = footer.values[f];
+    const bytes = footer.pairs?.[f]?.[g];
+    if (counts === undefined || bytes === undefined) continue;
     return env.views.summary(bytes, () => {
       const table = decodePairTable(bytes, counts.values.length, ref.footer.rows);
       if (table === null) return null;
@@ -257,7 +256,8 @@ function pairSummary(
 function summaryColumn(path: string, values: readonly Primitive[], slots: ArrayLike<number>): Column {
   const rows = slots.length;
   const tags = new Uint8Array(rows);
-  const num = new Float64Array(rows);
+  // A pair table's summary is kept as long as its sidecar: no member its values do not need.
+  const num = values.some((value) => typeof value !== 'string') ? new Float64Array(rows) : null;
   const str = new Int32Array(rows);
   const dict: string[] = [];
   const codes = values.map((value) => (typeof value === 'string' ? dict.push(value) - 1 : -1));
@@ -270,10 +270,10 @@ function summaryColumn(path: string, values: readonly Primitive[], slots: ArrayL
       str[row] = codes[slot];
     } else if (typeof value === 'number') {
       tags[row] = TAG_NUM;
-      num[row] = value;
+      num![row] = value;
     } else {
       tags[row] = TAG_BOOL;
-      num[row] = value ? 1 : 0;
+      num![row] = value ? 1 : 0;
     }
   }
   return { path, tags, num, str, dict, lists: null };

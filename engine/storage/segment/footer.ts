@@ -3,31 +3,35 @@
  * lets a scan prune a segment without opening its Arrow file; the sidecar also carries one
  * HyperLogLog per column (sketches.ts). Torn or foreign sidecars are detected by a CRC-32C.
  *
- *   Sidecar => magic:u32 ("TSZ2") crc32c:u32 length:u32 headLength:u32 zstd(Head) zstd(Sketches)
+ *   Sidecar => magic:u32 ("TSZ3") crc32c:u32 length:u32 headLength:u32 pairsLength:u32 zstd(Head)
+ *              zstd(Pairs) zstd(Sketches)
+ *            | magic:u32 ("TSZ2") crc32c:u32 length:u32 headLength:u32 zstd(Head) zstd(Sketches)
  *            | magic:u32 ("TSZ1") crc32c:u32 length:u32 zstd(Payload)        (integers little-endian)
  *            | magic:u32 ("TSM1") crc32c:u32 length:u32 Payload
  *   Head     => msgpack { version: 2, footer: SegmentFooter, values: { [path]: ValueCounts },
  *                         sketchBytes: uint }
  *   Sketches => msgpack { [path]: bin }
+ *   Pairs    => msgpack { [path]: { [path]: bin } }   (pair tables, pair-counts.ts has their layout)
  *   Payload  => msgpack { version: 1, footer: SegmentFooter, sketches: { [path]: bin },
  *                         values?: { [path]: ValueCounts } }
  *   ValueCounts => { values: (string | number | boolean)[], rows: uint[],
- *                    sums?: { [path]: f64[] }, least?: { [path]: f64[] }, greatest?: { [path]: f64[] },
- *                    pairs?: { [path]: bin } }
+ *                    sums?: { [path]: f64[] }, least?: { [path]: f64[] }, greatest?: { [path]: f64[] } }
  *   values (absent in the oldest sidecars) lists a column's distinct values and their row counts
  *   when it has few (sketches.ts computeDistinct). sums, least and greatest (written since
  *   2026-11-28; optional, so older sidecars and older readers are unaffected) give, per column
  *   of numbers, its sum, least and greatest number over each value's rows (computeGroupStats).
- *   pairs (written since 2026-11-29; optional likewise) holds, per column of strings, the rows of
- *   each (value, string) pair as a pair table (pair-counts.ts has its layout).
- *   crc32c covers the bytes after the header as stored; length is their count; headLength is zstd(Head)'s.
+ *   crc32c covers the bytes after the header as stored; length is their count; headLength is
+ *   zstd(Head)'s, pairsLength zstd(Pairs)'s.
  *
  * Sidecars are written as TSZ2 since 2026-11-26. The sketches are most of a sidecar (~5 KB of
  * registers a column) and only a distinct count over many values reads them, while the first
  * count filtered by a low-cardinality column reads every segment's value counts: TSZ2 keeps the
  * two apart, and a footer read from it decodes its sketches when they are first asked for (91
  * sidecars of a 2M store: 15-20 ms read whole, 3-6 ms without the sketches). TSZ1 (2026-11-25,
- * zstd: the registers compress ~2.2x) and TSM1 are still read, whole.
+ * zstd: the registers compress ~2.2x) and TSM1 are still read, whole. TSZ3 (2026-11-29) adds the
+ * pair tables, a frame of their own decoded when first asked for: a day of 1.1M events has ~200
+ * KB of them, which every first query reading footers would otherwise decompress. A TSZ2 sidecar
+ * reads with none (its segment's queries of two columns scan).
  */
 import { crc32c } from '@node-rs/crc32';
 import { pack, unpack } from 'msgpackr';
@@ -57,11 +61,17 @@ export type FooterWithSketches = SegmentFooter & {
   readonly values: Record<string, ValueCounts>;
   /** What the decoded sketches hold: each one's bytes plus 64 (not enumerable: not the footer's). */
   readonly sketchBytes: number;
+  /** Pair tables by column and column (pair-counts.ts), decoded when first asked for (not enumerable). */
+  readonly pairs: PairTables;
 };
+
+/** A sidecar's pair tables: pairs[F][G] is the table of F's values by G's strings. */
+export type PairTables = Readonly<Record<string, Readonly<Record<string, Uint8Array>>>>;
 
 const SIDECAR_MAGIC = 0x314d5354; // "TSM1" read as a little-endian u32
 const SIDECAR_MAGIC_ZSTD = 0x315a5354; // "TSZ1"
 const SIDECAR_MAGIC_SPLIT = 0x325a5354; // "TSZ2"
+const SIDECAR_MAGIC_PAIRS = 0x335a5354; // "TSZ3"
 const SIDECAR_HEADER_BYTES = 12;
 const SIDECAR_VERSION = 1;
 const SIDECAR_SPLIT_VERSION = 2;
@@ -148,16 +158,20 @@ export function assertFooter(footer: SegmentFooter): void {
 
 export function encodeSidecar(
   footer: SegmentFooter, sketches: Record<string, Uint8Array>, values: Record<string, ValueCounts> = {},
+  pairs: PairTables = {},
 ): Buffer {
   const head = zstdCompress(pack({ version: SIDECAR_SPLIT_VERSION, footer, values, sketchBytes: bytesOf(sketches) }));
+  const middle = zstdCompress(pack(pairs));
   const tail = zstdCompress(pack(sketches));
-  const length = 4 + head.length + tail.length;
+  const length = 8 + head.length + middle.length + tail.length;
   const bytes = Buffer.allocUnsafe(SIDECAR_HEADER_BYTES + length);
-  bytes.writeUInt32LE(SIDECAR_MAGIC_SPLIT, 0);
+  bytes.writeUInt32LE(SIDECAR_MAGIC_PAIRS, 0);
   bytes.writeUInt32LE(length, 8);
   bytes.writeUInt32LE(head.length, SIDECAR_HEADER_BYTES);
-  head.copy(bytes, SIDECAR_HEADER_BYTES + 4);
-  tail.copy(bytes, SIDECAR_HEADER_BYTES + 4 + head.length);
+  bytes.writeUInt32LE(middle.length, SIDECAR_HEADER_BYTES + 4);
+  head.copy(bytes, SIDECAR_HEADER_BYTES + 8);
+  middle.copy(bytes, SIDECAR_HEADER_BYTES + 8 + head.length);
+  tail.copy(bytes, SIDECAR_HEADER_BYTES + 8 + head.length + middle.length);
   bytes.writeUInt32LE(crc32c(bytes.subarray(SIDECAR_HEADER_BYTES)), 4);
   return bytes;
 }
@@ -167,24 +181,32 @@ export function decodeSidecar(bytes: Buffer, file: string): FooterWithSketches {
   const corrupt = (why: string) => new Error(`segment sidecar ${file} is corrupt: ${why}`);
   if (bytes.length < SIDECAR_HEADER_BYTES) throw corrupt('shorter than its header');
   const magic = bytes.readUInt32LE(0);
-  if (magic !== SIDECAR_MAGIC && magic !== SIDECAR_MAGIC_ZSTD && magic !== SIDECAR_MAGIC_SPLIT) throw corrupt('bad magic');
+  const split = magic === SIDECAR_MAGIC_SPLIT || magic === SIDECAR_MAGIC_PAIRS;
+  if (magic !== SIDECAR_MAGIC && magic !== SIDECAR_MAGIC_ZSTD && !split) throw corrupt('bad magic');
   const length = bytes.readUInt32LE(8);
   if (bytes.length !== SIDECAR_HEADER_BYTES + length) throw corrupt('length mismatch (torn?)');
   const stored = bytes.subarray(SIDECAR_HEADER_BYTES);
   if (crc32c(stored) !== bytes.readUInt32LE(4)) throw corrupt('checksum mismatch');
-  if (magic === SIDECAR_MAGIC_SPLIT) {
-    const headLength = stored.length >= 4 ? stored.readUInt32LE(0) : -1;
-    if (headLength < 0 || 4 + headLength > stored.length) throw corrupt('head past the end');
-    const head = unpack(zstdDecompress(stored.subarray(4, 4 + headLength))) as {
+  if (split) {
+    // TSZ3 states two frame lengths before the frames, TSZ2 one (it has no pair tables).
+    const lengths = magic === SIDECAR_MAGIC_PAIRS ? 8 : 4;
+    const headLength = stored.length >= lengths ? stored.readUInt32LE(0) : -1;
+    const pairsLength = lengths === 8 && stored.length >= lengths ? stored.readUInt32LE(4) : 0;
+    const headEnd = lengths + headLength;
+    if (headLength < 0 || headEnd + pairsLength > stored.length) throw corrupt('head past the end');
+    const head = unpack(zstdDecompress(stored.subarray(lengths, headEnd))) as {
       version: number; footer: SegmentFooter; values: Record<string, ValueCounts>; sketchBytes: number;
     };
     if (head.version !== SIDECAR_SPLIT_VERSION) throw corrupt(`unknown version ${head.version}`);
     if (!Number.isSafeInteger(head.sketchBytes) || head.sketchBytes < 0) throw corrupt('bad sketch size');
-    // A copy: the footer cache keeps it, not the whole file read.
-    const tail = Uint8Array.prototype.slice.call(stored, 4 + headLength);
+    // Copies: the footer cache keeps them, not the whole file read.
+    const middle = pairsLength === 0 ? null : Uint8Array.prototype.slice.call(stored, headEnd, headEnd + pairsLength);
+    const tail = Uint8Array.prototype.slice.call(stored, headEnd + pairsLength);
     let sketches: Record<string, Uint8Array> | null = null;
+    let pairs: PairTables | null = null;
     return withSketches(head.footer, head.values, head.sketchBytes,
-      () => sketches ??= unpack(zstdDecompress(tail)) as Record<string, Uint8Array>);
+      () => sketches ??= unpack(zstdDecompress(tail)) as Record<string, Uint8Array>,
+      () => pairs ??= middle === null ? {} : unpack(zstdDecompress(middle)) as PairTables);
   }
   const payload = magic === SIDECAR_MAGIC_ZSTD ? zstdDecompress(stored) : stored;
   const decoded = unpack(payload) as {
@@ -199,10 +221,12 @@ export function decodeSidecar(bytes: Buffer, file: string): FooterWithSketches {
 
 function withSketches(
   footer: SegmentFooter, values: Record<string, ValueCounts>, sketchBytes: number, sketches: () => Record<string, Uint8Array>,
+  pairs: () => PairTables = () => ({}),
 ): FooterWithSketches {
   const out = { ...footer, values } as FooterWithSketches;
   Object.defineProperty(out, 'sketches', { enumerable: true, get: sketches });
   Object.defineProperty(out, 'sketchBytes', { enumerable: false, value: sketchBytes });
+  Object.defineProperty(out, 'pairs', { enumerable: false, get: pairs });
   return out;
 }
 

@@ -8,8 +8,8 @@
  * A two-column form of a star-tree's pre-aggregation (Apache Pinot), made as the segment is
  * written, never an estimate: each cell is an exact row count.
  *
- * Stored in F's ValueCounts (`pairs[G]`), each table one msgpack `bin` so that decoding a sidecar
- * only copies its bytes; decodePairTable reads one when a query first asks for it:
+ * Stored in the sidecar's Pairs frame (footer.ts: `pairs[F][G]`), decoded when a query first asks
+ * for a table, each table one msgpack `bin`, read by decodePairTable when its summary is made:
  *   PairTable => msgpack { strings: string[], cells: bin }   (cells: u32 little-endian triples
  *                (slot of F, index in strings, rows); a slot is an index in F's values, or
  *                values.length for a null row, values.length + 1 for a row without F)
@@ -20,6 +20,7 @@
 import { pack, unpack } from 'msgpackr';
 import { PAIR_GROUP_ENTRIES_MAX, PAIR_ROWS_PER_CELL, PAIR_TABLES_MAX } from '../../base/limits.js';
 import { TAG_BOOL, TAG_NULL, TAG_NUM, TAG_STR, type Column, type ColumnChunk } from '../chunk.js';
+import type { PairTables } from './footer.js';
 import type { ValueCounts } from './sketches.js';
 
 /** A pair table as read: per cell, F's slot, G's string (an index in `strings`) and its rows. */
@@ -30,8 +31,8 @@ export interface PairTable {
   readonly rows: Uint32Array;
 }
 
-/** `distinct` with, for each column it lists, its pair tables with other columns (see above). */
-export function computePairTables(chunk: ColumnChunk, distinct: Record<string, ValueCounts>): Record<string, ValueCounts> {
+/** The pair tables of `chunk` (see above): tables[F][G] for F a column `distinct` lists. */
+export function computePairTables(chunk: ColumnChunk, distinct: Record<string, ValueCounts>): PairTables {
   const rows = chunk.rows;
   const groups: [string, Column][] = [];
   for (const [path, column] of chunk.columns) {
@@ -43,11 +44,11 @@ export function computePairTables(chunk: ColumnChunk, distinct: Record<string, V
       if (g !== f) candidates.push({ f, g, entries: column.dict!.length, size: (counts.values.length + 2) * column.dict!.length });
     }
   }
-  if (candidates.length === 0) return distinct;
+  const tables: Record<string, Record<string, Uint8Array>> = {};
+  if (candidates.length === 0) return tables;
   candidates.sort((a, b) => a.size - b.size);
   let budget = Math.floor(rows / PAIR_ROWS_PER_CELL);
   const slotsOf = new Map<string, Uint16Array>();
-  const out = { ...distinct };
   const tried = candidates.slice(0, PAIR_TABLES_MAX);
   const all = new Int32Array(Math.max(...tried.map((candidate) => candidate.size)));
   const made = new Set<string>();
@@ -69,10 +70,9 @@ export function computePairTables(chunk: ColumnChunk, distinct: Record<string, V
     if (cells > budget) continue;
     budget -= cells;
     made.add(JSON.stringify([f, g]));
-    const table = encodeTable(counts, cells, entries, group.dict!);
-    out[f] = { ...out[f], pairs: { ...out[f].pairs, [g]: table } };
+    (tables[f] ??= {})[g] = encodeTable(counts, cells, entries, group.dict!);
   }
-  return out;
+  return tables;
 }
 
 // One loop per code width, each its own function (V8 keeps type feedback per function: one loop

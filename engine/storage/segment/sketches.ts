@@ -48,8 +48,6 @@ export interface ValueCounts {
   /** As sums, the least and greatest number over those rows; for a column of booleans too. */
   readonly least?: Readonly<Record<string, number[]>>;
   readonly greatest?: Readonly<Record<string, number[]>>;
-  /** Per column G, the rows holding each (value of this column, string of G) pair (pair-counts.ts). */
-  readonly pairs?: Readonly<Record<string, Uint8Array>>;
 }
 
 /**

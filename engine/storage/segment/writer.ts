@@ -51,9 +51,10 @@ export function writeSegment(
   assertChunk(chunk);
   const footer = computeFooter(chunk);
   assertFooter(footer);
-  const distinct = computePairTables(chunk, computeGroupStats(chunk, computeDistinct(chunk)));
+  const distinct = computeGroupStats(chunk, computeDistinct(chunk));
+  const pairs = computePairTables(chunk, distinct);
   pause?.();
-  const sidecar = encodeSidecar(footer, computeSketches(chunk, distinct), distinct);
+  const sidecar = encodeSidecar(footer, computeSketches(chunk, distinct), distinct, pairs);
   pause?.();
   const arrow = encodeSegment(chunk, schema, footer, pause);
   stageFile(file, arrow);

@@ -146,73 +146,99 @@ function olderSidecar(magic: 'TSM1' | 'TSZ1', payload: object): Buffer {
   return bytes;
 }
 
-t.test('a sidecar keeps its sketches apart: they decode when first asked, and older layouts still read', async (t) => {
+t.test('a sidecar keeps its sketches and pair tables apart: they decode when first asked, and older layouts still read', async (t) => {
   const rows: TestRow[] = Array.from({ length: 500 }, (_, index) => ({
     ts: T0 + index, props: { country: `C${index % 7}`, user: `u${index}`, amount: index / 4, ok: index % 3 === 0 },
   }));
   const { file } = roundTrip(rows, { country: 'string', user: 'string', amount: 'num', ok: 'bool' });
   const meta = file + '.meta';
   const stored = fs.readFileSync(meta);
-  t.equal(stored.toString('latin1', 0, 4), 'TSZ2', 'written as TSZ2');
-  // The head alone: footer, value counts, and what the sketches hold, beside them.
+  t.equal(stored.toString('latin1', 0, 4), 'TSZ3', 'written as TSZ3');
+  // The head alone: footer, value counts, and what the sketches hold, beside them; then the pair
+  // tables, then the sketches, each a frame of its own.
   const headLength = stored.readUInt32LE(12);
-  const head = unpack(zstdDecompress(stored.subarray(16, 16 + headLength))) as Record<string, unknown>;
+  const pairsLength = stored.readUInt32LE(16);
+  const head = unpack(zstdDecompress(stored.subarray(20, 20 + headLength))) as Record<string, unknown>;
   t.same(Object.keys(head).sort(), ['footer', 'sketchBytes', 'values', 'version']);
-  const sketches = unpack(zstdDecompress(stored.subarray(16 + headLength))) as Record<string, Uint8Array>;
+  const pairs = unpack(zstdDecompress(stored.subarray(20 + headLength, 20 + headLength + pairsLength))) as Record<string, Record<string, Uint8Array>>;
+  // 62 cells allowed (500 rows / 8): ok by country (14 cells), not countries or oks by 500 users.
+  t.same(Object.keys(pairs), ['ok']);
+  t.same(Object.keys(pairs.ok), ['country']);
+  const sketchesAt = 20 + headLength + pairsLength;
+  const sketches = unpack(zstdDecompress(stored.subarray(sketchesAt))) as Record<string, Uint8Array>;
   t.same(Object.keys(sketches).sort(), ['amount', 'country', 'ok', 'user']);
   t.equal(head.sketchBytes, Object.values(sketches).reduce((sum, sketch) => sum + sketch.byteLength + 64, 0));
 
   const read = readFooter(file);
   t.equal(read.sketchBytes, head.sketchBytes, 'sketchBytes known before the sketches are decoded');
   t.notOk(Object.keys(read).includes('sketchBytes'), 'and not one of the footer\'s own fields');
+  t.notOk(Object.keys(read).includes('pairs'), 'nor the pair tables');
+  t.same(bytesOf(read.pairs.ok), bytesOf(pairs.ok), 'the pair tables, decoded when asked');
+  t.equal(read.pairs, read.pairs, 'once');
   t.same(read.sketches, sketches, 'the sketches, decoded when asked');
   t.equal(read.sketches, read.sketches, 'once');
   const { sketches: _sketches, values, ...footer } = read;
   t.same(values, head.values);
   t.same(footer, head.footer);
 
-  // The same footer from each older layout, with its sketches and values.
-  for (const magic of ['TSM1', 'TSZ1'] as const) {
-    fs.writeFileSync(meta, olderSidecar(magic, { version: 1, footer: head.footer, sketches, values: head.values }));
-    const older = readFooter(file);
-    t.same(bytesOf(older.sketches), bytesOf(sketches), `${magic}: sketches`);
-    t.same(plainValues(older.values), plainValues(head.values), `${magic}: values`);
-    t.equal(older.sketchBytes, head.sketchBytes, `${magic}: sketchBytes`);
+  // The same footer from each older layout, with its sketches and values, and no pair tables.
+  const tsz2Head = zstdCompress(pack(head));
+  const tsz2Tail = stored.subarray(sketchesAt);
+  const tsz2 = Buffer.alloc(16 + tsz2Head.length + tsz2Tail.length);
+  tsz2.write('TSZ2', 0, 'latin1');
+  tsz2.writeUInt32LE(tsz2.length - 12, 8);
+  tsz2.writeUInt32LE(tsz2Head.length, 12);
+  tsz2Head.copy(tsz2, 16);
+  tsz2Tail.copy(tsz2, 16 + tsz2Head.length);
+  tsz2.writeUInt32LE(crc32c(tsz2.subarray(12)), 4);
+  const older = { TSZ2: tsz2, ...Object.fromEntries((['TSM1', 'TSZ1'] as const).map((magic) =>
+    [magic, olderSidecar(magic, { version: 1, footer: head.footer, sketches, values: head.values })])) };
+  for (const [magic, bytes] of Object.entries(older)) {
+    fs.writeFileSync(meta, bytes);
+    const read = readFooter(file);
+    t.same(bytesOf(read.sketches), bytesOf(sketches), `${magic}: sketches`);
+    t.same(plainValues(read.values), plainValues(head.values), `${magic}: values`);
+    t.equal(read.sketchBytes, head.sketchBytes, `${magic}: sketchBytes`);
+    t.same(read.pairs, {}, `${magic}: no pair tables`);
     t.ok(verifySegment(file), `${magic}: the segment verifies`);
   }
   // TSM1 before value counts existed.
   fs.writeFileSync(meta, olderSidecar('TSM1', { version: 1, footer: head.footer, sketches }));
   t.same(readFooter(file).values, {}, 'no values in the oldest sidecars');
 
-  // Sketches that do not decode, checksummed as if written so: the footer and its value counts
-  // still read, since nothing decodes the sketches until they are asked for.
-  const badTail = Buffer.from(stored);
-  badTail.fill(0x5a, 16 + headLength + 4);
-  badTail.writeUInt32LE(crc32c(badTail.subarray(12)), 4);
-  fs.writeFileSync(meta, badTail);
-  const lazy = readFooter(file);
-  t.same(lazy.values, head.values, 'value counts read without the sketches');
-  t.throws(() => lazy.sketches, 'the sketches fail when first asked for');
+  // Sketches, or pair tables, that do not decode, checksummed as if written so: the footer and
+  // its value counts still read, since nothing decodes either until it is asked for.
+  for (const [what, from, to] of [['sketches', sketchesAt + 4, stored.length], ['pairs', 20 + headLength + 4, sketchesAt]] as const) {
+    const bad = Buffer.from(stored);
+    bad.fill(0x5a, from, to);
+    bad.writeUInt32LE(crc32c(bad.subarray(12)), 4);
+    fs.writeFileSync(meta, bad);
+    const lazy = readFooter(file);
+    t.same(lazy.values, head.values, `value counts read without the ${what}`);
+    t.throws(() => lazy[what], `the ${what} fail when first asked for`);
+  }
 
   // A head whose sketch size is not a count, checksummed as if written so.
   const badHead = zstdCompress(pack({ ...head, sketchBytes: 'lots' }));
-  const withBadHead = Buffer.alloc(16 + badHead.length + (stored.length - 16 - headLength));
-  stored.copy(withBadHead, 0, 0, 12);
+  const withBadHead = Buffer.alloc(20 + badHead.length + (stored.length - 20 - headLength));
+  stored.copy(withBadHead, 0, 0, 20);
   withBadHead.writeUInt32LE(withBadHead.length - 12, 8);
   withBadHead.writeUInt32LE(badHead.length, 12);
-  badHead.copy(withBadHead, 16);
-  stored.copy(withBadHead, 16 + badHead.length, 16 + headLength);
+  badHead.copy(withBadHead, 20);
+  stored.copy(withBadHead, 20 + badHead.length, 20 + headLength);
   withBadHead.writeUInt32LE(crc32c(withBadHead.subarray(12)), 4);
   fs.writeFileSync(meta, withBadHead);
   t.throws(() => readFooter(file), /sidecar .* is corrupt: bad sketch size/);
 
-  // A head length past the end, checksummed as if written so.
-  const damaged = Buffer.from(stored);
-  damaged.writeUInt32LE(stored.length, 12);
-  damaged.writeUInt32LE(crc32c(damaged.subarray(12)), 4);
-  fs.writeFileSync(meta, damaged);
-  t.throws(() => readFooter(file), /sidecar .* is corrupt: head past the end/);
-  t.notOk(verifySegment(file));
+  // A head or pair tables' length past the end, checksummed as if written so.
+  for (const at of [12, 16]) {
+    const damaged = Buffer.from(stored);
+    damaged.writeUInt32LE(stored.length, at);
+    damaged.writeUInt32LE(crc32c(damaged.subarray(12)), 4);
+    fs.writeFileSync(meta, damaged);
+    t.throws(() => readFooter(file), /sidecar .* is corrupt: head past the end/);
+    t.notOk(verifySegment(file));
+  }
   fs.writeFileSync(meta, stored);
   t.ok(verifySegment(file));
 });
