@@ -29,7 +29,7 @@ export class ColumnViews {
   private readonly masks = new WeakMap<Column, number>();
   private readonly ranges = new WeakMap<ColumnChunk, [number, number]>();
   private readonly keys = new WeakMap<readonly string[] | Utf8Column | PaddedUtf8, DictKeys>();
-  private readonly summaries = new WeakMap<object, Summary | null>();
+  private readonly summaries = new WeakMap<ValueCounts, Summary>();
   /** Segment columns every row of which is a string and every dictionary entry of which is used. */
   private readonly allUsed = new WeakSet<Column>();
   private readonly ids = new WeakMap<Utf8Column | PaddedUtf8, { readonly generation: number; readonly ids: Int32Array }>();
@@ -124,14 +124,10 @@ export class ColumnViews {
     this.allUsed.add(column);
   }
 
-  /**
-   * A segment column's summary, or a pair table's (value-counts.ts), kept with the sidecar value
-   * counts or table it is made of (`key`); null (a table that does not add up) is kept too.
-   */
-  summary<S extends Summary | null>(key: ValueCounts | Uint8Array, make: () => S): S {
-    if (this.summaries.has(key)) return this.summaries.get(key) as S;
-    const summary = make();
-    this.summaries.set(key, summary);
+  /** A segment column's summary (value-counts.ts), kept with the sidecar counts it is made of. */
+  summary(counts: ValueCounts, make: () => Summary): Summary {
+    let summary = this.summaries.get(counts);
+    if (!summary) this.summaries.set(counts, (summary = make()));
     return summary;
   }
 

@@ -65,7 +65,7 @@ export function valueCountsAnswer(
     }
     const stats = ref.footer.columns[path];
     let summary: Summary | null = null;
-    if (other !== null) summary = pairSummary(ref, path, other, cache.footer(ref), env);
+    if (other !== null) summary = pairSummary(ref, path, other, cache.footer(ref));
     else if (stats === undefined) summary = summarize(path, { values: [], rows: [] }, 0, ref.footer.rows);
     else {
       const counts = cache.footer(ref).values[path];
@@ -233,21 +233,20 @@ function summarize(
  * row per (value, string) pair that occurs, weighing the rows holding it; null when the segment
  * has no such table (or one that does not add up to its rows: then it is scanned).
  */
-function pairSummary(ref: SegmentRef, a: string, b: string, footer: FooterWithSketches, env: ExecEnv): Summary | null {
+function pairSummary(ref: SegmentRef, a: string, b: string, footer: FooterWithSketches): Summary | null {
   for (const [f, g] of [[a, b], [b, a]]) {
     const counts = footer.values[f];
     const bytes = footer.pairs?.[f]?.[g];
     if (counts === undefined || bytes === undefined) continue;
-    return env.views.summary(bytes, () => {
-      const table = decodePairTable(bytes, counts.values.length, ref.footer.rows);
-      if (table === null) return null;
-      const column = summaryColumn(f, counts.values, table.slots);
-      const strings: Column = {
-        path: g, tags: new Uint8Array(table.slots.length).fill(TAG_STR), num: null, str: Int32Array.from(table.indexes),
-        dict: [...table.strings], lists: null,
-      };
-      return { chunk: summaryChunk(table.slots.length, [column, strings]), column, weights: Float64Array.from(table.rows) };
-    });
+    // Made for this query and dropped after it (pair-counts.ts: nothing decoded is kept).
+    const table = decodePairTable(bytes, counts.values.length, ref.footer.rows);
+    if (table === null) return null;
+    const column = summaryColumn(f, counts.values, table.slots);
+    const strings: Column = {
+      path: g, tags: new Uint8Array(table.slots.length).fill(TAG_STR), num: null, str: Int32Array.from(table.indexes),
+      dict: [...table.strings], lists: null,
+    };
+    return { chunk: summaryChunk(table.slots.length, [column, strings]), column, weights: Float64Array.from(table.rows) };
   }
   return null;
 }

@@ -4,14 +4,14 @@
  * HyperLogLog per column (sketches.ts). Torn or foreign sidecars are detected by a CRC-32C.
  *
  *   Sidecar => magic:u32 ("TSZ3") crc32c:u32 length:u32 headLength:u32 pairsLength:u32 zstd(Head)
- *              zstd(Pairs) zstd(Sketches)
+ *              Pairs zstd(Sketches)
  *            | magic:u32 ("TSZ2") crc32c:u32 length:u32 headLength:u32 zstd(Head) zstd(Sketches)
  *            | magic:u32 ("TSZ1") crc32c:u32 length:u32 zstd(Payload)        (integers little-endian)
  *            | magic:u32 ("TSM1") crc32c:u32 length:u32 Payload
  *   Head     => msgpack { version: 2, footer: SegmentFooter, values: { [path]: ValueCounts },
  *                         sketchBytes: uint }
  *   Sketches => msgpack { [path]: bin }
- *   Pairs    => msgpack { [path]: { [path]: bin } }   (pair tables, pair-counts.ts has their layout)
+ *   Pairs    => msgpack { [path]: { [path]: bin } }   (pair tables, each a zstd frame: pair-counts.ts)
  *   Payload  => msgpack { version: 1, footer: SegmentFooter, sketches: { [path]: bin },
  *                         values?: { [path]: ValueCounts } }
  *   ValueCounts => { values: (string | number | boolean)[], rows: uint[],
@@ -21,7 +21,7 @@
  *   2026-11-28; optional, so older sidecars and older readers are unaffected) give, per column
  *   of numbers, its sum, least and greatest number over each value's rows (computeGroupStats).
  *   crc32c covers the bytes after the header as stored; length is their count; headLength is
- *   zstd(Head)'s, pairsLength zstd(Pairs)'s.
+ *   zstd(Head)'s, pairsLength Pairs'.
  *
  * Sidecars are written as TSZ2 since 2026-11-26. The sketches are most of a sidecar (~5 KB of
  * registers a column) and only a distinct count over many values reads them, while the first
@@ -29,9 +29,10 @@
  * two apart, and a footer read from it decodes its sketches when they are first asked for (91
  * sidecars of a 2M store: 15-20 ms read whole, 3-6 ms without the sketches). TSZ1 (2026-11-25,
  * zstd: the registers compress ~2.2x) and TSM1 are still read, whole. TSZ3 (2026-11-29) adds the
- * pair tables, a frame of their own decoded when first asked for: a day of 1.1M events has ~200
- * KB of them, which every first query reading footers would otherwise decompress. A TSZ2 sidecar
- * reads with none (its segment's queries of two columns scan).
+ * pair tables apart from the head, each compressed alone and decoded only by a query that reads it:
+ * a day of 1.1M events has ~170 KB of them decoded, ~30 KB stored, which every first query reading
+ * footers would otherwise decompress (a 10M run with them in the head: the count over 90 days'
+ * first run 24.8 ms against 10-20) and a footer cache keep. A TSZ2 sidecar reads with none.
  */
 import { crc32c } from '@node-rs/crc32';
 import { pack, unpack } from 'msgpackr';
@@ -61,8 +62,10 @@ export type FooterWithSketches = SegmentFooter & {
   readonly values: Record<string, ValueCounts>;
   /** What the decoded sketches hold: each one's bytes plus 64 (not enumerable: not the footer's). */
   readonly sketchBytes: number;
-  /** Pair tables by column and column (pair-counts.ts), decoded when first asked for (not enumerable). */
+  /** Pair tables by column and column (pair-counts.ts), read when first asked for (not enumerable). */
   readonly pairs: PairTables;
+  /** The pair tables' bytes as stored (not enumerable). */
+  readonly pairBytes: number;
 };
 
 /** A sidecar's pair tables: pairs[F][G] is the table of F's values by G's strings. */
@@ -161,7 +164,7 @@ export function encodeSidecar(
   pairs: PairTables = {},
 ): Buffer {
   const head = zstdCompress(pack({ version: SIDECAR_SPLIT_VERSION, footer, values, sketchBytes: bytesOf(sketches) }));
-  const middle = zstdCompress(pack(pairs));
+  const middle = pack(pairs);
   const tail = zstdCompress(pack(sketches));
   const length = 8 + head.length + middle.length + tail.length;
   const bytes = Buffer.allocUnsafe(SIDECAR_HEADER_BYTES + length);
@@ -206,7 +209,7 @@ export function decodeSidecar(bytes: Buffer, file: string): FooterWithSketches {
     let pairs: PairTables | null = null;
     return withSketches(head.footer, head.values, head.sketchBytes,
       () => sketches ??= unpack(zstdDecompress(tail)) as Record<string, Uint8Array>,
-      () => pairs ??= middle === null ? {} : unpack(zstdDecompress(middle)) as PairTables);
+      () => pairs ??= middle === null ? {} : pairTablesOf(unpack(middle), corrupt), pairsLength);
   }
   const payload = magic === SIDECAR_MAGIC_ZSTD ? zstdDecompress(stored) : stored;
   const decoded = unpack(payload) as {
@@ -219,14 +222,24 @@ export function decodeSidecar(bytes: Buffer, file: string): FooterWithSketches {
   return withSketches(decoded.footer, decoded.values ?? {}, bytesOf(decoded.sketches), () => decoded.sketches);
 }
 
+/** The Pairs section as decoded, checked to be tables by column and column (each a byte string). */
+function pairTablesOf(decoded: unknown, corrupt: (why: string) => Error): PairTables {
+  const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+  if (!isObject(decoded) || !Object.values(decoded).every((tables) => isObject(tables) && Object.values(tables).every((table) => table instanceof Uint8Array))) {
+    throw corrupt('bad pair tables');
+  }
+  return decoded as PairTables;
+}
+
 function withSketches(
   footer: SegmentFooter, values: Record<string, ValueCounts>, sketchBytes: number, sketches: () => Record<string, Uint8Array>,
-  pairs: () => PairTables = () => ({}),
+  pairs: () => PairTables = () => ({}), pairBytes = 0,
 ): FooterWithSketches {
   const out = { ...footer, values } as FooterWithSketches;
   Object.defineProperty(out, 'sketches', { enumerable: true, get: sketches });
   Object.defineProperty(out, 'sketchBytes', { enumerable: false, value: sketchBytes });
   Object.defineProperty(out, 'pairs', { enumerable: false, get: pairs });
+  Object.defineProperty(out, 'pairBytes', { enumerable: false, value: pairBytes });
   return out;
 }
 

@@ -88,6 +88,9 @@ t.test('counts by two columns are answered from pair tables, equal to a row-by-r
   t.notOk(pairs.device?.id, 'none of devices by ids: more cells than the budget allows');
   const table = decodePairTable(pairs.device.path, values.device.values.length, ROWS)!;
   t.equal([...table.rows].reduce((a, b) => a + b, 0), ROWS, 'its cells add up to the segment\'s rows');
+  t.equal(decodePairTable(pairs.device.path, values.device.values.length, ROWS + 1), null, 'a table of other rows is refused');
+  t.equal(decodePairTable(pairs.device.path, 1, ROWS), null, 'and one whose slots are past the values');
+  t.equal(decodePairTable(Buffer.from('not a table'), values.device.values.length, ROWS), null, 'and bytes that do not decode');
 
   const cases: [string, string, Record<string, unknown>, unknown][] = [
     ['in filter, grouped by the other', 'count', { group_by: 'path', filters: [inTvConsole] }, expected(tvOrConsole, 'path')],
