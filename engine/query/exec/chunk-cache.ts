@@ -75,9 +75,9 @@ export class ChunkCache {
       return hit.footer;
     }
     const footer = this.files.readFooter(ref.file);
-    // The sketches as they will be once decoded (a footer decodes them when first asked), and the
-    // pair tables as stored (a query decodes one for itself and keeps nothing of it).
-    let bytes = 1024 + footer.sketchBytes + (footer.pairBytes ?? 0);
+    // The sketches as they will be once decoded (a footer decodes them when first asked; it keeps
+    // no pair table: footer.ts).
+    let bytes = 1024 + footer.sketchBytes;
     for (const { values } of Object.values(footer.values)) {
       for (const value of values) bytes += typeof value === 'string' ? 32 + 2 * value.length : 32;
     }

@@ -234,9 +234,12 @@ function summarize(
  * has no such table (or one that does not add up to its rows: then it is scanned).
  */
 function pairSummary(ref: SegmentRef, a: string, b: string, footer: FooterWithSketches): Summary | null {
+  if (footer.values[a] === undefined && footer.values[b] === undefined) return null;
+  // Read from the sidecar file for this segment and query (footer.ts: nothing of them is kept).
+  const pairs = footer.pairs ?? {};
   for (const [f, g] of [[a, b], [b, a]]) {
     const counts = footer.values[f];
-    const bytes = footer.pairs?.[f]?.[g];
+    const bytes = pairs[f]?.[g];
     if (counts === undefined || bytes === undefined) continue;
     // Made for this query and dropped after it (pair-counts.ts: nothing decoded is kept).
     const table = decodePairTable(bytes, counts.values.length, ref.footer.rows);

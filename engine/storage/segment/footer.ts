@@ -29,11 +29,14 @@
  * two apart, and a footer read from it decodes its sketches when they are first asked for (91
  * sidecars of a 2M store: 15-20 ms read whole, 3-6 ms without the sketches). TSZ1 (2026-11-25,
  * zstd: the registers compress ~2.2x) and TSM1 are still read, whole. TSZ3 (2026-11-29) adds the
- * pair tables apart from the head, each compressed alone and decoded only by a query that reads it:
- * a day of 1.1M events has ~170 KB of them decoded, ~30 KB stored, which every first query reading
- * footers would otherwise decompress (a 10M run with them in the head: the count over 90 days'
- * first run 24.8 ms against 10-20) and a footer cache keep. A TSZ2 sidecar reads with none.
+ * pair tables apart from the head, each compressed alone, read from the file and decoded only by a
+ * query that reads them: ~30-60 KB stored a segment of 250,000 rows, which every first query
+ * reading footers would otherwise decompress (a 10M run with them in the head: the count over 90
+ * days' first run 24.8 ms against 10-20) and the footer cache would hold (100M events: 545
+ * footers, 29 MB accounted without them, 64 MB allowed; a 100M run keeping them saw count_unique
+ * of 50 values at 232 ms best of 3 against 14). A TSZ2 sidecar reads with none.
  */
+import fs from 'node:fs';
 import { crc32c } from '@node-rs/crc32';
 import { pack, unpack } from 'msgpackr';
 import { assert } from '../../base/assert.js';
@@ -62,10 +65,12 @@ export type FooterWithSketches = SegmentFooter & {
   readonly values: Record<string, ValueCounts>;
   /** What the decoded sketches hold: each one's bytes plus 64 (not enumerable: not the footer's). */
   readonly sketchBytes: number;
-  /** Pair tables by column and column (pair-counts.ts), read when first asked for (not enumerable). */
+  /**
+   * Pair tables by column and column (pair-counts.ts), read from the sidecar file each time they
+   * are asked for and not kept (not enumerable): a footer cache of hundreds of footers holds none.
+   * Empty when the file is gone (the segment was retired since) or the sidecar predates them.
+   */
   readonly pairs: PairTables;
-  /** The pair tables' bytes as stored (not enumerable). */
-  readonly pairBytes: number;
 };
 
 /** A sidecar's pair tables: pairs[F][G] is the table of F's values by G's strings. */
@@ -203,13 +208,12 @@ export function decodeSidecar(bytes: Buffer, file: string): FooterWithSketches {
     if (head.version !== SIDECAR_SPLIT_VERSION) throw corrupt(`unknown version ${head.version}`);
     if (!Number.isSafeInteger(head.sketchBytes) || head.sketchBytes < 0) throw corrupt('bad sketch size');
     // Copies: the footer cache keeps them, not the whole file read.
-    const middle = pairsLength === 0 ? null : Uint8Array.prototype.slice.call(stored, headEnd, headEnd + pairsLength);
     const tail = Uint8Array.prototype.slice.call(stored, headEnd + pairsLength);
     let sketches: Record<string, Uint8Array> | null = null;
-    let pairs: PairTables | null = null;
+    const pairsAt = SIDECAR_HEADER_BYTES + headEnd;
     return withSketches(head.footer, head.values, head.sketchBytes,
       () => sketches ??= unpack(zstdDecompress(tail)) as Record<string, Uint8Array>,
-      () => pairs ??= middle === null ? {} : pairTablesOf(unpack(middle), corrupt), pairsLength);
+      () => (pairsLength === 0 ? {} : readPairTables(file, pairsAt, pairsLength, corrupt)));
   }
   const payload = magic === SIDECAR_MAGIC_ZSTD ? zstdDecompress(stored) : stored;
   const decoded = unpack(payload) as {
@@ -220,6 +224,27 @@ export function decodeSidecar(bytes: Buffer, file: string): FooterWithSketches {
   };
   if (decoded.version !== SIDECAR_VERSION) throw corrupt(`unknown version ${decoded.version}`);
   return withSketches(decoded.footer, decoded.values ?? {}, bytesOf(decoded.sketches), () => decoded.sketches);
+}
+
+/**
+ * The Pairs section of the sidecar `file`, `length` bytes at `at`: read again on each call (the
+ * file is immutable while it exists). {} when the file is gone.
+ */
+function readPairTables(file: string, at: number, length: number, corrupt: (why: string) => Error): PairTables {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw error;
+  }
+  try {
+    const bytes = Buffer.allocUnsafe(length);
+    if (fs.readSync(fd, bytes, 0, length, at) !== length) throw corrupt('pair tables past the end');
+    return pairTablesOf(unpack(bytes), corrupt);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** The Pairs section as decoded, checked to be tables by column and column (each a byte string). */
@@ -233,13 +258,12 @@ function pairTablesOf(decoded: unknown, corrupt: (why: string) => Error): PairTa
 
 function withSketches(
   footer: SegmentFooter, values: Record<string, ValueCounts>, sketchBytes: number, sketches: () => Record<string, Uint8Array>,
-  pairs: () => PairTables = () => ({}), pairBytes = 0,
+  pairs: () => PairTables = () => ({}),
 ): FooterWithSketches {
   const out = { ...footer, values } as FooterWithSketches;
   Object.defineProperty(out, 'sketches', { enumerable: true, get: sketches });
   Object.defineProperty(out, 'sketchBytes', { enumerable: false, value: sketchBytes });
   Object.defineProperty(out, 'pairs', { enumerable: false, get: pairs });
-  Object.defineProperty(out, 'pairBytes', { enumerable: false, value: pairBytes });
   return out;
 }
 

@@ -118,7 +118,7 @@ t.test('data-dir-blocked: a blocked dictionary of user ids answers filters, grou
 t.test('data-dir-pairs: a pair table answers counts by two columns, with the WAL\'s events, then a clean close and reopen', async (t) => {
   const day = path.join(FIXTURES, 'data-dir-pairs/projects/d1e96c97034c521d6ae3c342/pv/2024-01-01');
   const meta = fs.readdirSync(day).find((name) => name.endsWith('.arrow.meta'))!;
-  t.ok(decodeSidecar(fs.readFileSync(path.join(day, meta)), meta).pairs.device?.page, 'the fixture holds a pair table of devices by pages');
+  t.ok(decodeSidecar(fs.readFileSync(path.join(day, meta)), path.join(day, meta)).pairs.device?.page, 'the fixture holds a pair table of devices by pages');
 
   const dir = copyOf('data-dir-pairs');
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -83,7 +83,7 @@ const tvOrConsole = (row: Row) => row.device === 'tv' || row.device === 'console
 
 t.test('counts by two columns are answered from pair tables, equal to a row-by-row count and to a scan', async (t) => {
   const refs = writeDaySegments(t, SEGMENTS, ROWS, props);
-  const { values, pairs } = decodeSidecar(fs.readFileSync(refs[0].file + '.meta'), 'meta');
+  const { values, pairs } = decodeSidecar(fs.readFileSync(refs[0].file + '.meta'), refs[0].file + '.meta');
   t.ok(pairs.device?.path, 'a table of devices by paths');
   t.notOk(pairs.device?.id, 'none of devices by ids: more cells than the budget allows');
   const table = decodePairTable(pairs.device.path, values.device.values.length, ROWS)!;
