@@ -258,7 +258,7 @@ function pairSummary(ref: SegmentRef, a: string, b: string, footer: FooterWithSk
 function summaryColumn(path: string, values: readonly Primitive[], slots: ArrayLike<number>): Column {
   const rows = slots.length;
   const tags = new Uint8Array(rows);
-  // A pair table's summary is kept as long as its sidecar: no member its values do not need.
+  // Numbers only where a value is one: every reader of num reads it under a number's or a boolean's tag.
   const num = values.some((value) => typeof value !== 'string') ? new Float64Array(rows) : null;
   const str = new Int32Array(rows);
   const dict: string[] = [];
