@@ -200,16 +200,13 @@ class CodeCounts {
     chunk: ColumnChunk, env: ExecEnv, idx: Int32Array, n: number, dense: boolean, groups: GroupTable,
     edges: Float64Array | null, aggregators: readonly CountAggregator[],
   ): boolean {
-    const column = env.views.column(chunk, groups.paths[0]);
-    if (column === undefined || column.str === null || env.views.tagMask(column) !== 1 << TAG_STR) return false;
-    const bucket = chunkBucket(chunk, env, edges);
-    if (bucket === -1) return false;
-    const buckets = edges === null ? 1 : edges.length - 1;
+    const target = groupColumn(chunk, env, groups, edges);
+    if (target === null) return false;
+    const { column, str, bucket } = target;
     const counts = this.zeroed(dictLength(column));
-    const str = column.str;
     if (dense) for (let i = 0; i < n; i++) counts[str[i]]++;
     else for (let k = 0; k < n; k++) counts[str[idx[k]]]++;
-    this.addToGroups(column, n, groups, buckets, bucket, aggregators);
+    this.addToGroups(column, n, groups, edges === null ? 1 : edges.length - 1, bucket, aggregators);
     return true;
   }
 
@@ -221,13 +218,12 @@ class CodeCounts {
     chunk: ColumnChunk, env: ExecEnv, filter: { codes: Codes; match: Uint8Array }, groups: GroupTable,
     edges: Float64Array | null, aggregators: readonly CountAggregator[],
   ): boolean {
-    const column = env.views.column(chunk, groups.paths[0]);
-    if (column === undefined || column.str === null || env.views.tagMask(column) !== 1 << TAG_STR) return false;
-    const bucket = chunkBucket(chunk, env, edges);
-    if (bucket === -1) return false;
+    const target = groupColumn(chunk, env, groups, edges);
+    if (target === null) return false;
+    const { column, str, bucket } = target;
     const entries = dictLength(column);
     const counts = this.zeroed(entries <= COUNT_LANES_ENTRIES_MAX ? 4 * entries : entries);
-    countMatching(filter.codes, column.str, filter.match, counts, chunk.rows, entries);
+    countMatching(filter.codes, str, filter.match, counts, chunk.rows, entries);
     this.addToGroups(column, chunk.rows, groups, edges === null ? 1 : edges.length - 1, bucket, aggregators);
     return true;
   }
@@ -252,6 +248,19 @@ class CodeCounts {
       for (const aggregator of aggregators) aggregator.addRows(cell, count);
     }
   }
+}
+
+/**
+ * The chunk's group_by column, its codes and the chunk's bucket when CodeCounts can count it: every
+ * row a string, every row in one bucket; else null.
+ */
+function groupColumn(
+  chunk: ColumnChunk, env: ExecEnv, groups: GroupTable, edges: Float64Array | null,
+): { column: Column; str: Codes; bucket: number } | null {
+  const column = env.views.column(chunk, groups.paths[0]);
+  if (column === undefined || column.str === null || env.views.tagMask(column) !== 1 << TAG_STR) return null;
+  const bucket = chunkBucket(chunk, env, edges);
+  return bucket === -1 ? null : { column, str: column.str, bucket };
 }
 
 /** The chunk's bucket when all its rows fall in one (0 without buckets), else -1. */
