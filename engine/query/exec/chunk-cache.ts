@@ -6,9 +6,10 @@
  */
 import { BLOCKED_FILES_KEPT_MAX, CHUNK_CACHE_BYTES_DEFAULT, FOOTER_CACHE_BYTES_DEFAULT, NEWEST_HELD_SHARE } from '../../base/limits.js';
 import { replaceColumns, type ColumnChunk, type SegmentRef } from '../../storage/chunk.js';
-import { columnBytes, columnsBytes, dictStringBytes, systemBytes } from '../../storage/chunk-bytes.js';
+import { chunkBytes, columnBytes, columnsBytes, dictStringBytes, systemBytes } from '../../storage/chunk-bytes.js';
 import { SegmentColumn } from '../../storage/segment/decode-column.js';
 import type { FooterWithSketches } from '../../storage/segment/footer.js';
+import type { Summary } from '../eval/columns.js';
 import type { ReadSegment, SegmentFiles } from './segment-reader.js';
 
 export type { ReadSegment };
@@ -22,6 +23,16 @@ interface Entry {
   epoch: number;
   /** A collection's newest segment, held whole (warmWhole): neither evicted nor trimmed. */
   held?: boolean;
+  /** An entry of what a query derived from a segment's sidecar (derived()), not of its columns. */
+  derived?: { readonly value: Summary | null };
+}
+
+/** What a derived entry is counted at beyond its arrays: the key, the entry, the chunk's Map. */
+const DERIVED_ENTRY_BYTES = 512;
+
+/** A derived summary's bytes: its columns, weights and (a plain chunk's estimate) instants. */
+function derivedBytes(value: Summary | null): number {
+  return DERIVED_ENTRY_BYTES + (value === null ? 0 : chunkBytes(value.chunk) + value.weights.byteLength);
 }
 
 export class ChunkCache {
@@ -154,6 +165,51 @@ export class ChunkCache {
     return chunk;
   }
 
+  /**
+   * What `make` derives from a segment's sidecar, under `name` (value-counts.ts: the summary of a
+   * pair table), kept as an entry of its own beside the segment's columns, under the same budget
+   * and eviction: a query that asks again reads no file and decodes nothing. A null (the segment
+   * has no such table) is kept too. Gone with the segment (forget).
+   */
+  derived(ref: SegmentRef, name: string, make: () => Summary | null): Summary | null {
+    const key = `${ref.file}\0${name}`;
+    const hit = this.entries.get(key);
+    if (hit?.derived !== undefined) {
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+      hit.epoch = this.epoch;
+      return hit.derived.value;
+    }
+    const value = make();
+    const bytes = derivedBytes(value);
+    if (bytes > this.budgetBytes || !this.canFree(this.bytes + bytes - this.budgetBytes, key)) return value;
+    this.keepDerived(key, value, bytes);
+    this.evict();
+    return value;
+  }
+
+  /**
+   * derived() while nothing is asking (a segment just written: value-counts.ts warmPairSummaries):
+   * kept only in the room the budget has left, so it never evicts what queries read. 'full' when
+   * there was none.
+   */
+  warmDerived(ref: SegmentRef, name: string, make: () => Summary | null): 'warmed' | 'cached' | 'full' {
+    const key = `${ref.file}\0${name}`;
+    if (this.entries.has(key)) return 'cached';
+    if (this.bytes >= this.budgetBytes) return 'full';
+    const value = make();
+    const bytes = derivedBytes(value);
+    if (this.bytes + bytes > this.budgetBytes) return 'full';
+    this.keepDerived(key, value, bytes);
+    return 'warmed';
+  }
+
+  private keepDerived(key: string, value: Summary | null, bytes: number): void {
+    const chunk = value?.chunk ?? { rows: 0, ts: new Float64Array(0), createdAt: new Float64Array(0), seq: new Float64Array(0), columns: new Map() };
+    this.entries.set(key, { chunk, columnBytes: bytes, bytes, complete: true, epoch: this.epoch, derived: { value } });
+    this.bytes += bytes;
+  }
+
   /** What the last warm() took for the columns without ids (0 when it warmed nothing): what a row of the store takes warmed. */
   warmedCompactBytes = 0;
 
@@ -279,6 +335,10 @@ export class ChunkCache {
 
   /** Drops segments that are gone (replaced by a merge, deleted): no query will ask for them. */
   forget(files: readonly string[]): void {
+    const gone = new Set(files);
+    for (const [key, entry] of this.entries) {
+      if (entry.derived !== undefined && gone.has(key.slice(0, key.indexOf('\0')))) this.drop(key);
+    }
     for (const file of files) {
       this.drop(file);
       this.blocked.delete(file);
@@ -307,7 +367,7 @@ export class ChunkCache {
   /** Bytes the entry would free by dropping the columns the running query has not asked for. */
   private trimmable(entry: Entry): number {
     const requested = this.requested;
-    if (requested === null) return 0;
+    if (requested === null || entry.derived !== undefined) return 0;
     let bytes = 0;
     for (const [path, column] of entry.chunk.columns) {
       if (requested.has(path)) continue;
@@ -319,7 +379,7 @@ export class ChunkCache {
   /** The entry without the columns the running query has not asked for (itself when none). */
   private trimmed(entry: Entry): Entry {
     const requested = this.requested;
-    if (requested === null) return entry;
+    if (requested === null || entry.derived !== undefined) return entry;
     let extra = false;
     for (const path of entry.chunk.columns.keys()) if (!requested.has(path)) extra = true;
     if (!extra) return entry;

@@ -7,12 +7,13 @@
  * weighing as many rows as hold its value. A segment without counts for the column is scanned.
  */
 import {
-  TAG_BOOL, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR,
+  TAG_BOOL, TAG_MISSING, TAG_NULL, TAG_NUM, TAG_STR, uniformTags,
   type Column, type ColumnChunk, type Primitive, type ScanSource, type SegmentRef,
 } from '../../storage/chunk.js';
 import type { FooterWithSketches } from '../../storage/segment/footer.js';
 import { decodePairTable } from '../../storage/segment/pair-counts.js';
 import type { ValueCounts } from '../../storage/segment/sketches.js';
+import type { ChunkCache } from './chunk-cache.js';
 import type { Aggregator } from '../aggregate/index.js';
 import { CountAggregator } from '../aggregate/index.js';
 import type { AverageAggregator } from '../aggregate/average.js';
@@ -49,6 +50,7 @@ export function valueCountsAnswer(
   // Counts over buckets read no column at all: a segment inside one bucket adds its rows there.
   // Two columns are answered from a pair table of theirs (storage/segment/pair-counts.ts).
   const [path = null, other = null] = paths;
+  const pairKey = other === null ? '' : pairKeyOf(path!, other);
   if ([...paths].some((p) => TIME_PATHS.has(p))) return undefined;
   const counters = onlyCounts ? aggregators as CountAggregator[] : [];
   const allCounters = rowsPerCell === null ? counters : [...counters, rowsPerCell];
@@ -65,7 +67,11 @@ export function valueCountsAnswer(
     }
     const stats = ref.footer.columns[path];
     let summary: Summary | null = null;
-    if (other !== null) summary = pairSummary(ref, path, other, cache.footer(ref));
+    if (other !== null) {
+      const footer = cache.footer(ref);
+      // Kept in the cache once made (its table is read from the sidecar file: footer.ts).
+      if (footer.values[path] !== undefined || footer.values[other] !== undefined) summary = cache.derived(ref, pairKey, () => pairSummary(ref, path, other, footer));
+    }
     else if (stats === undefined) summary = summarize(path, { values: [], rows: [] }, 0, ref.footer.rows);
     else {
       const counts = cache.footer(ref).values[path];
@@ -228,27 +234,45 @@ function summarize(
   return { chunk: summaryChunk(slots.length, [column]), column, weights: Float64Array.from(weights) };
 }
 
+/** The chunk cache's name of the summary of the pair table of `a` and `b`, either way round (a segment has at most one). */
+function pairKeyOf(a: string, b: string): string {
+  return `pairs\0${[a, b].sort().join('\0')}`;
+}
+
+/**
+ * Decodes the summaries of a segment's pair tables into the chunk cache's free room (never
+ * evicting), smallest first, as its columns are warmed (worker.ts): the first query answered
+ * from them then reads no sidecar and decodes nothing (bench/scale at 10M: ~0.5-2 ms a table on
+ * a query's first run, most of a first run answered from tables).
+ */
+export function warmPairSummaries(cache: ChunkCache, ref: SegmentRef): void {
+  const footer = cache.footer(ref);
+  const pairs = footer.pairs;
+  const tables = Object.entries(pairs).flatMap(([f, byG]) => Object.entries(byG).map(([g, bytes]) => ({ f, g, bytes: bytes.byteLength })));
+  tables.sort((x, y) => x.bytes - y.bytes);
+  for (const { f, g } of tables) {
+    if (cache.warmDerived(ref, pairKeyOf(f, g), () => pairSummary(ref, f, g, footer, pairs)) === 'full') return;
+  }
+}
+
 /**
  * The summary of a pair table between `a` and `b` (either way round) in a segment's sidecar: one
  * row per (value, string) pair that occurs, weighing the rows holding it; null when the segment
- * has no such table (or one that does not add up to its rows: then it is scanned).
+ * has no such table (or one that does not add up to its rows: then it is scanned). `pairs`: the
+ * sidecar's tables, read from its file (footer.ts: the footer keeps none) when not given.
  */
-function pairSummary(ref: SegmentRef, a: string, b: string, footer: FooterWithSketches): Summary | null {
-  if (footer.values[a] === undefined && footer.values[b] === undefined) return null;
-  // Read from the sidecar file for this segment and query (footer.ts: nothing of them is kept).
-  const pairs = footer.pairs ?? {};
+function pairSummary(ref: SegmentRef, a: string, b: string, footer: FooterWithSketches, pairs = footer.pairs): Summary | null {
   for (const [f, g] of [[a, b], [b, a]]) {
     const counts = footer.values[f];
     const bytes = pairs[f]?.[g];
     if (counts === undefined || bytes === undefined) continue;
-    // Made for this query and dropped after it (pair-counts.ts: nothing decoded is kept).
     const table = decodePairTable(bytes, counts.values.length, ref.footer.rows);
     if (table === null) return null;
     const column = summaryColumn(f, counts.values, table.slots);
-    const strings: Column = {
-      path: g, tags: new Uint8Array(table.slots.length).fill(TAG_STR), num: null, str: Int32Array.from(table.indexes),
-      dict: [...table.strings], lists: null,
-    };
+    // As narrow as the strings allow: the summary is kept in the chunk cache (derived()).
+    const n = table.strings.length;
+    const codes = n <= 0x80 ? new Int8Array(table.indexes) : n <= 0x8000 ? new Int16Array(table.indexes) : Int32Array.from(table.indexes);
+    const strings: Column = { path: g, tags: uniformTags(TAG_STR, table.slots.length), num: null, str: codes, dict: table.strings, lists: null };
     return { chunk: summaryChunk(table.slots.length, [column, strings]), column, weights: Float64Array.from(table.rows) };
   }
   return null;
@@ -260,7 +284,8 @@ function summaryColumn(path: string, values: readonly Primitive[], slots: ArrayL
   const tags = new Uint8Array(rows);
   // Numbers only where a value is one: every reader of num reads it under a number's or a boolean's tag.
   const num = values.some((value) => typeof value !== 'string') ? new Float64Array(rows) : null;
-  const str = new Int32Array(rows);
+  // Codes as narrow as the values allow (at most 256 listed: sketches.ts), -1 where not a string.
+  const str = values.length < 0x80 ? new Int8Array(rows) : new Int16Array(rows);
   const dict: string[] = [];
   const codes = values.map((value) => (typeof value === 'string' ? dict.push(value) - 1 : -1));
   for (let row = 0; row < rows; row++) {

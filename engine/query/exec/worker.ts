@@ -11,6 +11,7 @@ import { ColumnViews } from '../eval/columns.js';
 import { loadNativeBytes, loadSegmentFiles, type SegmentFiles } from './segment-reader.js';
 import type { ColumnChunk, ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
 import { transferablesOf } from './partial.js';
+import { warmPairSummaries } from './value-counts.js';
 import { KeptSnapshots, runTaskPaced, type QueryTask } from './task.js';
 import { KEY_IDS_SHARE, NATIVE_YIELD_BYTES } from '../../base/limits.js';
 import { niceThread } from '../../base/thread-priority.js';
@@ -145,6 +146,8 @@ async function warm({ warm: ref, whole, footerOnly, restBytesPerRow }: WorkerWar
     outcome = footerOnly === true ? cache.warmFooter(ref)
       : restBytesPerRow !== undefined ? cache.warmRest(ref, restBytesPerRow) : cache.warm(ref, whole);
     bytes = footerOnly === true ? 0 : cache.warmedCompactBytes;
+    // Its pair tables' summaries after its columns, in the room they leave (value-counts.ts).
+    if (footerOnly !== true && restBytesPerRow === undefined && outcome !== 'full') warmPairSummaries(cache, ref);
   } catch {
     // The file may be gone already (replaced, deleted): the query that needs it reads it.
   }

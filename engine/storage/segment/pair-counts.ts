@@ -21,7 +21,7 @@
 import { pack, unpack } from 'msgpackr';
 import { PAIR_GROUP_ENTRIES_MAX, PAIR_ROWS_PER_CELL, PAIR_TABLES_MAX } from '../../base/limits.js';
 import { TAG_BOOL, TAG_NULL, TAG_NUM, TAG_STR, type Column, type ColumnChunk } from '../chunk.js';
-import { zstdCompress, zstdDecompress } from './arrow.js';
+import { zstdCompress, zstdDecompressColumn } from './arrow.js';
 import type { PairTables } from './footer.js';
 import type { ValueCounts } from './sketches.js';
 
@@ -99,7 +99,10 @@ function countPairs32(slots: Uint16Array, str: Int32Array, entries: number, coun
 export function decodePairTable(bytes: Uint8Array, width: number, rows: number): PairTable | null {
   let decoded: { strings?: unknown; cells?: unknown };
   try {
-    decoded = unpack(zstdDecompress(bytes)) as typeof decoded;
+    // The native decoder (arrow.ts zstdDecompressColumn, bounded per turn): a table of 5 devices
+    // by 1,000 paths is ~65 KB decoded, which the WebAssembly build took ~0.2-0.5 ms a table for,
+    // most of a pair-table answer's first run.
+    decoded = unpack(zstdDecompressColumn(bytes)) as typeof decoded;
   } catch {
     return null;
   }

@@ -15,6 +15,7 @@ import { aggregateOver } from '../../../../../engine/query/exec/execute.js';
 import { shapeAggregate } from '../../../../../engine/query/exec/result.js';
 import { ScanBuffers } from '../../../../../engine/query/exec/scan.js';
 import { DEFAULT_QUERY_LIMITS } from '../../../../../engine/query/exec/service.js';
+import { warmPairSummaries } from '../../../../../engine/query/exec/value-counts.js';
 import type { AggregatePlan } from '../../../../../engine/query/plan/plan.js';
 import { parseRequest } from '../../../../../engine/query/plan/request.js';
 import type { ScanSource, SegmentRef } from '../../../../../engine/storage/chunk.js';
@@ -40,7 +41,9 @@ function props(s: number, i: number): Record<string, Value> {
 const events = Array.from({ length: SEGMENTS }, (_, s) => Array.from({ length: ROWS }, (_, i) => ({ ts: START + s * DAY + i * 1000, props: props(s, i) })));
 const timeframe = { start: new Date(START).toISOString(), end: new Date(START + SEGMENTS * DAY).toISOString() };
 
-function recording(refs: readonly SegmentRef[]): (analysis: string, params: Record<string, unknown>) => { result: unknown; reads: string[] } {
+function recording(
+  refs: readonly SegmentRef[], cacheBytes?: number,
+): ((analysis: string, params: Record<string, unknown>) => { result: unknown; reads: string[] }) & { cache: ChunkCache } {
   const source = { idKey: 0, memoryVersion: 0, segments: refs, memory: null, schema: {} } as unknown as ScanSource;
   const reads: string[] = [];
   const cache = new ChunkCache({
@@ -49,14 +52,15 @@ function recording(refs: readonly SegmentRef[]): (analysis: string, params: Reco
       return readSegment(file, columns);
     },
     readFooter, compactColumns, segmentLacks, blockedPaths,
-  });
-  return (analysis, params) => {
+  }, cacheBytes);
+  const run = (analysis: string, params: Record<string, unknown>) => {
     reads.length = 0;
     const plan = parseRequest(analysis, { event_collection: 'e', timeframe, ...params }, { nowMs: START + 30 * DAY }) as AggregatePlan;
     cache.beginQuery();
     const env = { views: new ColumnViews(), cache, limits: DEFAULT_QUERY_LIMITS, deadlineMs: Number.MAX_SAFE_INTEGER, timeoutMs: 1e9 };
     return { result: shapeAggregate(plan, aggregateOver(plan, source, env, new ScanBuffers(), source)).result, reads: [...reads] };
   };
+  return Object.assign(run, { cache });
 }
 
 type Row = Record<string, Value>;
@@ -135,4 +139,68 @@ t.test('counts by two columns are answered from pair tables, equal to a row-by-r
     t.same(group === undefined ? result : byGroup(result, group), want, `${name}, without tables`);
     t.ok(reads.length > 0, `${name}, without tables: scanned`);
   }
+});
+
+t.test('a pair table\'s summary is kept in the chunk cache: asked again, no sidecar is read', async (t) => {
+  const refs = writeDaySegments(t, SEGMENTS, ROWS, props);
+  const params = { group_by: 'path', filters: [inTvConsole] };
+  const want = expected(tvOrConsole, 'path');
+  const kept = recording(refs);
+  // Either way round: the same table answers a filter by paths grouped by device.
+  const other = { group_by: 'device', filters: [{ property_name: 'path', operator: 'eq', property_value: '/p/3' }] };
+  const small = recording(refs, 4096);
+  for (const run of [kept, small]) {
+    t.same(byGroup(run('count', params).result, 'path'), want, 'first run, from the tables');
+    run.cache.footer(refs[0]);
+  }
+  // The footers stay cached; with the sidecars gone, a table can only come from what was kept.
+  const moved = refs.map((ref) => `${ref.file}.meta.moved`);
+  refs.forEach((ref, s) => fs.renameSync(`${ref.file}.meta`, moved[s]));
+  t.teardown(() => refs.forEach((ref, s) => fs.existsSync(moved[s]) && fs.renameSync(moved[s], `${ref.file}.meta`)));
+  const again = kept('count', params);
+  t.same(byGroup(again.result, 'path'), want, 'asked again: the same answer');
+  t.same(again.reads, [], 'from the kept summaries: no segment read');
+  const flipped = kept('count', other);
+  t.same(byGroup(flipped.result, 'device'), expected((row) => row.path === '/p/3', 'device'), 'the other way round, from the same summaries');
+  t.same(flipped.reads, [], 'no segment read');
+  // A cache too small to keep them (4 KB) scans once their sidecars are gone, and is still right.
+  const scanned = small('count', params);
+  t.same(byGroup(scanned.result, 'path'), want);
+  t.ok(scanned.reads.length > 0, 'a budget too small keeps no summary: the segments are scanned');
+  // Segments forgotten (merged away) take their summaries with them: nothing else was cached.
+  t.ok(kept.cache.usedBytes > 0, 'the summaries are counted in the budget');
+  kept.cache.forget(refs.map((ref) => ref.file));
+  t.equal(kept.cache.usedBytes, 0, 'forgotten with their segments');
+});
+
+t.test('warming decodes a segment\'s pair tables into the free room, never evicting', async (t) => {
+  const refs = writeDaySegments(t, SEGMENTS, ROWS, props);
+  const warmed = recording(refs);
+  for (const ref of refs) warmPairSummaries(warmed.cache, ref);
+  const bytes = warmed.cache.usedBytes;
+  t.ok(bytes > 0, 'the summaries are in the cache');
+  const moved = refs.map((ref) => `${ref.file}.meta.moved`);
+  for (const ref of refs) warmed.cache.footer(ref);
+  refs.forEach((ref, s) => fs.renameSync(`${ref.file}.meta`, moved[s]));
+  t.teardown(() => refs.forEach((ref, s) => fs.existsSync(moved[s]) && fs.renameSync(moved[s], `${ref.file}.meta`)));
+  const first = warmed('count', { group_by: 'path', filters: [inTvConsole] });
+  t.same(byGroup(first.result, 'path'), expected(tvOrConsole, 'path'), 'a first query answered from what was warmed');
+  t.same(first.reads, [], 'no segment read, no sidecar either (they are gone)');
+  t.equal(warmed.cache.usedBytes, bytes, 'nothing decoded by the query');
+  refs.forEach((ref, s) => fs.renameSync(moved[s], `${ref.file}.meta`));
+
+  // A cache whose room a segment's columns take: warming leaves them be.
+  const big = recording(refs);
+  big.cache.beginQuery();
+  big.cache.load(refs[0], ['path']);
+  const used = big.cache.usedBytes;
+  t.ok(used > 0);
+  const tight = recording(refs, used + 600);
+  tight.cache.beginQuery();
+  tight.cache.load(refs[0], ['path']);
+  t.equal(tight.cache.usedBytes, used, 'the columns are cached');
+  warmPairSummaries(tight.cache, refs[0]);
+  t.equal(tight.cache.usedBytes, used, 'no summary fits beside them, and they are not evicted for one');
+  warmPairSummaries(big.cache, refs[0]);
+  t.ok(big.cache.usedBytes > used + 600, 'a cache with room takes the summaries');
 });
