@@ -6,7 +6,7 @@
  */
 import { BLOCKED_FILES_KEPT_MAX, CHUNK_CACHE_BYTES_DEFAULT, FOOTER_CACHE_BYTES_DEFAULT, NEWEST_HELD_SHARE } from '../../base/limits.js';
 import { replaceColumns, type ColumnChunk, type SegmentRef } from '../../storage/chunk.js';
-import { chunkBytes, columnBytes, columnsBytes, dictStringBytes, systemBytes } from '../../storage/chunk-bytes.js';
+import { columnBytes, columnsBytes, dictStringBytes, systemBytes } from '../../storage/chunk-bytes.js';
 import { SegmentColumn } from '../../storage/segment/decode-column.js';
 import type { FooterWithSketches } from '../../storage/segment/footer.js';
 import type { Summary } from '../eval/columns.js';
@@ -30,9 +30,9 @@ interface Entry {
 /** What a derived entry is counted at beyond its arrays: the key, the entry, the chunk's Map. */
 const DERIVED_ENTRY_BYTES = 512;
 
-/** A derived summary's bytes: its columns, weights and (a plain chunk's estimate) instants. */
+/** A derived summary's bytes: its columns and weights (its instants are a shared view: value-counts.ts). */
 function derivedBytes(value: Summary | null): number {
-  return DERIVED_ENTRY_BYTES + (value === null ? 0 : chunkBytes(value.chunk) + value.weights.byteLength);
+  return DERIVED_ENTRY_BYTES + (value === null ? 0 : columnsBytes(value.chunk) + value.weights.byteLength);
 }
 
 export class ChunkCache {

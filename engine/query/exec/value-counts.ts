@@ -307,7 +307,12 @@ function summaryColumn(path: string, values: readonly Primitive[], slots: ArrayL
 }
 
 function summaryChunk(rows: number, columns: readonly Column[]): ColumnChunk {
-  // Its rows have no instants of their own; nothing that reads one runs over a summary.
-  const none = new Float64Array(rows);
+  // Its rows have no instants of their own; nothing that reads one runs over a summary. A view
+  // of one run of zeros, shared: summaries are kept in the chunk cache (derived()).
+  if (zeros.length < rows) zeros = new Float64Array(Math.max(rows, 2 * zeros.length));
+  const none = zeros.subarray(0, rows);
   return { rows, ts: none, createdAt: none, seq: none, columns: new Map(columns.map((column) => [column.path, column])) };
 }
+
+/** Zeros every summary's instants are a view of (summaryChunk); never written. */
+let zeros = new Float64Array(4096);
