@@ -163,6 +163,14 @@ export const PAIR_GROUP_ENTRIES_MAX = 4096;
 export const PAIR_TABLES_MAX = 16;
 export const PAIR_ROWS_PER_CELL = 8;
 /**
+ * Distinct strings a query worker's chunk cache keeps one copy of for the pair-table summaries it
+ * holds (chunk-cache.ts internStrings: a path in every segment's tables is one string, not one a
+ * table); past it the copies start afresh. ~5 MB a worker at most.
+ */
+export const DERIVED_STRINGS_MAX = 65_536;
+/** What a chunk cache's derived entry (a pair-table summary) is counted at beyond its arrays: its key, the entry, the chunk's Map. */
+export const DERIVED_ENTRY_BYTES = 512;
+/**
  * Entries of a dictionary whose strings a grouping or select_unique makes at once and keeps with
  * the column (storage/chunk.ts entriesOf); a larger one (ids) has only the entries rows select made.
  */

@@ -4,10 +4,13 @@
  * a scan. Segments are immutable, so an entry never goes stale; a deleted or compacted file simply
  * stops being asked for.
  */
-import { BLOCKED_FILES_KEPT_MAX, CHUNK_CACHE_BYTES_DEFAULT, FOOTER_CACHE_BYTES_DEFAULT, NEWEST_HELD_SHARE } from '../../base/limits.js';
+import {
+  BLOCKED_FILES_KEPT_MAX, CHUNK_CACHE_BYTES_DEFAULT, DERIVED_ENTRY_BYTES, DERIVED_STRINGS_MAX, FOOTER_CACHE_BYTES_DEFAULT, NEWEST_HELD_SHARE,
+} from '../../base/limits.js';
 import { replaceColumns, type ColumnChunk, type SegmentRef } from '../../storage/chunk.js';
 import { columnBytes, columnsBytes, dictStringBytes, systemBytes } from '../../storage/chunk-bytes.js';
 import { SegmentColumn } from '../../storage/segment/decode-column.js';
+import { StringInterner } from '../../storage/string-interner.js';
 import type { FooterWithSketches } from '../../storage/segment/footer.js';
 import type { Summary } from '../eval/columns.js';
 import type { ReadSegment, SegmentFiles } from './segment-reader.js';
@@ -27,8 +30,6 @@ interface Entry {
   derived?: { readonly value: Summary | null };
 }
 
-/** What a derived entry is counted at beyond its arrays: the key, the entry, the chunk's Map. */
-const DERIVED_ENTRY_BYTES = 512;
 
 /** A derived summary's bytes: its columns and weights (its instants are a shared view: value-counts.ts). */
 function derivedBytes(value: Summary | null): number {
@@ -186,6 +187,20 @@ export class ChunkCache {
     this.keepDerived(key, value, bytes);
     this.evict();
     return value;
+  }
+
+  /** One copy of each string the derived entries hold (internStrings). */
+  private interner = new StringInterner(1024);
+
+  /**
+   * `values` as the copies the derived entries share: the 1,000 paths of a store's tables by
+   * paths are then 1,000 strings, not 1,000 a table of every segment. At most DERIVED_STRINGS_MAX
+   * distinct (past it, new copies are made from then on; the entries keep theirs).
+   */
+  internStrings(values: readonly string[]): string[] {
+    if (this.interner.strings.length > DERIVED_STRINGS_MAX) this.interner = new StringInterner(1024);
+    const interner = this.interner;
+    return values.map((value) => interner.strings[interner.intern(value)]);
   }
 
   /**

@@ -70,7 +70,7 @@ export function valueCountsAnswer(
     if (other !== null) {
       const footer = cache.footer(ref);
       // Kept in the cache once made (its table is read from the sidecar file: footer.ts).
-      if (footer.values[path] !== undefined || footer.values[other] !== undefined) summary = cache.derived(ref, pairKey, () => pairSummary(ref, path, other, footer));
+      if (footer.values[path] !== undefined || footer.values[other] !== undefined) summary = cache.derived(ref, pairKey, () => pairSummary(ref, path, other, footer, cache));
     }
     else if (stats === undefined) summary = summarize(path, { values: [], rows: [] }, 0, ref.footer.rows);
     else {
@@ -251,7 +251,7 @@ export function warmPairSummaries(cache: ChunkCache, ref: SegmentRef): void {
   const tables = Object.entries(pairs).flatMap(([f, byG]) => Object.entries(byG).map(([g, bytes]) => ({ f, g, bytes: bytes.byteLength })));
   tables.sort((x, y) => x.bytes - y.bytes);
   for (const { f, g } of tables) {
-    if (cache.warmDerived(ref, pairKeyOf(f, g), () => pairSummary(ref, f, g, footer, pairs)) === 'full') return;
+    if (cache.warmDerived(ref, pairKeyOf(f, g), () => pairSummary(ref, f, g, footer, cache, pairs)) === 'full') return;
   }
 }
 
@@ -259,9 +259,12 @@ export function warmPairSummaries(cache: ChunkCache, ref: SegmentRef): void {
  * The summary of a pair table between `a` and `b` (either way round) in a segment's sidecar: one
  * row per (value, string) pair that occurs, weighing the rows holding it; null when the segment
  * has no such table (or one that does not add up to its rows: then it is scanned). `pairs`: the
- * sidecar's tables, read from its file (footer.ts: the footer keeps none) when not given.
+ * sidecar's tables, read from its file (footer.ts: the footer keeps none) when not given. Its
+ * strings are the cache's shared copies (internStrings).
  */
-function pairSummary(ref: SegmentRef, a: string, b: string, footer: FooterWithSketches, pairs = footer.pairs): Summary | null {
+function pairSummary(
+  ref: SegmentRef, a: string, b: string, footer: FooterWithSketches, cache: ChunkCache, pairs = footer.pairs,
+): Summary | null {
   for (const [f, g] of [[a, b], [b, a]]) {
     const counts = footer.values[f];
     const bytes = pairs[f]?.[g];
@@ -272,7 +275,7 @@ function pairSummary(ref: SegmentRef, a: string, b: string, footer: FooterWithSk
     // As narrow as the strings allow: the summary is kept in the chunk cache (derived()).
     const n = table.strings.length;
     const codes = n <= 0x80 ? new Int8Array(table.indexes) : n <= 0x8000 ? new Int16Array(table.indexes) : Int32Array.from(table.indexes);
-    const strings: Column = { path: g, tags: uniformTags(TAG_STR, table.slots.length), num: null, str: codes, dict: table.strings, lists: null };
+    const strings: Column = { path: g, tags: uniformTags(TAG_STR, table.slots.length), num: null, str: codes, dict: cache.internStrings(table.strings), lists: null };
     return { chunk: summaryChunk(table.slots.length, [column, strings]), column, weights: Float64Array.from(table.rows) };
   }
   return null;

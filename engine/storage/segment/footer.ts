@@ -30,7 +30,8 @@
  * sidecars of a 2M store: 15-20 ms read whole, 3-6 ms without the sketches). TSZ1 (2026-11-25,
  * zstd: the registers compress ~2.2x) and TSM1 are still read, whole. TSZ3 (2026-11-29) adds the
  * pair tables apart from the head, each compressed alone, read from the file and decoded only by a
- * query that reads them: ~30-60 KB stored a segment of 250,000 rows, which every first query
+ * query that reads them (or by warming; their decoded summaries are kept in the chunk cache,
+ * query/exec/value-counts.ts, not with the footer): ~30-60 KB stored a segment of 250,000 rows, which every first query
  * reading footers would otherwise decompress (a 10M run with them in the head: the count over 90
  * days' first run 24.8 ms against 10-20) and the footer cache would hold (100M events: 545
  * footers, 29 MB accounted without them, 64 MB allowed; a 100M run keeping them saw count_unique

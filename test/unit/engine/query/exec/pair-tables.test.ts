@@ -204,3 +204,12 @@ t.test('warming decodes a segment\'s pair tables into the free room, never evict
   warmPairSummaries(big.cache, refs[0]);
   t.ok(big.cache.usedBytes > used + 600, 'a cache with room takes the summaries');
 });
+
+t.test('the strings of kept summaries are shared copies, each the string it was', async (t) => {
+  const { cache } = recording([]);
+  t.same(cache.internStrings(['/a', '/b', '/a', '']), ['/a', '/b', '/a', '']);
+  // Past the bound the copies start afresh: still the same strings, in order.
+  const many = Array.from({ length: 70_000 }, (_, i) => `/p/${i}`);
+  t.same(cache.internStrings(many), many);
+  t.same(cache.internStrings(['/p/1', '/new']), ['/p/1', '/new']);
+});
