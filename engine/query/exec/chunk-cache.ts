@@ -30,7 +30,6 @@ interface Entry {
   derived?: { readonly value: Summary | null };
 }
 
-
 /** A derived summary's bytes: its columns and weights (its instants are a shared view: value-counts.ts). */
 function derivedBytes(value: Summary | null): number {
   return DERIVED_ENTRY_BYTES + (value === null ? 0 : columnsBytes(value.chunk) + value.weights.byteLength);
