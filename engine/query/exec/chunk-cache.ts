@@ -30,6 +30,11 @@ interface Entry {
   derived?: { readonly value: Summary | null };
 }
 
+/** A derived entry's key: its segment's file, then a NUL (no file path holds one), then its name. */
+function derivedKey(ref: SegmentRef, name: string): string {
+  return `${ref.file}\0${name}`;
+}
+
 /** A derived summary's bytes: its columns and weights (its instants are a shared view: value-counts.ts). */
 function derivedBytes(value: Summary | null): number {
   return DERIVED_ENTRY_BYTES + (value === null ? 0 : columnsBytes(value.chunk) + value.weights.byteLength);
@@ -172,7 +177,7 @@ export class ChunkCache {
    * has no such table) is kept too. Gone with the segment (forget).
    */
   derived(ref: SegmentRef, name: string, make: () => Summary | null): Summary | null {
-    const key = `${ref.file}\0${name}`;
+    const key = derivedKey(ref, name);
     const hit = this.entries.get(key);
     if (hit?.derived !== undefined) {
       this.entries.delete(key);
@@ -208,7 +213,7 @@ export class ChunkCache {
    * there was none.
    */
   warmDerived(ref: SegmentRef, name: string, make: () => Summary | null): 'warmed' | 'cached' | 'full' {
-    const key = `${ref.file}\0${name}`;
+    const key = derivedKey(ref, name);
     if (this.entries.has(key)) return 'cached';
     if (this.bytes >= this.budgetBytes) return 'full';
     const value = make();
