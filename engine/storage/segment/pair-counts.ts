@@ -15,11 +15,12 @@
  *                (slot of F, index in strings, rows); a slot is an index in F's values, or
  *                values.length for a null row, values.length + 1 for a row without F)
  * Tables are made cheapest first (F's values × G's entries), while their cells stay within one
- * per PAIR_ROWS_PER_CELL rows of the segment all told, so they cost a few percent of its bytes
- * at most; a pair past that has no table and its queries scan.
+ * per PAIR_ROWS_PER_CELL rows of the segment all told (or PAIR_CELLS_MIN, for a small segment),
+ * so they cost a few percent of its bytes at most; a pair past that has no table and its
+ * queries scan. G's strings must repeat (at most one entry per PAIR_ROWS_PER_CELL rows).
  */
 import { pack, unpack } from 'msgpackr';
-import { PAIR_GROUP_ENTRIES_MAX, PAIR_ROWS_PER_CELL, PAIR_TABLES_MAX } from '../../base/limits.js';
+import { PAIR_CELLS_MIN, PAIR_GROUP_ENTRIES_MAX, PAIR_ROWS_PER_CELL, PAIR_TABLES_MAX } from '../../base/limits.js';
 import { TAG_BOOL, TAG_NULL, TAG_NUM, TAG_STR, type Column, type ColumnChunk } from '../chunk.js';
 import { zstdCompress, zstdDecompressColumn } from './arrow.js';
 import type { PairTables } from './footer.js';
@@ -38,7 +39,11 @@ export function computePairTables(chunk: ColumnChunk, distinct: Record<string, V
   const rows = chunk.rows;
   const groups: [string, Column][] = [];
   for (const [path, column] of chunk.columns) {
-    if (column.str !== null && column.dict !== null && column.dict.length <= PAIR_GROUP_ENTRIES_MAX && everyString(column, rows)) groups.push([path, column]);
+    // G's strings repeat, at least PAIR_ROWS_PER_CELL rows a string on average: a column of ids
+    // in a small segment (a few thousand rows, each id once) has a dictionary under
+    // PAIR_GROUP_ENTRIES_MAX too, and a table of it would be a row a cell.
+    const entries = column.dict?.length ?? Infinity;
+    if (column.str !== null && entries <= PAIR_GROUP_ENTRIES_MAX && entries * PAIR_ROWS_PER_CELL <= rows && everyString(column, rows)) groups.push([path, column]);
   }
   const candidates: { f: string; g: string; entries: number; size: number }[] = [];
   for (const [f, counts] of Object.entries(distinct)) {
@@ -49,7 +54,9 @@ export function computePairTables(chunk: ColumnChunk, distinct: Record<string, V
   const tables: Record<string, Record<string, Uint8Array>> = {};
   if (candidates.length === 0) return tables;
   candidates.sort((a, b) => a.size - b.size);
-  let budget = Math.floor(rows / PAIR_ROWS_PER_CELL);
+  // A flushed segment of a few tens of thousands of rows (a day split by a flush) gets the
+  // tables a day of it merged would: 5 devices by 1,000 paths is ~5,000 cells whatever the rows.
+  let budget = Math.max(PAIR_CELLS_MIN, Math.floor(rows / PAIR_ROWS_PER_CELL));
   const slotsOf = new Map<string, Uint16Array>();
   const tried = candidates.slice(0, PAIR_TABLES_MAX);
   const all = new Int32Array(Math.max(...tried.map((candidate) => candidate.size)));

@@ -89,7 +89,7 @@ t.test('counts by two columns are answered from pair tables, equal to a row-by-r
   const refs = writeDaySegments(t, SEGMENTS, ROWS, props);
   const { values, pairs } = decodeSidecar(fs.readFileSync(refs[0].file + '.meta'), refs[0].file + '.meta');
   t.ok(pairs.device?.path, 'a table of devices by paths');
-  t.notOk(pairs.device?.id, 'none of devices by ids: more cells than the budget allows');
+  t.notOk(pairs.device?.id, 'none of devices by ids: 4,000 of them in 4,000 rows, no string repeats');
   const table = decodePairTable(pairs.device.path, values.device.values.length, ROWS)!;
   t.equal([...table.rows].reduce((a, b) => a + b, 0), ROWS, 'its cells add up to the segment\'s rows');
   t.equal(decodePairTable(pairs.device.path, values.device.values.length, ROWS + 1), null, 'a table of other rows is refused');
@@ -122,7 +122,7 @@ t.test('counts by two columns are answered from pair tables, equal to a row-by-r
   t.same(daily.reads, [], 'daily buckets: each segment inside one day');
   t.equal((daily.result as unknown[]).length, SEGMENTS);
 
-  // Past the budget: devices by ids are scanned, and still right.
+  // No table: devices by ids are scanned, and still right.
   const ids = run('count', { group_by: 'id', filters: [{ property_name: 'device', operator: 'eq', property_value: 'tv' }] });
   t.same(byGroup(ids.result, 'id'), expected((row) => row.device === 'tv', 'id'));
   t.ok(ids.reads.length > 0, 'devices by ids: the segments are read');
@@ -139,6 +139,33 @@ t.test('counts by two columns are answered from pair tables, equal to a row-by-r
     t.same(group === undefined ? result : byGroup(result, group), want, `${name}, without tables`);
     t.ok(reads.length > 0, `${name}, without tables: scanned`);
   }
+});
+
+t.test('a small segment, as a flush writes a part of a day, gets the tables its day would; ids in it get none', async (t) => {
+  // 9,000 rows by 1,000 paths and 5 devices: 5,000 cells, more than one per 8 rows.
+  const small = (s: number, i: number): Record<string, Value> => ({
+    path: `/q/${(i * 7919 + s) % 1000}`, device: DEVICES[Math.floor(i / 1000 + s) % 5], id: `u${i % 3000}`,
+  });
+  const refs = writeDaySegments(t, 2, 9000, small);
+  const { pairs, values } = decodeSidecar(fs.readFileSync(refs[0].file + '.meta'), refs[0].file + '.meta');
+  t.ok(pairs.device?.path, 'a table of devices by paths');
+  t.ok(decodePairTable(pairs.device.path, values.device.values.length, 9000)!.rows.length > 9000 / 8, 'of more cells than one per 8 rows');
+  t.notOk(pairs.device?.id, 'none by ids: 3,000 of them in 9,000 rows, a string for every 3 rows');
+  const run = recording(refs);
+  const { result, reads } = run('count', { group_by: 'path', filters: [inTvConsole] });
+  const want = new Map<string, number>();
+  for (let s = 0; s < 2; s++) {
+    for (let i = 0; i < 9000; i++) {
+      const row = small(s, i);
+      if (row.device === 'tv' || row.device === 'console') want.set(String(row.path), (want.get(String(row.path)) ?? 0) + 1);
+    }
+  }
+  t.same(byGroup(result, 'path'), want, 'equal to a row-by-row count');
+  t.same(reads, [], 'no segment read');
+  // A segment of 3,000 rows, each id once: a dictionary under PAIR_GROUP_ENTRIES_MAX, but no table of it.
+  const once = writeDaySegments(t, 1, 3000, (s, i) => ({ device: DEVICES[i % 5], id: `v${i}` }));
+  const sidecar = decodeSidecar(fs.readFileSync(once[0].file + '.meta'), once[0].file + '.meta');
+  t.same(Object.keys(sidecar.pairs.device ?? {}), [], 'no table of devices by ids, each id once');
 });
 
 t.test('a pair table\'s summary is kept in the chunk cache: asked again, no sidecar is read', async (t) => {
