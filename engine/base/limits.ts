@@ -163,7 +163,7 @@ export const PAIR_GROUP_ENTRIES_MAX = 4096;
 export const PAIR_TABLES_MAX = 16;
 export const PAIR_ROWS_PER_CELL = 8;
 /**
- * The cells a segment's pair tables may hold whatever its rows (storage/segment/pair-counts.ts):
+ * The cells a segment of at least as many rows may hold in its pair tables (storage/segment/pair-counts.ts):
  * right after a load, a day partition is two or three flushed segments of 10,000-100,000 rows
  * until they merge, and one of 30,000 rows would otherwise fall short of 5 devices by 1,000
  * paths (~5,000 cells) and be scanned. ~100 KB before zstd at most.

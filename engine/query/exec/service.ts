@@ -18,6 +18,7 @@ import { queryIncomplete } from './scan.js';
 import { loadSegmentFiles } from './segment-reader.js';
 import { checkResponseBytes, runTask, type QueryTask } from './task.js';
 import { FixedAggregator, finishAggregate } from './execute.js';
+import { countFromFooters, isPlainCount } from './footer-count.js';
 import { finishFunnel, mergeOutcomes, splitSource, workerOfSegment, type PartialBody } from './partial.js';
 import { decodePartial, encodeOutcome } from './partial-codec.js';
 import { mayCountFromSketches } from './footer-sketch.js';
@@ -179,7 +180,10 @@ export class QueryService {
   private async runCounted(
     projectId: string, analysis: string, params: Readonly<Record<string, unknown>>, counted: boolean,
   ): Promise<unknown> {
-    return this.admitted(projectId, analysis, params, { counted, nowMs: this.opts.clock() }, async (task) => {
+    // With workers, a plain count its footers answer whole is counted here, taking no worker's
+    // turn (footer-count.ts); in process, every query runs here anyway.
+    const quick = this.pool !== null ? countFromFooters : undefined;
+    return this.admitted(projectId, analysis, params, { counted, nowMs: this.opts.clock(), quick }, async (task) => {
       if (this.pool !== null) return this.runOnPool(task);
       const env = await (this.local ??= this.openLocal());
       const body = runTask(task, env);
@@ -188,23 +192,31 @@ export class QueryService {
     });
   }
 
-  /** Plans a query, counts it, waits for its turn and runs `work` on its task, its files leased. */
+  /**
+   * Plans a query, counts it, waits for its turn and runs `work` on its task, its files leased;
+   * `quick` first, without a turn or a lease, for an answer that reads no file (else null).
+   */
   private async admitted<T>(
     projectId: string, analysis: string, params: Readonly<Record<string, unknown>>,
-    how: { counted: boolean; nowMs: number; steps?: readonly number[] }, work: (task: QueryTask) => Promise<T>,
+    how: { counted: boolean; nowMs: number; steps?: readonly number[]; quick?: (task: QueryTask) => T | null },
+    work: (task: QueryTask) => Promise<T>,
   ): Promise<T> {
     const limits = { ...this.limits, ...this.opts.projectLimits?.(projectId) };
     const plan = parseRequest(analysis, params, { nowMs: how.nowMs, intervalsMax: limits.intervalsMax });
     // A cached query's refresh is not counted: it is outside the ad-hoc limits (seed, Limits rule 4).
     if (how.counted && plan.kind === 'extraction') this.rates.take(projectId, 'extraction', limits.extractionsPerMinute);
     else if (how.counted) this.rates.take(projectId, 'query', limits.queriesPerMinute);
+    const taskOf = (): QueryTask => ({
+      plan, sources: this.sourcesOf(projectId, plan, how.steps), limits,
+      deadlineMs: Date.now() + limits.timeoutMs, timeoutMs: limits.timeoutMs,
+    });
+    // (A plain count its footers do not answer lists its sources again, under the lease.)
+    const answer = how.quick !== undefined && isPlainCount(plan) ? how.quick(taskOf()) : null;
+    if (answer !== null) return answer;
     const release = await this.admission.acquire();
     const lease = this.opts.lease?.();
     try {
-      return await work({
-        plan, sources: this.sourcesOf(projectId, plan, how.steps), limits,
-        deadlineMs: Date.now() + limits.timeoutMs, timeoutMs: limits.timeoutMs,
-      });
+      return await work(taskOf());
     } finally {
       lease?.();
       release();
@@ -304,7 +316,7 @@ export class QueryService {
     const plan = task.plan;
     const fanOut = Math.min(pool.size, Math.max(1, this.opts.fanOut ?? pool.size));
     // Extraction and funnel run whole on one worker; so do plain counts, which the segment
-    // footers answer without reading the segments.
+    // footers answer without reading the segments (or runCounted did, footer-count.ts).
     const footerCount = plan.kind === 'aggregate' && plan.filters.length === 0 &&
       plan.groupBy === null && plan.buckets === null && plan.aggregates.every((spec) => spec.kind === 'count');
     // An extraction reads the newest segment first (the latest events, warmed whole in the cache

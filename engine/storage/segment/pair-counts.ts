@@ -15,7 +15,8 @@
  *                (slot of F, index in strings, rows); a slot is an index in F's values, or
  *                values.length for a null row, values.length + 1 for a row without F)
  * Tables are made cheapest first (F's values × G's entries), while their cells stay within one
- * per PAIR_ROWS_PER_CELL rows of the segment all told (or PAIR_CELLS_MIN, for a small segment),
+ * per PAIR_ROWS_PER_CELL rows of the segment all told (or PAIR_CELLS_MIN, for a segment of
+ * PAIR_CELLS_MIN to 8 × PAIR_CELLS_MIN rows),
  * so they cost a few percent of its bytes at most; a pair past that has no table and its
  * queries scan. G's strings must repeat (at most one entry per PAIR_ROWS_PER_CELL rows).
  */
@@ -56,7 +57,9 @@ export function computePairTables(chunk: ColumnChunk, distinct: Record<string, V
   candidates.sort((a, b) => a.size - b.size);
   // A flushed segment of a few tens of thousands of rows (a day split by a flush) gets the
   // tables a day of it merged would: 5 devices by 1,000 paths is ~5,000 cells whatever the rows.
-  let budget = Math.max(PAIR_CELLS_MIN, Math.floor(rows / PAIR_ROWS_PER_CELL));
+  // (One of fewer rows than that is scanned in no time.)
+  let budget = Math.floor(rows / PAIR_ROWS_PER_CELL);
+  if (rows >= PAIR_CELLS_MIN) budget = Math.max(budget, PAIR_CELLS_MIN);
   const slotsOf = new Map<string, Uint16Array>();
   const tried = candidates.slice(0, PAIR_TABLES_MAX);
   const all = new Int32Array(Math.max(...tried.map((candidate) => candidate.size)));

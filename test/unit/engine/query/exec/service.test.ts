@@ -74,14 +74,42 @@ t.test('a query on a worker is cancelled past the timeout (504); waiters get 503
   t.same(await s.run('p', 'count', base), { result: 1 }, 'the worker is up');
   const started = Date.now();
   const stuck = s.run('p', 'count', { ...base, filters }).catch((error: ApiError) => error);
-  const waiting = code(s.run('p', 'count', base));
+  // (A filter: a plain count the footers answer would not wait for a worker.)
+  const waiting = code(s.run('p', 'count', { ...base, filters: [{ property_name: 's', operator: 'exists', property_value: true }] }));
   t.equal(await waiting, 'ServiceUnavailableError', '503 when a query cannot start in time');
   const error = await stuck;
   t.equal((error as ApiError).error_code, 'QueryIncompleteError');
   t.equal((error as ApiError).status, 504);
   t.match((error as ApiError).message, /did not finish in 1500 ms/);
   t.ok(Date.now() - started < 1500 + 3000, `cancelled promptly (${Date.now() - started} ms)`);
-  t.same(await s.run('p', 'count', base), { result: 1 }, 'a fresh worker serves the next query');
+  t.same(await s.run('p', 'count', { ...base, filters: [{ property_name: 's', operator: 'exists', property_value: true }] }),
+    { result: 1 }, 'a fresh worker serves the next query');
+});
+
+t.test('a plain count its footers answer is counted on the coordinator, not behind a busy worker', async (t) => {
+  const slow: TestEvent[] = [{ ts: START + 1, props: { s: `${'a'.repeat(40)}!` } }, ...events];
+  const s = new QueryService({
+    source: () => memorySource(slow), clock: () => START, workers: 1,
+    limits: { timeoutMs: 1500, startDeadlineMs: 5000, runningMax: 2, waitingMax: 4 },
+  });
+  const local = new QueryService({ source: () => memorySource(slow), clock: () => START, workers: 0 });
+  t.teardown(() => s.close());
+  t.same(await s.run('p', 'count', base), await local.run('p', 'count', base), 'the worker is up; the same answer as in process');
+  let stuckDone = false;
+  const stuck = s.run('p', 'count', { ...base, filters: [{ property_name: 's', operator: 'regex', property_value: '^(a+)+$' }] })
+    .catch((error: ApiError) => error).finally(() => { stuckDone = true; });
+  const withMetadata = { ...base, include_metadata: true };
+  const body = await s.run('p', 'count', withMetadata) as { result: number; execution_metadata: { events_scanned: number } };
+  t.notOk(stuckDone, 'answered while the worker is stuck in a query');
+  t.equal(body.result, slow.length);
+  t.equal(body.execution_metadata.events_scanned, slow.length, 'its metadata as a worker gives it');
+  t.same(await s.run('p', 'multi_analysis', { ...base, analyses: { a: { analysis_type: 'count' }, b: { analysis_type: 'count' } } }),
+    { result: { a: slow.length, b: slow.length } }, 'a multi_analysis of counts too');
+  // The timeframe cuts the rows: their times are read, by the worker, once it is free again.
+  const cut = { ...base, timeframe: { start: timeframe.start, end: '2024-03-01T12:00:00.000Z' } };
+  const later = s.run('p', 'count', cut);
+  t.equal((await stuck as ApiError).error_code, 'QueryIncompleteError');
+  t.same(await later, await local.run('p', 'count', cut), 'a cut timeframe: the worker\'s answer');
 });
 
 t.test('the worker pool answers like the in-process path', async (t) => {
