@@ -183,14 +183,15 @@ export class WorkerPool {
    * that worker has no query to run, as far as its cache has free room (chunk-cache.ts warm).
    * The first query after a load then reads what the load wrote from memory, as it would in a
    * database whose buffer pool the load filled. A query that arrives meanwhile waits for at most
-   * the one segment being decoded. Warming waits while a bulk load runs (mayWarm), and a
+   * the one segment being decoded. Warming waits while a bulk load runs (mayWarm; footers do
+   * not wait), and a
    * worker whose segments' warmed columns would not fit its cache warms no more (warmNext)
    * but for each collection's newest segment. That one is warmed whole, its ids and times too,
    * and held (chunk-cache.ts warmWhole: queries neither evict nor trim it): what an extraction
    * of the latest events reads. Being newest, it is warmed first.
-   * Every other worker reads the segment's footer first, while its footer cache has room: a
-   * distinct count's share looks at the footers of every segment (footer-sketch.ts), and read on
-   * the first query they cost it ~40 ms at 10M events.
+   * Every worker, its own too, reads the segment's footer first, while its footer cache has
+   * room: a distinct count's share looks at the footers of every segment (footer-sketch.ts), and
+   * read on the first query they cost it ~40 ms at 10M events.
    */
   warm(refs: readonly SegmentRef[], workers: number): void {
     for (const ref of refs) {
@@ -202,8 +203,9 @@ export class WorkerPool {
         this.whole.add(ref.file);
       }
       const owner = workerOfSegment(ref.file, Math.min(workers, this.slots.length));
+      // Every worker reads the footer first, the owner too: footers are read while a bulk load
+      // runs (warmNext), so the first queries after it read none.
       for (let s = 0; s < Math.min(workers, this.slots.length); s++) {
-        if (s === owner) continue;
         const other = this.slots[s];
         other.toWarmFooters.set(ref.file, ref);
         if (other.toWarmFooters.size > WARM_QUEUE_MAX) other.toWarmFooters.delete(other.toWarmFooters.keys().next().value!);
@@ -239,7 +241,11 @@ export class WorkerPool {
 
   private warmNext(slot: Slot): void {
     if (slot.warming || (slot.toWarm.size === 0 && slot.toWarmFooters.size === 0 && slot.toWarmRest.size === 0)) return;
-    if (!this.mayWarm()) {
+    // Footers are read even while a bulk load runs: a fraction of a millisecond a segment, and
+    // right after the load the queries answered from footers and value counts (a distinct count
+    // of 50 values, select_unique, group_by) would otherwise read a hundred of them first.
+    const loading = !this.mayWarm();
+    if (loading && slot.toWarmFooters.size === 0) {
       this.warmLater(slot);
       return;
     }

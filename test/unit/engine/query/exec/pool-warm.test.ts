@@ -152,13 +152,28 @@ async function warmedService(t: Test, refs: SegmentRef[]): Promise<QueryService>
   service.warm(refs);
   const deadline = Date.now() + 30_000;
   // Bound: the deadline; a worker first loads its modules.
-  while ((service.footersWarmed < refs.length || service.segmentsWarmed < refs.length) && Date.now() < deadline) {
+  while ((service.footersWarmed < 2 * refs.length || service.segmentsWarmed < refs.length) && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  t.equal(service.footersWarmed, refs.length, 'each footer read by the worker that does not scan its segment');
+  t.equal(service.footersWarmed, 2 * refs.length, 'each footer read by both workers, the one that scans its segment too');
   t.equal(service.segmentsWarmed, refs.length);
   return service;
 }
+
+t.test('while a bulk load runs, footers are still read by every worker, columns not', async (t) => {
+  const refs = segments(6);
+  let loading = true;
+  const pool = new WorkerPool(2, 64 << 20, 16 << 20, () => !loading);
+  t.teardown(() => pool.close());
+  pool.warm(refs, 2);
+  await until(() => pool.footersWarmed === 2 * refs.length);
+  t.equal(pool.footersWarmed, 2 * refs.length, 'each footer read by both workers during the load');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  t.equal(pool.segmentsWarmed, 0, 'no column decoded while it runs');
+  loading = false;
+  await until(() => pool.segmentsWarmed === refs.length);
+  t.equal(pool.segmentsWarmed, refs.length, 'the columns once it is over');
+});
 
 t.test('every worker reads the footers of the segments the others scan: a distinct count then reads no footer file', async (t) => {
   const refs = segments(6);
