@@ -206,9 +206,9 @@ export class WorkerPool {
       // Every worker reads the footer first, the owner too: footers are read while a bulk load
       // runs (warmNext), so the first queries after it read none.
       for (let s = 0; s < Math.min(workers, this.slots.length); s++) {
-        const other = this.slots[s];
-        other.toWarmFooters.set(ref.file, ref);
-        if (other.toWarmFooters.size > WARM_QUEUE_MAX) other.toWarmFooters.delete(other.toWarmFooters.keys().next().value!);
+        const reader = this.slots[s];
+        reader.toWarmFooters.set(ref.file, ref);
+        if (reader.toWarmFooters.size > WARM_QUEUE_MAX) reader.toWarmFooters.delete(reader.toWarmFooters.keys().next().value!);
       }
       const slot = this.slots[owner];
       if (!slot.known.has(ref.file)) {

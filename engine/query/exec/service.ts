@@ -317,8 +317,7 @@ export class QueryService {
     const fanOut = Math.min(pool.size, Math.max(1, this.opts.fanOut ?? pool.size));
     // Extraction and funnel run whole on one worker; so do plain counts, which the segment
     // footers answer without reading the segments (or runCounted did, footer-count.ts).
-    const footerCount = plan.kind === 'aggregate' && plan.filters.length === 0 &&
-      plan.groupBy === null && plan.buckets === null && plan.aggregates.every((spec) => spec.kind === 'count');
+    const footerCount = isPlainCount(plan);
     // An extraction reads the newest segment first (the latest events, warmed whole in the cache
     // of the worker that owns it: pool.ts warm), so it goes to that worker when it is free.
     if (plan.kind === 'extraction') return pool.run(task, newestOwner(task.sources, fanOut));
