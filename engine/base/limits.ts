@@ -229,6 +229,12 @@ export const WORKER_YOUNG_GENERATION_MB = 6;
  */
 export const CHUNK_CACHE_BYTES_DEFAULT = 512 * 1024 * 1024;
 export const FOOTER_CACHE_BYTES_DEFAULT = 64 * 1024 * 1024;
+/**
+ * A query worker's priming at start (query/exec/prime.ts): each request runs this many times over
+ * made-up segments, in a cache of its own of this size (the made-up store decodes to ~2 MB).
+ */
+export const PRIME_ROUNDS = 2;
+export const PRIME_CACHE_BYTES = 16 * 1024 * 1024;
 /** An unparsable data-dir lock this old was left by a process that died between creating and writing it. */
 export const LOCK_HALF_WRITTEN_STALE_MS = 10_000;
 

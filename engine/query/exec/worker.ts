@@ -12,6 +12,7 @@ import { loadNativeBytes, loadSegmentFiles, type SegmentFiles } from './segment-
 import type { ColumnChunk, ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
 import { transferablesOf } from './partial.js';
 import { warmPairSummaries } from './value-counts.js';
+import { Primer } from './prime.js';
 import { KeptSnapshots, runTaskPaced, type QueryTask } from './task.js';
 import { KEY_IDS_SHARE, NATIVE_YIELD_BYTES } from '../../base/limits.js';
 import { niceThread } from '../../base/thread-priority.js';
@@ -185,7 +186,32 @@ port.postMessage('ready');
 // Load the reader now, while no query waits, then run its sidecar decoding over a made-up
 // sidecar (~20-30 ms): the first query after startup pays for neither. A task that needs segment
 // files and comes before the import resolves waits for the import, as it always did.
-setImmediate(() => void segmentFiles().then(async () => {
+setImmediate(() => void segmentFiles().then(async (loaded) => {
   const { warmSidecarDecoding } = await import('../../storage/segment/footer.js');
   warmSidecarDecoding();
+  queue = queue.then(() => startPriming(loaded));
 }, () => undefined)); // a reader that fails to load fails the first task that needs it
+
+/**
+ * Compiles the scan code before the first query (prime.ts), one request at a time on the task
+ * queue: a task that comes meanwhile runs before the next request. A folder that cannot be
+ * written leaves the worker unprimed, as it was before.
+ */
+async function startPriming(loaded: SegmentFiles): Promise<void> {
+  let primer: Primer;
+  try {
+    primer = new Primer(loaded, (await import('../../storage/segment/writer.js')).writeSegment);
+  } catch {
+    return;
+  }
+  const step = (): void => {
+    let more = false;
+    try {
+      more = primer.step();
+    } catch {
+      primer.close();
+    }
+    if (more) queue = queue.then(step);
+  };
+  queue = queue.then(step);
+}
