@@ -30,6 +30,25 @@ interface Entry {
   derived?: { readonly value: Summary | null };
 }
 
+/** What a warm step did: decoded, found it there, found no room, or stopped for a waiting query. */
+export type Warmed = 'warmed' | 'cached' | 'full' | 'paused';
+
+const never = () => false;
+
+/**
+ * Bytes of a chunk's columns `compact` (what a row of the store takes warmed: pool.ts learns it),
+ * with the strings made from them and, when `system`, the times decoded.
+ */
+function compactBytes(chunk: ColumnChunk, compact: readonly string[], system: boolean): number {
+  let bytes = system ? systemBytes(chunk) : 0;
+  for (const path of compact) {
+    const column = chunk.columns.get(path);
+    if (column === undefined) continue;
+    bytes += columnBytes(column) + (system && column instanceof SegmentColumn ? column.decodedBytes : 0);
+  }
+  return bytes;
+}
+
 /** A derived entry's key: its segment's file, then a NUL (no file path holds one), then its name. */
 function derivedKey(ref: SegmentRef, name: string): string {
   return `${ref.file}\0${name}`;
@@ -212,7 +231,7 @@ export class ChunkCache {
    * kept only in the room the budget has left, so it never evicts what queries read. 'full' when
    * there was none.
    */
-  warmDerived(ref: SegmentRef, name: string, make: () => Summary | null): 'warmed' | 'cached' | 'full' {
+  warmDerived(ref: SegmentRef, name: string, make: () => Summary | null): Exclude<Warmed, 'paused'> {
     const key = derivedKey(ref, name);
     if (this.entries.has(key)) return 'cached';
     if (this.bytes >= this.budgetBytes) return 'full';
@@ -223,6 +242,11 @@ export class ChunkCache {
     return 'warmed';
   }
 
+  /** Whether what derived() keeps under `name` for the segment is kept. */
+  hasDerived(ref: SegmentRef, name: string): boolean {
+    return this.entries.has(derivedKey(ref, name));
+  }
+
   private keepDerived(key: string, value: Summary | null, bytes: number): void {
     const chunk = value?.chunk ?? { rows: 0, ts: new Float64Array(0), createdAt: new Float64Array(0), seq: new Float64Array(0), columns: new Map() };
     this.entries.set(key, { chunk, columnBytes: bytes, bytes, complete: true, epoch: this.epoch, derived: { value } });
@@ -231,6 +255,8 @@ export class ChunkCache {
 
   /** What the last warm() took for the columns without ids (0 when it warmed nothing): what a row of the store takes warmed. */
   warmedCompactBytes = 0;
+  /** The segment a warm() stopped in for a waiting query (its entry is warming's, not a query's): the next warm() of it goes on. */
+  private warmStopped: string | null = null;
 
   /**
    * Decodes a segment just written into the cache, its footer and sketches too, before any query
@@ -239,24 +265,47 @@ export class ChunkCache {
    * has already read is left as it is. 'full' when there was no room for it. `whole`: every
    * column, ids and times too, held (warmWhole: a collection's newest segment, what an
    * extraction of the latest events reads), or as above when the whole does not fit.
+   * Column by column, and 'paused' before the next one once `stop` says a query waits: the next
+   * warm() of the segment goes on from there (what it decoded so far stays, a query may use it).
    */
-  warm(ref: SegmentRef, whole = false): 'warmed' | 'cached' | 'full' {
+  warm(ref: SegmentRef, whole = false, stop: () => boolean = never): Warmed {
     this.warmedCompactBytes = 0;
     this.footer(ref);
+    let resumed = this.warmStopped === ref.file;
+    this.warmStopped = null;
+    const compact = this.files.compactColumns(ref.file);
     if (whole) {
-      const held = this.warmWhole(ref);
+      const held = this.warmWhole(ref, compact, stop);
       if (held !== 'full') return held;
+      resumed = true; // what did fit is warming's: the columns without ids go on from there
     }
-    if (this.entries.has(ref.file)) return 'cached';
-    if (this.bytes >= this.budgetBytes) return 'full';
-    const chunk = this.read(ref.file, this.files.compactColumns(ref.file));
-    const columnBytes = columnsBytes(chunk);
-    const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
-    if (this.bytes + bytes > this.budgetBytes) return 'full';
-    this.warmedCompactBytes = bytes;
-    const complete = Object.keys(ref.footer.columns).every((path) => chunk.columns.has(path));
-    this.entries.set(ref.file, { chunk, columnBytes, bytes, complete, epoch: this.epoch });
-    this.bytes += bytes;
+    if (this.entries.has(ref.file) && !resumed) return 'cached';
+    // All or nothing: the columns this warming added go if the rest does not fit.
+    const full = (): 'full' => {
+      this.drop(ref.file);
+      return 'full';
+    };
+    for (const path of compact) {
+      const entry = this.entries.get(ref.file);
+      if (entry?.chunk.columns.has(path) === true || ref.footer.columns[path] === undefined) continue;
+      if (this.bytes >= this.budgetBytes) return full();
+      if (stop()) {
+        this.warmStopped = ref.file;
+        return 'paused';
+      }
+      const read = this.read(ref.file, [path]);
+      const chunk = entry === undefined ? read : replaceColumns(entry.chunk, new Map([...entry.chunk.columns, ...read.columns]));
+      const columnBytes = columnsBytes(chunk);
+      const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
+      if (this.bytes + bytes - (entry?.bytes ?? 0) > this.budgetBytes) return full();
+      const complete = Object.keys(ref.footer.columns).every((name) => chunk.columns.has(name));
+      this.bytes += bytes - (entry?.bytes ?? 0);
+      if (entry === undefined) this.entries.set(ref.file, { chunk, columnBytes, bytes, complete, epoch: this.epoch });
+      else Object.assign(entry, { chunk, columnBytes, bytes, complete });
+    }
+    const entry = this.entries.get(ref.file);
+    if (entry === undefined) return 'cached'; // a segment with no column worth holding
+    this.warmedCompactBytes = compactBytes(entry.chunk, compact, true);
     return 'warmed';
   }
 
@@ -269,22 +318,35 @@ export class ChunkCache {
    * past it the oldest held goes back to the other entries (and a segment larger than that share
    * is cached whole but not held). The columns without ids count in warmedCompactBytes, as warm()
    * counts them. 'full' when the whole segment does not fit: warm() then warms it without ids.
+   * Column by column, the ones without ids first, 'paused' between them as warm().
    */
-  private warmWhole(ref: SegmentRef): 'warmed' | 'cached' | 'full' {
+  private warmWhole(ref: SegmentRef, compact: readonly string[], stop: () => boolean): Warmed {
     if (this.entries.get(ref.file)?.held === true) return 'cached';
+    const compactSet = new Set(compact);
+    const paths = Object.keys(ref.footer.columns).sort((a, b) => Number(compactSet.has(b)) - Number(compactSet.has(a)));
     // Warming is no query: every entry may make room, whichever query read it last.
     this.epoch++;
     this.requested = null;
-    const chunk = this.load(ref, null);
-    void chunk.ts;
-    void chunk.createdAt;
-    void chunk.seq;
+    for (const path of [...paths, null]) {
+      const entry = this.entries.get(ref.file);
+      if (path !== null && entry?.chunk.columns.has(path) === true) continue;
+      if (stop()) return 'paused';
+      if (path !== null) {
+        this.load(ref, [path]);
+        if (this.entries.get(ref.file)?.chunk.columns.has(path) !== true) return 'full';
+        continue;
+      }
+      if (entry === undefined) return 'full';
+      entry.epoch = this.epoch;
+      void entry.chunk.ts;
+      void entry.chunk.createdAt;
+      void entry.chunk.seq;
+      entry.complete = true;
+      this.remeasure(entry);
+    }
     const entry = this.entries.get(ref.file);
     if (entry === undefined || !entry.complete) return 'full';
-    this.remeasure(entry);
-    const compact = new Set(this.files.compactColumns(ref.file));
-    for (const [path, column] of chunk.columns) if (compact.has(path)) this.warmedCompactBytes += columnBytes(column);
-    if (!this.entries.has(ref.file)) return 'full';
+    this.warmedCompactBytes = compactBytes(entry.chunk, compact, false);
     if (entry.bytes > this.budgetBytes * NEWEST_HELD_SHARE) return 'warmed';
     entry.held = true;
     this.held.push(ref.file);
@@ -305,20 +367,30 @@ export class ChunkCache {
   /** Columns warmRest found to take more than its allowance: not tried again on later segments. */
   private readonly restSkipped = new Set<string>();
 
+  /** The segment a warmRest() stopped in for a waiting query, and the allowance it had left. */
+  private restStopped: { file: string; allowance: number } | null = null;
+
   /**
    * Adds to a warmed segment's entry the columns warm() left out (ids), one at a time, each
    * only while the columns added so far take at most `bytesPerRow` a row of the segment and the
    * budget has room left (it never evicts). A column past the allowance is dropped and not tried
-   * on later segments. 'cached' when the entry is gone or has every column already.
+   * on later segments. 'cached' when the entry is gone or has every column already; 'paused'
+   * before the next column once `stop` says a query waits (the next warmRest() of it goes on).
    */
-  warmRest(ref: SegmentRef, bytesPerRow: number): 'warmed' | 'cached' | 'full' {
+  warmRest(ref: SegmentRef, bytesPerRow: number, stop: () => boolean = never): Warmed {
     this.warmedCompactBytes = 0;
+    const stopped = this.restStopped?.file === ref.file ? this.restStopped : null;
+    this.restStopped = null;
     const entry = this.entries.get(ref.file);
-    if (entry === undefined || entry.complete) return 'cached';
-    let allowance = bytesPerRow * ref.footer.rows;
-    let added = false;
+    if (entry === undefined || entry.complete) return stopped === null ? 'cached' : 'warmed';
+    let allowance = stopped?.allowance ?? bytesPerRow * ref.footer.rows;
+    let added = stopped !== null;
     for (const path of Object.keys(ref.footer.columns)) {
       if (entry.chunk.columns.has(path) || this.restSkipped.has(path)) continue;
+      if (stop()) {
+        this.restStopped = { file: ref.file, allowance };
+        return 'paused';
+      }
       const read = this.read(ref.file, [path]).columns;
       if (this.restWarmed !== undefined) for (const column of read.values()) if (column instanceof SegmentColumn) this.restWarmed(column);
       const chunk = replaceColumns(entry.chunk, new Map([...entry.chunk.columns, ...read]));

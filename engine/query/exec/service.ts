@@ -155,6 +155,11 @@ export class QueryService {
     return this.pool?.segmentsWarmedRest ?? 0;
   }
 
+  /** Warms that stopped between columns for a task and went on after it (pool.ts), since start. */
+  get warmsPaused(): number {
+    return this.pool?.warmsPaused ?? 0;
+  }
+
   /** Segment files gone: dropped from every worker's cache (and the in-process one). */
   forget(files: readonly string[]): void {
     this.pool?.forget(files);

@@ -243,16 +243,20 @@ function pairKeyOf(a: string, b: string): string {
  * Decodes the summaries of a segment's pair tables into the chunk cache's free room (never
  * evicting), smallest first, as its columns are warmed (worker.ts): the first query answered
  * from them then reads no sidecar and decodes nothing (bench/scale at 10M: ~0.5-2 ms a table on
- * a query's first run, most of a first run answered from tables).
+ * a query's first run, most of a first run answered from tables). 'paused' before the next table
+ * once `stop` says a query waits (called again, it goes on with the tables not yet kept).
  */
-export function warmPairSummaries(cache: ChunkCache, ref: SegmentRef): void {
+export function warmPairSummaries(cache: ChunkCache, ref: SegmentRef, stop: () => boolean = () => false): 'done' | 'paused' {
   const footer = cache.footer(ref);
   const pairs = footer.pairs;
   const tables = Object.entries(pairs).flatMap(([f, byG]) => Object.entries(byG).map(([g, bytes]) => ({ f, g, bytes: bytes.byteLength })));
   tables.sort((x, y) => x.bytes - y.bytes);
   for (const { f, g } of tables) {
-    if (cache.warmDerived(ref, pairKeyOf(f, g), () => pairSummary(ref, f, g, footer, cache, pairs)) === 'full') return;
+    if (cache.hasDerived(ref, pairKeyOf(f, g))) continue;
+    if (stop()) return 'paused';
+    if (cache.warmDerived(ref, pairKeyOf(f, g), () => pairSummary(ref, f, g, footer, cache, pairs)) === 'full') return 'done';
   }
+  return 'done';
 }
 
 /**

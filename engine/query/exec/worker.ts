@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { isApiError } from '../../base/errors.js';
-import { ChunkCache } from './chunk-cache.js';
+import { ChunkCache, type Warmed } from './chunk-cache.js';
 import { KeyIds } from '../eval/key-ids.js';
 import { ColumnViews } from '../eval/columns.js';
 import { loadNativeBytes, loadSegmentFiles, type SegmentFiles } from './segment-reader.js';
@@ -48,6 +48,8 @@ export interface WorkerWarm {
 export interface WorkerWarmed {
   readonly warmed: boolean;
   readonly full: boolean;
+  /** It stopped for a task that waits: the pool posts it again after the task. */
+  readonly paused: boolean;
   /** The bytes its columns without ids took in the cache (chunk-cache.ts warmedCompactBytes). */
   readonly bytes: number;
 }
@@ -63,7 +65,7 @@ export type WorkerReply =
 
 const port = parentPort;
 if (port === null) throw new Error('engine/query/exec/worker.js runs only as a worker thread');
-const { cacheBytes, footerCacheBytes } = workerData as { cacheBytes: number; footerCacheBytes: number };
+const { cacheBytes, footerCacheBytes, waiting } = workerData as { cacheBytes: number; footerCacheBytes: number; waiting: Int32Array };
 /** Opened on the first task that reads segment files. */
 let cache: ChunkCache | null = null;
 /** Bytes the key ids take (counted in the cache once there is one). */
@@ -138,24 +140,50 @@ port.on('message', (request: WorkerRequest | WorkerWarm | WorkerForget) => {
   else queue = queue.then(() => handle(request));
 });
 
-/** Decodes a fresh segment into the cache when it has room; a failure only leaves it cold. */
+/** A warm that stopped in its segment's pair tables: what its columns' warming answered. */
+let summariesLeft: { file: string; outcome: 'warmed' | 'cached'; bytes: number } | null = null;
+
+/**
+ * Whether a task waits behind the warming under way: the pool sets it when it posts a task while
+ * a warm is with this worker (pool.ts pump), each task clears it as it starts (handle).
+ */
+const taskWaits = () => Atomics.load(waiting, 0) !== 0;
+
+/**
+ * Decodes a fresh segment into the cache when it has room; a failure only leaves it cold. Stops
+ * between columns (and pair tables) when a task waits, answering 'paused': the pool posts the
+ * same warm again after the task, and it goes on where it stopped (chunk-cache.ts warm).
+ */
 async function warm({ warm: ref, whole, footerOnly, restBytesPerRow }: WorkerWarm): Promise<void> {
-  let outcome: 'warmed' | 'cached' | 'full' | 'failed' = 'failed';
+  let outcome: Warmed | 'failed' = 'failed';
   let bytes = 0;
   try {
     cache ??= await newCache();
-    outcome = footerOnly === true ? cache.warmFooter(ref)
-      : restBytesPerRow !== undefined ? cache.warmRest(ref, restBytesPerRow) : cache.warm(ref, whole);
-    bytes = footerOnly === true ? 0 : cache.warmedCompactBytes;
+    if (footerOnly === true) outcome = cache.warmFooter(ref);
+    else if (restBytesPerRow !== undefined) outcome = cache.warmRest(ref, restBytesPerRow, taskWaits);
+    else if (summariesLeft?.file === ref.file) {
+      // Stopped in its pair tables: the columns were warmed already.
+      ({ outcome, bytes } = summariesLeft);
+    } else {
+      outcome = cache.warm(ref, whole, taskWaits);
+      bytes = cache.warmedCompactBytes;
+    }
+    summariesLeft = null;
     // Its pair tables' summaries after its columns, in the room they leave (value-counts.ts).
-    if (footerOnly !== true && restBytesPerRow === undefined && outcome !== 'full') warmPairSummaries(cache, ref);
+    if (footerOnly !== true && restBytesPerRow === undefined && outcome !== 'full' && outcome !== 'paused' &&
+      warmPairSummaries(cache, ref, taskWaits) === 'paused') {
+      summariesLeft = { file: ref.file, outcome, bytes };
+      outcome = 'paused';
+    }
   } catch {
     // The file may be gone already (replaced, deleted): the query that needs it reads it.
   }
-  port!.postMessage({ warmed: outcome === 'warmed', full: outcome === 'full', bytes } satisfies WorkerWarmed);
+  port!.postMessage({ warmed: outcome === 'warmed', full: outcome === 'full', paused: outcome === 'paused', bytes } satisfies WorkerWarmed);
 }
 
+
 async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promise<void> {
+  Atomics.store(waiting, 0, 0);
   let reply: WorkerReply;
   let transfer: ArrayBuffer[] = [];
   try {

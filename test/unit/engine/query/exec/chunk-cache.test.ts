@@ -110,18 +110,18 @@ t.test('warming decodes a fresh segment before any query: every column but ids',
   t.same(compactColumns(refs[0].file).sort(), ['price', 'tag'], 'the id column (a dictionary entry a row) is left out');
   const { cache, reads } = countingCache(refs, 100);
   for (const ref of refs) t.equal(cache.warm(ref), 'warmed');
-  t.equal(reads(), 3, 'one read a segment');
+  t.equal(reads(), 6, 'a read a column (warming stops between columns for a waiting query)');
   cache.beginQuery();
   for (const ref of refs) {
     const chunk = cache.load(ref, ['price', 'tag']);
     const { values, factor } = chunk.columns.get('price')!.scaled!;
     t.equal(values[3] / factor, 1.5 + refs.indexOf(ref), 'the values as stored');
   }
-  t.equal(reads(), 3, 'a query over the warmed columns reads no file');
+  t.equal(reads(), 6, 'a query over the warmed columns reads no file');
   cache.load(refs[0], ['user']);
-  t.equal(reads(), 4, 'the id column is read when a query asks for it');
+  t.equal(reads(), 7, 'the id column is read when a query asks for it');
   t.equal(cache.warm(refs[1]), 'cached', 'a segment already cached stays as it is');
-  t.equal(reads(), 4);
+  t.equal(reads(), 7);
 });
 
 t.test('every column of a segment partly cached (an extraction) reads only the columns it lacks', async (t) => {
@@ -136,15 +136,15 @@ t.test('every column of a segment partly cached (an extraction) reads only the c
     compactColumns,
   });
   t.equal(cache.warm(ref), 'warmed');
-  t.same(asked, [['price', 'tag']], 'warming read every column but the ids');
+  t.same(asked, [['price'], ['tag']], 'warming read every column but the ids');
   const chunk = cache.load(ref, null);
-  t.same(asked.slice(1), [['user']], 'the extraction read the ids alone');
+  t.same(asked.slice(2), [['user']], 'the extraction read the ids alone');
   t.same([...chunk.columns.keys()].sort(), ['price', 'tag', 'user']);
   t.equal(chunk.columns.get('user')!.stringAt!(chunk.columns.get('user')!.str![7]), 'u0-7', 'the ids read');
   t.equal(chunk.columns.get('tag')!.stringAt!(chunk.columns.get('tag')!.str![9]), 't2', 'the columns cached before');
   cache.load(ref, null);
   cache.load(ref, ['user']);
-  t.equal(asked.length, 2, 'the segment is then cached whole');
+  t.equal(asked.length, 3, 'the segment is then cached whole');
 });
 
 t.test('a segment warmed whole holds its ids too', async (t) => {
@@ -152,15 +152,15 @@ t.test('a segment warmed whole holds its ids too', async (t) => {
   const { cache, reads } = countingCache(refs, 100);
   t.equal(cache.warm(refs[1], true), 'warmed');
   t.equal(cache.warm(refs[0]), 'warmed');
-  t.equal(reads(), 2, 'warming whole reads the segment once, the other one once');
+  t.equal(reads(), 5, 'warming whole reads each of the segment\'s columns once, the other one\'s but ids once');
   cache.beginQuery();
   const user = cache.load(refs[1], ['price', 'tag', 'user']).columns.get('user')!;
   t.equal(user.dict![user.str![5]], 'u1-5', 'the ids as stored');
-  t.equal(reads(), 2, 'a query over every column of the segment warmed whole reads no file');
+  t.equal(reads(), 5, 'a query over every column of the segment warmed whole reads no file');
   t.equal(systemBytes(cache.load(refs[1], null)), 3 * 8 * 1000, 'and its times are decoded: ts, created_at, seq');
-  t.equal(reads(), 2);
+  t.equal(reads(), 5);
   cache.load(refs[0], ['user']);
-  t.equal(reads(), 3, 'the other segment was warmed without its ids');
+  t.equal(reads(), 6, 'the other segment was warmed without its ids');
 });
 
 t.test('the ids warmRest adds are handed to its hook before they are counted, so what the hook adds is in the budget', async (t) => {
@@ -287,4 +287,70 @@ t.test('forgotten segments leave the cache, and their room goes to warming', asy
   const before = reads();
   cache.load(refs[0], ['price']);
   t.equal(reads(), before + 1, 'a forgotten segment is read again if asked for');
+});
+
+/** A stop that says a query waits on its `at`-th question (1-based) and not before or after. */
+function stopAt(at: number): () => boolean {
+  let asked = 0;
+  return () => ++asked === at;
+}
+
+t.test('warming stopped for a waiting query goes on where it stopped, and ends as a warm in one go', async (t) => {
+  const refs = segmentsWithIds(2);
+  const once = cacheOf(64 << 20);
+  t.equal(once.cache.warm(refs[0]), 'warmed');
+  const wholeOnce = cacheOf(64 << 20);
+  t.equal(wholeOnce.cache.warm(refs[0], true), 'warmed');
+
+  // Without ids: stopped before its second column; a query then reads that column itself.
+  const paused = cacheOf(64 << 20);
+  t.equal(paused.cache.warm(refs[0], false, stopAt(2)), 'paused', 'stopped before the second column');
+  t.equal(paused.reads(), 1, 'one column read before it stopped');
+  paused.cache.beginQuery();
+  paused.cache.load(refs[0], ['tag']);
+  t.equal(paused.reads(), 2, 'the waiting query reads the column it lacks');
+  t.equal(paused.cache.warm(refs[0], false, stopAt(99)), 'warmed', 'goes on (the entry is warming\'s, not a query\'s)');
+  t.equal(paused.reads(), 2, 'and reads nothing twice');
+  t.equal(paused.cache.usedBytes, once.cache.usedBytes, 'the same bytes as a warm in one go');
+  t.equal(paused.cache.warmedCompactBytes, once.cache.warmedCompactBytes, 'and the same bytes a row for the pool');
+  t.equal(paused.cache.warm(refs[0]), 'cached', 'warmed: a later warm finds it cached');
+
+  // Whole: stopped at every step (each column, then the times), it still ends held and whole.
+  const whole = cacheOf(64 << 20);
+  let calls = 0;
+  let outcome = 'paused';
+  while (outcome === 'paused' && calls < 10) {
+    calls++;
+    outcome = whole.cache.warm(refs[0], true, stopAt(calls % 2 === 1 ? 1 : 2));
+  }
+  t.equal(outcome, 'warmed');
+  t.ok(calls > 3, `stopped along the way (${calls} calls)`);
+  t.equal(whole.reads(), 3, 'each column read once');
+  t.equal(whole.cache.usedBytes, wholeOnce.cache.usedBytes, 'the same bytes as whole in one go, times decoded');
+  t.equal(whole.cache.warmedCompactBytes, wholeOnce.cache.warmedCompactBytes);
+  whole.cache.beginQuery();
+  t.equal(systemBytes(whole.cache.load(refs[0], null)), 3 * 8 * 1000, 'its times decoded');
+  t.equal(whole.reads(), 3, 'every column from memory');
+
+  // The ids added after: stopped before its column, then on with the allowance it had.
+  const rest = cacheOf(64 << 20);
+  t.equal(rest.cache.warm(refs[1]), 'warmed');
+  t.equal(rest.cache.warmRest(refs[1], 1_000, stopAt(1)), 'paused');
+  t.equal(rest.cache.warmRest(refs[1], 1_000), 'warmed');
+  const restOnce = cacheOf(64 << 20);
+  t.equal(restOnce.cache.warm(refs[1]), 'warmed');
+  t.equal(restOnce.cache.warmRest(refs[1], 1_000), 'warmed');
+  t.equal(rest.cache.usedBytes, restOnce.cache.usedBytes, 'the same as added in one go');
+  t.equal(rest.cache.warmRest(refs[1], 1_000), 'cached', 'then nothing is left to add');
+});
+
+t.test('a warm that finds no room drops what it added, stopped before or not', async (t) => {
+  const refs = segments(2);
+  const probe = readSegment(refs[0].file, ['price']);
+  // Room for the price column, not for price and tag.
+  const { cache } = cacheOf(columnsBytes(probe) + 10);
+  t.equal(cache.warm(refs[0], false, stopAt(2)), 'paused', 'the price column is in');
+  t.ok(cache.usedBytes > 0);
+  t.equal(cache.warm(refs[0]), 'full', 'the tag column does not fit');
+  t.equal(cache.usedBytes, 0, 'the price column went with it: warming leaves no half segment');
 });
