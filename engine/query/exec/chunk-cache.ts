@@ -276,6 +276,8 @@ export class ChunkCache {
     const compact = this.files.compactColumns(ref.file);
     if (whole) {
       const held = this.warmWhole(ref, compact, stop);
+      // Resumed whole or not (a newer segment may be the one held by then), it goes on.
+      if (held === 'paused') this.warmStopped = ref.file;
       if (held !== 'full') return held;
       resumed = true; // what did fit is warming's: the columns without ids go on from there
     }

@@ -161,19 +161,20 @@ async function warm({ warm: ref, whole, footerOnly, restBytesPerRow }: WorkerWar
     cache ??= await newCache();
     if (footerOnly === true) outcome = cache.warmFooter(ref);
     else if (restBytesPerRow !== undefined) outcome = cache.warmRest(ref, restBytesPerRow, taskWaits);
-    else if (summariesLeft?.file === ref.file) {
-      // Stopped in its pair tables: the columns were warmed already.
-      ({ outcome, bytes } = summariesLeft);
-    } else {
-      outcome = cache.warm(ref, whole, taskWaits);
-      bytes = cache.warmedCompactBytes;
-    }
-    summariesLeft = null;
-    // Its pair tables' summaries after its columns, in the room they leave (value-counts.ts).
-    if (footerOnly !== true && restBytesPerRow === undefined && outcome !== 'full' && outcome !== 'paused' &&
-      warmPairSummaries(cache, ref, taskWaits) === 'paused') {
-      summariesLeft = { file: ref.file, outcome, bytes };
-      outcome = 'paused';
+    else {
+      if (summariesLeft?.file === ref.file) {
+        // Stopped in its pair tables: the columns were warmed already.
+        ({ outcome, bytes } = summariesLeft);
+      } else {
+        outcome = cache.warm(ref, whole, taskWaits);
+        bytes = cache.warmedCompactBytes;
+      }
+      summariesLeft = null;
+      // Its pair tables' summaries after its columns, in the room they leave (value-counts.ts).
+      if (outcome !== 'full' && outcome !== 'paused' && warmPairSummaries(cache, ref, taskWaits) === 'paused') {
+        summariesLeft = { file: ref.file, outcome, bytes };
+        outcome = 'paused';
+      }
     }
   } catch {
     // The file may be gone already (replaced, deleted): the query that needs it reads it.

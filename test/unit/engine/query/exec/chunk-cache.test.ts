@@ -332,6 +332,13 @@ t.test('warming stopped for a waiting query goes on where it stopped, and ends a
   t.equal(systemBytes(whole.cache.load(refs[0], null)), 3 * 8 * 1000, 'its times decoded');
   t.equal(whole.reads(), 3, 'every column from memory');
 
+  // Stopped while warmed whole, then posted again without (a newer segment is the one held by
+  // then): it goes on with the columns without ids and is warmed, not left half as 'cached'.
+  const demoted = cacheOf(64 << 20);
+  t.equal(demoted.cache.warm(refs[0], true, stopAt(2)), 'paused');
+  t.equal(demoted.cache.warm(refs[0]), 'warmed');
+  t.equal(demoted.cache.usedBytes, once.cache.usedBytes, 'the columns without ids, as a warm without ids in one go');
+
   // The ids added after: stopped before its column, then on with the allowance it had.
   const rest = cacheOf(64 << 20);
   t.equal(rest.cache.warm(refs[1]), 'warmed');
