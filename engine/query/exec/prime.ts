@@ -6,8 +6,9 @@
  * benchmark's only misses against DuckDB). This runs the analyses people run most, over two
  * made-up segments written to a temporary folder by the real writer and read by the real reader,
  * each as a whole task and as a fan-out share, so the first real query runs compiled code. Its
- * own cache and views: the worker's hold nothing of it. A few hundred milliseconds of one core
- * at start, one request a step (worker.ts runs its queue between steps).
+ * own cache and views: the worker's hold nothing of it. About 0.7 s of one (niced) core at start:
+ * ~0.45 s writing, ~0.3 s running, one request a step of at most ~30 ms (worker.ts runs its
+ * queue between steps).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -25,7 +26,7 @@ import { runTask, type QueryTask } from './task.js';
 const DAY = 86_400_000;
 /** The made-up segments' first instant (any fixed day: the requests' timeframe covers them). */
 const START = Date.UTC(2024, 0, 1);
-const DAYS = 4;
+const DAYS = 3;
 const DEVICES = ['desktop', 'mobile', 'tablet', 'tv', 'console'];
 
 const LIMITS: ExecLimits = {
@@ -63,7 +64,7 @@ export const PRIMED_REQUESTS: readonly (readonly [string, Params])[] = [
 
 /** The made-up store: a segment for each day but the last, whose rows are buffered (as in a real store). */
 export const PRIMED_DAYS: readonly { readonly rows: number; readonly seq: number; readonly day: number }[] = Array.from({ length: DAYS },
-  (_, day) => ({ rows: day < DAYS - 1 ? L.PAIR_CELLS_MIN * 2 : L.PAIR_CELLS_MIN / 4, seq: day * L.PAIR_CELLS_MIN * 2, day }));
+  (_, day) => ({ rows: day < DAYS - 1 ? L.PAIR_CELLS_MIN : L.PAIR_CELLS_MIN / 4, seq: day * L.PAIR_CELLS_MIN, day }));
 
 /** Appends a made-up web-analytics day to `buffer`: the shapes of bench/scale's events, `rows` of them from `seq`. */
 export function appendPrimedDay(buffer: WriteBuffer, { rows, seq, day }: (typeof PRIMED_DAYS)[number]): WriteBuffer {
@@ -102,7 +103,7 @@ export class Primer {
   /** The answers of the last round (tests compare them with a plain scan's). */
   answers: Record<string, unknown>[] = [];
 
-  /** Writes the made-up segments (tens of milliseconds); throws what writing the folder throws. */
+  /** Writes the made-up segments (~0.3 s of a core the first time: the writer compiles too); throws what writing throws. */
   constructor(private readonly files: SegmentFiles, writeSegment: typeof import('../../storage/segment/writer.js').writeSegment,
     private readonly rounds = L.PRIME_ROUNDS) {
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-prime-'));
