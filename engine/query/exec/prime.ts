@@ -7,8 +7,8 @@
  * made-up segments written to a temporary folder by the real writer and read by the real reader,
  * each as a whole task and as a fan-out share, so the first real query runs compiled code. Its
  * own cache and views: the worker's hold nothing of it. About 0.7 s of one (niced) core at start:
- * ~0.45 s writing, ~0.3 s running, one request a step of at most ~30 ms (worker.ts runs its
- * queue between steps).
+ * ~0.45 s writing (a segment a step), ~0.3 s running (a request a step, at most ~30 ms); worker.ts
+ * runs its queue between steps.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -89,42 +89,62 @@ export function appendPrimedDay(buffer: WriteBuffer, { rows, seq, day }: (typeof
 }
 
 /**
- * PRIMED_REQUESTS over made-up segments in a temporary folder, one request a step (step()), so
- * the worker runs its queue between them: a real query waits for one step at most. The folder is
- * removed once the last step has run (or close()).
+ * PRIMED_REQUESTS over made-up segments in a temporary folder, a segment written or a request run
+ * a step (step()), so the worker runs its queue between them: a real query waits for one step at
+ * most. The folder is removed once the last step has run (or close()).
  */
 export class Primer {
   private readonly dir: string;
-  private readonly source: ScanSource;
-  private readonly timeframe: { start: string; end: string };
+  private readonly segments: SegmentRef[] = [];
+  /** Once every made-up segment is written. */
+  private source: ScanSource | null = null;
+  private readonly timeframe = { start: new Date(START).toISOString(), end: new Date(START + DAYS * DAY).toISOString() };
   private cache: ChunkCache;
   private views = new ColumnViews();
   private next = 0;
   /** The answers of the last round (tests compare them with a plain scan's). */
   answers: Record<string, unknown>[] = [];
 
-  /** Writes the made-up segments (~0.3 s of a core the first time: the writer compiles too); throws what writing throws. */
-  constructor(private readonly files: SegmentFiles, writeSegment: typeof import('../../storage/segment/writer.js').writeSegment,
-    private readonly rounds = L.PRIME_ROUNDS) {
+  /** Makes the folder (the segments are written by the first steps); throws what making it throws. */
+  constructor(
+    private readonly files: SegmentFiles,
+    private readonly writeSegment: typeof import('../../storage/segment/writer.js').writeSegment,
+    private readonly rounds = L.PRIME_ROUNDS,
+  ) {
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-prime-'));
-    try {
-      const segments: SegmentRef[] = [];
-      for (const day of PRIMED_DAYS.slice(0, -1)) {
-        const file = path.join(this.dir, `${day.day}.arrow`);
-        segments.push({ file, footer: writeSegment(file, appendPrimedDay(new WriteBuffer(), day).snapshot(), {}) });
-      }
-      const memory = appendPrimedDay(new WriteBuffer(), PRIMED_DAYS[DAYS - 1]).snapshot();
-      this.source = { idKey: 0, memoryVersion: 0, segments, memory, schema: {} };
-    } catch (error) {
-      this.close();
-      throw error;
-    }
-    this.timeframe = { start: new Date(START).toISOString(), end: new Date(START + DAYS * DAY).toISOString() };
     this.cache = new ChunkCache(files, L.PRIME_CACHE_BYTES, L.PRIME_CACHE_BYTES);
   }
 
-  /** Runs the next request (as a whole task, and as a fan-out share for an aggregate); false once all rounds have run. */
+  /** Steps in all: a segment written a step, then each request each round. */
+  get steps(): number {
+    return DAYS - 1 + PRIMED_REQUESTS.length * this.rounds;
+  }
+
+  /**
+   * The next step: writes the next made-up segment (the first one ~0.3 s of a core: the writer
+   * compiles too), else runs the next request (as a whole task, and as a fan-out share for an
+   * aggregate). False once all have run, the folder removed; a failed write removes it and throws.
+   */
   step(): boolean {
+    if (this.source === null) {
+      try {
+        if (this.segments.length < DAYS - 1) {
+          const day = PRIMED_DAYS[this.segments.length];
+          const file = path.join(this.dir, `${day.day}.arrow`);
+          this.segments.push({ file, footer: this.writeSegment(file, appendPrimedDay(new WriteBuffer(), day).snapshot(), {}) });
+          return true;
+        }
+        const memory = appendPrimedDay(new WriteBuffer(), PRIMED_DAYS[DAYS - 1]).snapshot();
+        this.source = { idKey: 0, memoryVersion: 0, segments: this.segments, memory, schema: {} };
+      } catch (error) {
+        this.close();
+        throw error;
+      }
+    }
+    return this.request(this.source);
+  }
+
+  private request(source: ScanSource): boolean {
     const total = PRIMED_REQUESTS.length * this.rounds;
     if (this.next >= total) return false;
     const index = this.next % PRIMED_REQUESTS.length;
@@ -135,11 +155,11 @@ export class Primer {
     }
     const [analysis, params] = PRIMED_REQUESTS[index];
     const plan = parseRequest(analysis, { event_collection: 'primed', timeframe: this.timeframe, ...params }, { nowMs: START + DAYS * DAY });
-    const task: QueryTask = { plan, sources: [this.source], limits: LIMITS, deadlineMs: Date.now() + L.QUERY_TIMEOUT_MS, timeoutMs: L.QUERY_TIMEOUT_MS };
+    const task: QueryTask = { plan, sources: [source], limits: LIMITS, deadlineMs: Date.now() + L.QUERY_TIMEOUT_MS, timeoutMs: L.QUERY_TIMEOUT_MS };
     const env = { views: this.views, cache: this.cache };
     this.answers.push(runTask(task, env));
     // A fan-out share, as the pool runs most aggregates (partial.ts).
-    if (plan.kind === 'aggregate') runTask({ ...task, whole: this.source }, env);
+    if (plan.kind === 'aggregate') runTask({ ...task, whole: source }, env);
     if (++this.next < total) return true;
     this.close();
     return false;

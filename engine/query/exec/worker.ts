@@ -65,7 +65,9 @@ export type WorkerReply =
 
 const port = parentPort;
 if (port === null) throw new Error('engine/query/exec/worker.js runs only as a worker thread');
-const { cacheBytes, footerCacheBytes, waiting } = workerData as { cacheBytes: number; footerCacheBytes: number; waiting: Int32Array };
+const { cacheBytes, footerCacheBytes, waiting, prime } = workerData as {
+  cacheBytes: number; footerCacheBytes: number; waiting: Int32Array; prime: boolean;
+};
 /** Opened on the first task that reads segment files. */
 let cache: ChunkCache | null = null;
 /** Bytes the key ids take (counted in the cache once there is one). */
@@ -218,20 +220,20 @@ port.postMessage('ready');
 setImmediate(() => void segmentFiles().then(async (loaded) => {
   const { warmSidecarDecoding } = await import('../../storage/segment/footer.js');
   warmSidecarDecoding();
-  queue = queue.then(() => startPriming(loaded));
+  if (prime) queue = queue.then(() => startPriming(loaded));
 }, () => undefined)); // a reader that fails to load fails the first task that needs it
 
 /**
- * Compiles the scan code before the first query (prime.ts), one request at a time on the task
- * queue: a task that comes meanwhile runs before the next request. A folder that cannot be
- * written leaves the worker unprimed, as it was before.
+ * Compiles the scan code before the first query (prime.ts), a step at a time on the task queue
+ * (a made-up segment written, or a request run): a task that comes meanwhile runs before the
+ * next step. A folder that cannot be written leaves the worker unprimed, as it was before.
  */
 async function startPriming(loaded: SegmentFiles): Promise<void> {
   let primer: Primer;
   try {
     primer = new Primer(loaded, (await import('../../storage/segment/writer.js')).writeSegment);
   } catch {
-    return;
+    return; // no temporary folder: unprimed
   }
   const step = (): void => {
     let more = false;

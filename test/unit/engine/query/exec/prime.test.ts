@@ -44,7 +44,8 @@ t.test('the primed requests over segments answer as the same rows in memory, a r
   t.equal(primeFolders(tmp).length, 1, 'the made-up segments are in a folder of their own');
   let steps = 1;
   while (primer.step()) steps++;
-  t.equal(steps, PRIMED_REQUESTS.length * PRIME_ROUNDS, 'one request a step, every round');
+  t.equal(steps, PRIMED_DAYS.length - 1 + PRIMED_REQUESTS.length * PRIME_ROUNDS, 'a segment written a step, then a request a step, every round');
+  t.equal(primer.steps, steps);
   t.same(primeFolders(tmp), [], 'the folder is gone after the last step');
   t.notOk(primer.step(), 'nothing runs after the last step');
 
@@ -76,8 +77,9 @@ t.test('a write that fails (a full disk): the primer throws and leaves no folder
     if (++writes === 2) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
     return writeSegment(...args);
   };
-  const files = await loadSegmentFiles();
-  t.throws(() => new Primer(files, failing), /ENOSPC/);
+  const primer = new Primer(await loadSegmentFiles(), failing);
+  t.ok(primer.step(), 'the first segment written');
+  t.throws(() => primer.step(), /ENOSPC/);
   t.equal(writes, 2, 'it stopped at the failed write');
   t.same(primeFolders(tmp), [], 'the folder and the segment written before are gone');
 });
