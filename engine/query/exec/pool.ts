@@ -209,9 +209,9 @@ export class WorkerPool {
    * The first query after a load then reads what the load wrote from memory, as it would in a
    * database whose buffer pool the load filled. A query that arrives meanwhile waits for at most
    * the one column (or pair table) being decoded: the warm stops there, the query runs, and the
-   * warm goes on where it stopped (worker.ts warm; it took up to 50-110 ms a segment with its ids). Warming waits while a bulk load runs (mayWarm; footers do
-   * not wait), and a
-   * worker whose segments' warmed columns would not fit its cache warms no more (warmNext)
+   * warm goes on where it stopped (worker.ts warm; a segment with its ids took up to 50-110 ms).
+   * Warming waits while a bulk load runs (mayWarm; footers do not wait), and a worker whose
+   * segments' warmed columns would not fit its cache warms no more (warmNext)
    * but for each collection's newest segment. That one is warmed whole, its ids and times too,
    * and held (chunk-cache.ts warmWhole: queries neither evict nor trim it): what an extraction
    * of the latest events reads. Being newest, it is warmed first.

@@ -184,7 +184,6 @@ async function warm({ warm: ref, whole, footerOnly, restBytesPerRow }: WorkerWar
   port!.postMessage({ warmed: outcome === 'warmed', full: outcome === 'full', paused: outcome === 'paused', bytes } satisfies WorkerWarmed);
 }
 
-
 async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promise<void> {
   Atomics.store(waiting, 0, 0);
   let reply: WorkerReply;
