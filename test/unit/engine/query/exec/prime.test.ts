@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { ChunkCache } from '../../../../../engine/query/exec/chunk-cache.js';
 import { ColumnViews } from '../../../../../engine/query/eval/columns.js';
 import { DEFAULT_QUERY_LIMITS } from '../../../../../engine/query/exec/service.js';
@@ -29,16 +29,25 @@ function rounded(value: unknown): unknown {
   return value;
 }
 
+/** A temporary folder made os.tmpdir() for the test (the primer makes its folder there), removed after. */
+function ownTmpdir(t: Test): string {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-prime-test-'));
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = tmp;
+  t.teardown(() => {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+  return tmp;
+}
+
 function primeFolders(dir: string): string[] {
   return fs.readdirSync(dir).filter((name) => name.startsWith('tally-prime-'));
 }
 
 t.test('the primed requests over segments answer as the same rows in memory, a request a step', async (t) => {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-prime-test-'));
-  t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
-  const saved = process.env.TMPDIR;
-  process.env.TMPDIR = tmp;
-  t.teardown(() => void (saved === undefined ? delete process.env.TMPDIR : (process.env.TMPDIR = saved)));
+  const tmp = ownTmpdir(t);
   const files = await loadSegmentFiles();
   const primer = new Primer(files, writeSegment);
   t.equal(primeFolders(tmp).length, 1, 'the made-up segments are in a folder of their own');
@@ -67,11 +76,7 @@ t.test('the primed requests over segments answer as the same rows in memory, a r
 });
 
 t.test('a write that fails (a full disk): the primer throws and leaves no folder behind', async (t) => {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-prime-test-'));
-  t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
-  const saved = process.env.TMPDIR;
-  process.env.TMPDIR = tmp;
-  t.teardown(() => void (saved === undefined ? delete process.env.TMPDIR : (process.env.TMPDIR = saved)));
+  const tmp = ownTmpdir(t);
   let writes = 0;
   const failing: typeof writeSegment = (...args) => {
     if (++writes === 2) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
