@@ -38,6 +38,7 @@ export function engineStats({ stores, writes, wal, flusher, queries, memory }: S
     walFailures: wal.stats.failures, walRecoveries: wal.stats.recoveries, flushFailures: flusher.failures,
     writesHeldBack: flusher.writesHeldBack, backgroundPausedMs: flusher.backgroundPausedMs,
     queriesRunning: depths.running, queriesWaiting: depths.waiting, segmentsWarmed: queries.segmentsWarmed,
+    segmentsShared: queries.segmentsShared, segmentsReadFromPeers: queries.segmentsReadFromPeers,
     bufferRows, segments, segmentRows, segmentBytes, compactionBacklog,
     memoryBudgetBytes: memory.budgetBytes,
   };

@@ -119,6 +119,9 @@ export interface EngineStats {
   readonly queriesWaiting: number;
   /** Segments decoded into the query caches before any query asked for them (EngineOptions.cacheWarming). */
   readonly segmentsWarmed: number;
+  /** Segments a query worker put in shared memory for the others, and segment loads queries made from there (not the files). */
+  readonly segmentsShared: number;
+  readonly segmentsReadFromPeers: number;
   /** Rows in the write buffers, not yet in segments. */
   readonly bufferRows: number;
   readonly segments: number;

@@ -87,6 +87,10 @@ export class Metrics {
     fromStats('tally_queries_waiting', 'Queries waiting for a slot (Q)', () => stats.queriesWaiting, 'gauge');
     fromStats('tally_segments_warmed_total', 'Segments decoded into the query caches as they were written, before any query asked',
       () => stats.segmentsWarmed, 'counter');
+    fromStats('tally_segments_shared_total', 'Segments a query worker put in shared memory for the other workers to read',
+      () => stats.segmentsShared, 'counter');
+    fromStats('tally_segments_read_from_peers_total', "Segment loads queries made from another query worker's shared memory, not the files",
+      () => stats.segmentsReadFromPeers, 'counter');
     fromStats('tally_buffer_rows', 'Rows in the write buffers, not yet in segments', () => stats.bufferRows, 'gauge');
     fromStats('tally_segments', 'Segment files', () => stats.segments, 'gauge');
     fromStats('tally_segment_rows', 'Rows in segment files', () => stats.segmentRows, 'gauge');

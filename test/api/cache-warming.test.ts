@@ -4,6 +4,7 @@
  * ones when the server starts; answers are the same as from a cold cache, and --no-cache-warming
  * leaves the caches cold.
  */
+import os from 'node:os';
 import t, { type Test } from 'tap';
 import { client, eventually, sample } from '../helpers/http.js';
 import { startServer, type TestServer } from '../helpers/server.js';
@@ -73,6 +74,27 @@ t.test('segments are warmed as they are written, and answer as cold ones do', as
   const expectedSum = events().reduce((total, event) => total + (event.price as number), 0);
   t.equal((a.answers[0] as { result: number }).result, expectedSum, 'the sum of every price');
   t.equal((a.answers[3] as { result: number }).result, DAYS * PER_DAY, 'every user id counted (ids are read, not warmed)');
+  // A funnel runs whole on one worker: with two or more, it reads the days another worker warmed
+  // from that worker's shared memory (tally_segments_read_from_peers_total), answering the same.
+  const funnel = async (server: TestServer) => (await client(server.url).post(`/3.0/projects/${server.projectId}/queries/funnel`, {
+    key: server.keys.read,
+    body: { steps: ['desktop', 'tv'].map((device) => ({
+      event_collection: 'views', actor_property: 'device', timeframe: JSON.parse(timeframe) as unknown,
+      filters: [{ property_name: 'device', operator: 'eq', property_value: device }],
+    })) },
+  })).body as { result: number[] };
+  const metric = async (server: TestServer, name: string) => sample((await client(server.url).get('/metrics', { key: server.orgKey })).text, name);
+  const peersBefore = await metric(warm, 'tally_segments_read_from_peers_total');
+  const coldFunnel = await funnel(cold);
+  t.same(coldFunnel.result, [1, 0], 'desktop, then no tv by the same device');
+  t.same((await funnel(warm)).result, coldFunnel.result, 'the funnel answers as from a cold cache');
+  const shared = await metric(warm, 'tally_segments_shared_total');
+  const fromPeers = await metric(warm, 'tally_segments_read_from_peers_total') - peersBefore;
+  if (os.availableParallelism() >= 2) {
+    t.ok(shared >= 1, `warmed segments shared between the query workers (${shared})`);
+    t.ok(fromPeers >= 1, `the funnel read another worker's days from its memory (${fromPeers})`);
+  } else t.same([shared, fromPeers], [0, 0], 'one query worker: nothing shared');
+  t.equal(await metric(cold, 'tally_segments_shared_total'), 0, '--no-cache-warming: nothing warmed, nothing shared');
 });
 
 t.test('a restarted server warms the stored segments before the first query asks', async (t) => {

@@ -11,7 +11,9 @@ import { replaceColumns, type ColumnChunk, type SegmentRef } from '../../storage
 import { columnBytes, columnsBytes, dictStringBytes, systemBytes } from '../../storage/chunk-bytes.js';
 import { SegmentColumn } from '../../storage/segment/decode-column.js';
 import { StringInterner } from '../../storage/string-interner.js';
+import { inSharedMemory, peerChunk, shareChunk, type SharedChunk } from '../../storage/segment/shared-chunk.js';
 import type { FooterWithSketches } from '../../storage/segment/footer.js';
+import { FooterCache } from './footer-cache.js';
 import type { Summary } from '../eval/columns.js';
 import type { ReadSegment, SegmentFiles } from './segment-reader.js';
 
@@ -28,6 +30,11 @@ interface Entry {
   held?: boolean;
   /** An entry of what a query derived from a segment's sidecar (derived()), not of its columns. */
   derived?: { readonly value: Summary | null };
+  /**
+   * Columns another worker holds in shared memory (setPeers): counted there, so `bytes` counts
+   * only what this worker made from them (times, strings). Never given columns of its own.
+   */
+  peer?: true;
 }
 
 /** What a warm step did: decoded, found it there, found no room, or stopped for a waiting query. */
@@ -73,18 +80,28 @@ export class ChunkCache {
   private readonly read: ReadSegment;
   /** The files of the entries held whole, oldest first. */
   private readonly held: string[] = [];
-  /** Footers with their sketches, least recently used first, under footerBudgetBytes. */
-  private readonly footers = new Map<string, { footer: FooterWithSketches; bytes: number }>();
-  private footerBytes = 0;
+  private readonly footers: FooterCache;
+
+  /** Segments other workers hold in shared memory (setPeers), by file: read here without reading the file. */
+  private readonly peers = new Map<string, SharedChunk>();
+  /** Entries this cache shared (share()) and has not dropped since. */
+  private readonly sharedFiles = new Set<string>();
+  /** Of those, the ones dropped (evicted, trimmed, forgotten) since takeUnshared(). */
+  private unshared: string[] = [];
+  /** Loads of a segment answered by a peer's shared columns (whole or in part). */
+  peerReads = 0;
 
   constructor(
     private readonly files: SegmentFiles,
     private readonly budgetBytes = CHUNK_CACHE_BYTES_DEFAULT,
-    private readonly footerBudgetBytes = FOOTER_CACHE_BYTES_DEFAULT,
+    footerBudgetBytes = FOOTER_CACHE_BYTES_DEFAULT,
     /** Called with each column warmRest reads, before its bytes are counted (it may add to decodedBytes). */
     private readonly restWarmed?: (column: SegmentColumn) => void,
+    /** Whether warming puts the columns it reads in shared memory, for share() (a pool of more than one worker). */
+    private readonly sharing = false,
   ) {
     this.read = files.readSegment;
+    this.footers = new FooterCache(files.readFooter, footerBudgetBytes);
   }
 
   /** Bytes of the decoded segments held, and those held beside them (hold). */
@@ -103,27 +120,7 @@ export class ChunkCache {
 
   /** The segment's footer with its per-column HyperLogLog sketches (kept; they are small). */
   footer(ref: SegmentRef): FooterWithSketches {
-    const hit = this.footers.get(ref.file);
-    if (hit) {
-      this.footers.delete(ref.file);
-      this.footers.set(ref.file, hit);
-      return hit.footer;
-    }
-    const footer = this.files.readFooter(ref.file);
-    // The sketches as they will be once decoded (a footer decodes them when first asked; it keeps
-    // no pair table: footer.ts).
-    let bytes = 1024 + footer.sketchBytes;
-    for (const { values } of Object.values(footer.values)) {
-      for (const value of values) bytes += typeof value === 'string' ? 32 + 2 * value.length : 32;
-    }
-    this.footers.set(ref.file, { footer, bytes });
-    this.footerBytes += bytes;
-    for (const [file, entry] of this.footers) {
-      if (this.footerBytes <= this.footerBudgetBytes || file === ref.file) break;
-      this.footers.delete(file);
-      this.footerBytes -= entry.bytes;
-    }
-    return footer;
+    return this.footers.get(ref.file);
   }
 
   /**
@@ -160,9 +157,15 @@ export class ChunkCache {
    * decodes just that one, so a cache entry holds what queries read, not the whole segment.
    */
   load(ref: SegmentRef, paths: readonly string[] | null): ColumnChunk {
+    return this.loadSharing(ref, paths, false);
+  }
+
+  /** load(), with the columns it reads put in shared memory when `sharing` (warmWhole). */
+  private loadSharing(ref: SegmentRef, paths: readonly string[] | null, sharing: boolean): ColumnChunk {
     if (paths === null) this.requested = null;
     else if (this.requested !== null) for (const path of paths) this.requested.add(path);
-    const hit = this.entries.get(ref.file);
+    const hit = this.entries.get(ref.file) ?? this.peerEntry(ref);
+    if (hit?.peer === true) this.peerReads++;
     // Every column (an extraction) of a segment partly cached reads only the columns it lacks.
     const missing = hit?.complete ? [] : paths === null && hit === undefined ? null
       : (paths ?? Object.keys(ref.footer.columns))
@@ -175,18 +178,80 @@ export class ChunkCache {
       this.remeasure(hit);
       return hit.chunk;
     }
-    const read = this.read(ref.file, missing ?? undefined);
+    const read = this.readColumns(ref.file, missing ?? undefined, sharing);
     let chunk = read;
     if (hit !== undefined) chunk = replaceColumns(hit.chunk, new Map([...hit.chunk.columns, ...read.columns]));
+    // A peer's entry takes no columns of this worker's: what it lacks is read for this query alone.
+    if (hit?.peer === true) return chunk;
     const columnBytes = columnsBytes(chunk);
     const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
     const grows = bytes - (hit?.bytes ?? 0);
     if (bytes > this.budgetBytes || !this.canFree(this.bytes + grows - this.budgetBytes, ref.file)) return chunk;
-    if (hit !== undefined) this.drop(ref.file);
+    // The columns shared before stay in the entry, so its share holds (a peer only lacks the new ones).
+    if (hit !== undefined) this.drop(ref.file, true);
     this.entries.set(ref.file, { chunk, columnBytes, bytes, complete: paths === null, epoch: this.epoch });
     this.bytes += bytes;
     this.evict();
     return chunk;
+  }
+
+  /** The segment's columns `paths` read from its file, in shared memory when `sharing` (warming: share()). */
+  private readColumns(file: string, paths: readonly string[] | undefined, sharing: boolean): ColumnChunk {
+    const read = this.read(file, paths);
+    if (!sharing || !this.sharing) return read;
+    return replaceColumns(read, new Map([...read.columns].map(([path, column]) => [path, inSharedMemory(column)])));
+  }
+
+  /**
+   * An entry of the segment another worker shares (setPeers), made now: its columns cost this
+   * cache nothing, what is made from them (times, strings, keys) is counted as it grows.
+   */
+  private peerEntry(ref: SegmentRef): Entry | undefined {
+    const shared = this.peers.get(ref.file);
+    if (shared === undefined) return undefined;
+    const chunk = peerChunk(shared);
+    const complete = Object.keys(ref.footer.columns).every((path) => chunk.columns.has(path));
+    this.entries.set(ref.file, { chunk, columnBytes: 0, bytes: systemBytes(chunk), complete, epoch: this.epoch, peer: true });
+    this.bytes += systemBytes(chunk);
+    this.evict();
+    return this.entries.get(ref.file);
+  }
+
+  /**
+   * Segments other workers hold in shared memory (their share()): read from there from now on,
+   * replacing what was shared before; their memory is counted in those workers' caches. `gone`:
+   * no longer held by their workers (dropped from their caches), read from the files again.
+   */
+  setPeers(shared: readonly SharedChunk[], gone: readonly string[] = []): void {
+    for (const chunk of shared) this.peers.set(chunk.parts.file, chunk);
+    for (const file of gone) this.peers.delete(file);
+    for (const file of [...shared.map((chunk) => chunk.parts.file), ...gone]) if (this.entries.get(file)?.peer === true) this.drop(file);
+  }
+
+  /**
+   * The segment's entry, its columns and decoded times put in shared memory when read (warming),
+   * for the other workers to read (setPeers); null when there is nothing to share. Until the entry
+   * is dropped (takeUnshared then names it), its shared columns stay in it.
+   */
+  share(file: string): SharedChunk | null {
+    const entry = this.entries.get(file);
+    if (entry === undefined || entry.derived !== undefined || entry.peer === true) return null;
+    const shared = shareChunk(entry.chunk);
+    if (shared === null || shared.columns.length === 0) return null;
+    this.sharedFiles.add(file);
+    return shared;
+  }
+
+  /** The files share() gave that are dropped since the last call: their peers must let go of them. */
+  takeUnshared(): string[] {
+    const files = this.unshared;
+    this.unshared = [];
+    return files;
+  }
+
+  /** Bookkeeping of an entry that leaves the cache or loses columns. */
+  private left(file: string): void {
+    if (this.sharedFiles.delete(file)) this.unshared.push(file);
   }
 
   /**
@@ -295,7 +360,7 @@ export class ChunkCache {
         this.warmStopped = ref.file;
         return 'paused';
       }
-      const read = this.read(ref.file, [path]);
+      const read = this.readColumns(ref.file, [path], true);
       const chunk = entry === undefined ? read : replaceColumns(entry.chunk, new Map([...entry.chunk.columns, ...read.columns]));
       const columnBytes = columnsBytes(chunk);
       const bytes = columnBytes + systemBytes(chunk) + dictStringBytes(chunk);
@@ -334,7 +399,7 @@ export class ChunkCache {
       if (path !== null && entry?.chunk.columns.has(path) === true) continue;
       if (stop()) return 'paused';
       if (path !== null) {
-        this.load(ref, [path]);
+        this.loadSharing(ref, [path], true);
         if (this.entries.get(ref.file)?.chunk.columns.has(path) !== true) return 'full';
         continue;
       }
@@ -384,7 +449,7 @@ export class ChunkCache {
     const stopped = this.restStopped?.file === ref.file ? this.restStopped : null;
     this.restStopped = null;
     const entry = this.entries.get(ref.file);
-    if (entry === undefined || entry.complete) return stopped === null ? 'cached' : 'warmed';
+    if (entry === undefined || entry.complete || entry.peer === true) return stopped === null ? 'cached' : 'warmed';
     let allowance = stopped?.allowance ?? bytesPerRow * ref.footer.rows;
     let added = stopped !== null;
     for (const path of Object.keys(ref.footer.columns)) {
@@ -393,7 +458,7 @@ export class ChunkCache {
         this.restStopped = { file: ref.file, allowance };
         return 'paused';
       }
-      const read = this.read(ref.file, [path]).columns;
+      const read = this.readColumns(ref.file, [path], true).columns;
       if (this.restWarmed !== undefined) for (const column of read.values()) if (column instanceof SegmentColumn) this.restWarmed(column);
       const chunk = replaceColumns(entry.chunk, new Map([...entry.chunk.columns, ...read]));
       const columnBytes = columnsBytes(chunk);
@@ -420,14 +485,12 @@ export class ChunkCache {
    * as well as its own (footer-sketch.ts). 'full' when there was no room.
    */
   warmFooter(ref: SegmentRef): 'warmed' | 'cached' | 'full' {
-    if (this.footers.has(ref.file)) return 'cached';
-    if (this.footerBytes >= this.footerBudgetBytes) return 'full';
-    this.footer(ref);
-    return 'warmed';
+    return this.footers.warm(ref.file);
   }
 
   /** Drops segments that are gone (replaced by a merge, deleted): no query will ask for them. */
   forget(files: readonly string[]): void {
+    for (const file of files) this.peers.delete(file);
     const gone = new Set(files);
     for (const [key, entry] of this.entries) {
       if (entry.derived !== undefined && gone.has(key.slice(0, key.indexOf('\0')))) this.drop(key);
@@ -435,10 +498,7 @@ export class ChunkCache {
     for (const file of files) {
       this.drop(file);
       this.blocked.delete(file);
-      const footer = this.footers.get(file);
-      if (footer === undefined) continue;
-      this.footers.delete(file);
-      this.footerBytes -= footer.bytes;
+      this.footers.forget(file);
     }
   }
 
@@ -460,7 +520,7 @@ export class ChunkCache {
   /** Bytes the entry would free by dropping the columns the running query has not asked for. */
   private trimmable(entry: Entry): number {
     const requested = this.requested;
-    if (requested === null || entry.derived !== undefined) return 0;
+    if (requested === null || entry.derived !== undefined || entry.peer === true) return 0;
     let bytes = 0;
     for (const [path, column] of entry.chunk.columns) {
       if (requested.has(path)) continue;
@@ -472,7 +532,7 @@ export class ChunkCache {
   /** The entry without the columns the running query has not asked for (itself when none). */
   private trimmed(entry: Entry): Entry {
     const requested = this.requested;
-    if (requested === null || entry.derived !== undefined) return entry;
+    if (requested === null || entry.derived !== undefined || entry.peer === true) return entry;
     let extra = false;
     for (const path of entry.chunk.columns.keys()) if (!requested.has(path)) extra = true;
     if (!extra) return entry;
@@ -500,6 +560,7 @@ export class ChunkCache {
       if ((entry.epoch === this.epoch && this.epoch !== 0) || entry.held === true) continue;
       this.entries.delete(file);
       this.bytes -= entry.bytes;
+      this.left(file);
     }
     for (const [file, entry] of this.entries) {
       if (this.bytes <= this.budgetBytes) return;
@@ -507,20 +568,24 @@ export class ChunkCache {
       if (trimmed === entry) continue;
       this.entries.set(file, trimmed);
       this.bytes -= entry.bytes - trimmed.bytes;
+      this.left(file);
     }
     for (const [file, entry] of this.entries) {
       if (this.bytes <= this.budgetBytes) return;
       if (entry.held === true) continue;
       this.entries.delete(file);
       this.bytes -= entry.bytes;
+      this.left(file);
     }
   }
 
-  private drop(file: string): void {
+  /** Drops the entry; `replaced`: by one with the same columns and more (its share holds). */
+  private drop(file: string, replaced = false): void {
     const entry = this.entries.get(file);
     if (entry === undefined) return;
     this.entries.delete(file);
     this.bytes -= entry.bytes;
+    if (!replaced) this.left(file);
     if (entry.held === true) this.held.splice(this.held.indexOf(file), 1);
   }
 }

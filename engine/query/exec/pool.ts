@@ -15,7 +15,10 @@ import {
 import { queryIncomplete } from './scan.js';
 import type { ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
 import { KeptSnapshots, type QueryTask } from './task.js';
-import type { WorkerForget, WorkerReply, WorkerRequest, WorkerWarm, WorkerWarmed } from './worker.js';
+import type {
+  WorkerForget, WorkerPeers, WorkerReply, WorkerRequest, WorkerShared, WorkerWarm, WorkerWarmed,
+} from './worker.js';
+import type { SharedChunk } from '../../storage/segment/shared-chunk.js';
 import { workerOfSegment } from './partial.js';
 
 interface Job {
@@ -76,6 +79,19 @@ export class WorkerPool {
   private readonly newest = new Map<string, { readonly file: string; readonly tsMax: number }>();
   /** Segments to warm whole: a collection's newest, while not yet warmed. */
   private readonly whole = new Set<string>();
+  /**
+   * Segments a worker holds in shared memory (worker.ts WorkerShared), by file: every other
+   * worker is told (WorkerPeers) and reads them from there, so a query run whole on one worker (a
+   * funnel, an extraction) reads the other workers' segments from their caches, not the files,
+   * and decodes no second copy.
+   */
+  private readonly shared = new Map<string, { readonly owner: Slot; readonly chunk: SharedChunk }>();
+  /** Segments shared so far (each time a worker shares one, or shares it again with more columns). */
+  segmentsShared = 0;
+  /** Segments tasks read from another worker's shared memory (not from their files). */
+  segmentsReadFromPeers = 0;
+  /** Whether workers share what they warm: with one worker, no other would read it. */
+  private readonly sharing: boolean;
 
   /** `mayWarm`: whether warming may run now (the engine says no while a bulk load runs). */
   constructor(
@@ -83,6 +99,7 @@ export class WorkerPool {
     private readonly mayWarm: () => boolean = () => true,
   ) {
     assert(size >= 1, 'a pool has at least one worker');
+    this.sharing = size > 1;
     for (let s = 0; s < size; s++) {
       const slot = {
         current: null, queue: [], toWarm: new Map(), toWarmFooters: new Map(), toWarmRest: new Map(), warming: false,
@@ -105,7 +122,9 @@ export class WorkerPool {
   private spawn(slot: Slot, prime = false): void {
     slot.waiting = new Int32Array(new SharedArrayBuffer(4));
     const worker = new Worker(new URL('./worker.js', import.meta.url), {
-      workerData: { cacheBytes: this.cacheBytes, footerCacheBytes: this.footerCacheBytes, waiting: slot.waiting, prime },
+      workerData: {
+        cacheBytes: this.cacheBytes, footerCacheBytes: this.footerCacheBytes, waiting: slot.waiting, prime, sharing: this.sharing,
+      },
       resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
     });
     let markReady = () => {};
@@ -116,9 +135,11 @@ export class WorkerPool {
     slot.warmingFooter = false;
     slot.warmingRest = false;
     slot.ready = new Promise((resolve) => (markReady = resolve));
-    worker.on('message', (reply: WorkerReply | WorkerWarmed | 'ready') => {
+    worker.on('message', (reply: WorkerReply | WorkerWarmed | WorkerShared | 'ready') => {
       if (slot.worker !== worker) return;
       if (reply === 'ready') markReady();
+      else if ('shared' in reply) this.share(slot, reply.shared);
+      else if ('unshared' in reply) this.unshare(slot, reply.unshared);
       else if ('warmed' in reply && slot.warmingFooter) {
         if (reply.warmed) this.footersWarmed++;
         slot.warming = false;
@@ -175,10 +196,32 @@ export class WorkerPool {
   /** Terminates the slot's worker (abandoning its current task) and starts a fresh one. */
   private replace(slot: Slot): void {
     void slot.worker.terminate();
+    // What it shared dies with it; the fresh worker reads what the others share.
+    this.unshare(slot, [...this.shared].filter(([, { owner }]) => owner === slot).map(([file]) => file));
     this.spawn(slot);
+    for (const { owner, chunk } of this.shared.values()) {
+      if (owner !== slot) slot.worker.postMessage({ peer: chunk } satisfies WorkerPeers);
+    }
+  }
+
+  /** A segment `owner` holds in shared memory: the other workers read it from there. */
+  private share(owner: Slot, chunk: SharedChunk): void {
+    if (this.closed) return;
+    this.segmentsShared++;
+    this.shared.set(chunk.parts.file, { owner, chunk });
+    for (const slot of this.slots) if (slot !== owner) slot.worker.postMessage({ peer: chunk } satisfies WorkerPeers);
+  }
+
+  /** Segments `owner` no longer holds: the other workers read them from the files again. */
+  private unshare(owner: Slot, files: readonly string[]): void {
+    const gone = files.filter((file) => this.shared.get(file)?.owner === owner);
+    if (this.closed || gone.length === 0) return;
+    for (const file of gone) this.shared.delete(file);
+    for (const slot of this.slots) if (slot !== owner) slot.worker.postMessage({ unpeer: gone } satisfies WorkerPeers);
   }
 
   private finish(slot: Slot, reply: WorkerReply | Error): void {
+    if (!(reply instanceof Error) && reply.ok) this.segmentsReadFromPeers += reply.peerReads;
     const job = slot.current;
     slot.current = null;
     job?.settle(reply);
@@ -260,6 +303,7 @@ export class WorkerPool {
         slot.toWarmRest.delete(file);
         slot.knownRows -= slot.known.get(file) ?? 0;
         slot.known.delete(file);
+        this.shared.delete(file);
       }
       slot.worker.postMessage({ forget: files } satisfies WorkerForget);
     }

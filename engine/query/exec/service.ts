@@ -160,6 +160,16 @@ export class QueryService {
     return this.pool?.warmsPaused ?? 0;
   }
 
+  /** Segments a worker put in shared memory for the others (pool.ts share), since start. */
+  get segmentsShared(): number {
+    return this.pool?.segmentsShared ?? 0;
+  }
+
+  /** Segments queries read from another worker's shared memory rather than their files, since start. */
+  get segmentsReadFromPeers(): number {
+    return this.pool?.segmentsReadFromPeers ?? 0;
+  }
+
   /** Segment files gone: dropped from every worker's cache (and the in-process one). */
   forget(files: readonly string[]): void {
     this.pool?.forget(files);

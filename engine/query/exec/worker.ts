@@ -10,6 +10,7 @@ import { KeyIds } from '../eval/key-ids.js';
 import { ColumnViews } from '../eval/columns.js';
 import { loadNativeBytes, loadSegmentFiles, type SegmentFiles } from './segment-reader.js';
 import type { ColumnChunk, ScanSource, SegmentFooter, SegmentRef } from '../../storage/chunk.js';
+import type { SharedChunk } from '../../storage/segment/shared-chunk.js';
 import { transferablesOf } from './partial.js';
 import { warmPairSummaries } from './value-counts.js';
 import { Primer } from './prime.js';
@@ -59,14 +60,27 @@ export interface WorkerForget {
   readonly forget: readonly string[];
 }
 
+/**
+ * From a worker: a segment its cache holds in shared memory (chunk-cache.ts share), or the ones it
+ * no longer holds. The pool passes them on to the other workers as WorkerPeers.
+ */
+export type WorkerShared = { readonly shared: SharedChunk } | { readonly unshared: readonly string[] };
+
+/** To a worker: a segment another worker shares, to read from there (chunk-cache.ts setPeers), or ones no longer shared. */
+export type WorkerPeers = { readonly peer: SharedChunk } | { readonly unpeer: readonly string[] };
+
 export type WorkerReply =
-  | { readonly id: number; readonly ok: true; readonly body: Record<string, unknown> }
+  | {
+    readonly id: number; readonly ok: true; readonly body: Record<string, unknown>;
+    /** Segments the task read from other workers' shared memory (chunk-cache.ts peerReads). */
+    readonly peerReads: number;
+  }
   | { readonly id: number; readonly ok: false; readonly code: string | null; readonly message: string };
 
 const port = parentPort;
 if (port === null) throw new Error('engine/query/exec/worker.js runs only as a worker thread');
-const { cacheBytes, footerCacheBytes, waiting, prime } = workerData as {
-  cacheBytes: number; footerCacheBytes: number; waiting: Int32Array; prime: boolean;
+const { cacheBytes, footerCacheBytes, waiting, prime, sharing } = workerData as {
+  cacheBytes: number; footerCacheBytes: number; waiting: Int32Array; prime: boolean; sharing: boolean;
 };
 /** Opened on the first task that reads segment files. */
 let cache: ChunkCache | null = null;
@@ -128,7 +142,7 @@ let native: Promise<() => number> | null = null;
 async function newCache(): Promise<ChunkCache> {
   const made = new ChunkCache(await segmentFiles(), cacheBytes, footerCacheBytes, (column) => {
     if (column.dictSize > 0) views.assignIds(column);
-  });
+  }, sharing);
   made.hold(keyIdsBytes);
   return made;
 }
@@ -136,11 +150,20 @@ async function newCache(): Promise<ChunkCache> {
 /** Tasks run one at a time, in arrival order (the first one may wait for Arrow's import). */
 let queue: Promise<void> = Promise.resolve();
 
-port.on('message', (request: WorkerRequest | WorkerWarm | WorkerForget) => {
+port.on('message', (request: WorkerRequest | WorkerWarm | WorkerForget | WorkerPeers) => {
   if ('forget' in request) queue = queue.then(() => cache?.forget(request.forget));
   else if ('warm' in request) queue = queue.then(() => warm(request));
+  else if ('peer' in request) queue = queue.then(async () => (cache ??= await newCache()).setPeers([request.peer]));
+  else if ('unpeer' in request) queue = queue.then(() => cache?.setPeers([], request.unpeer));
   else queue = queue.then(() => handle(request));
+  queue = queue.then(postUnshared);
 });
+
+/** Tells the pool of the shared segments the cache dropped (evicted, forgotten): the other workers let go of them. */
+function postUnshared(): void {
+  const files = cache?.takeUnshared() ?? [];
+  if (files.length > 0) port!.postMessage({ unshared: files } satisfies WorkerShared);
+}
 
 /** A warm that stopped in its segment's pair tables: what its columns' warming answered. */
 let summariesLeft: { file: string; outcome: 'warmed' | 'cached'; bytes: number } | null = null;
@@ -178,6 +201,9 @@ async function warm({ warm: ref, whole, footerOnly, restBytesPerRow }: WorkerWar
         outcome = 'paused';
       }
     }
+    // Warmed: the other workers read its columns from this worker's memory (chunk-cache.ts share).
+    const shared = outcome === 'warmed' && footerOnly !== true ? cache.share(ref.file) : null;
+    if (shared !== null) port!.postMessage({ shared } satisfies WorkerShared);
   } catch {
     // The file may be gone already (replaced, deleted): the query that needs it reads it.
   }
@@ -186,6 +212,7 @@ async function warm({ warm: ref, whole, footerOnly, restBytesPerRow }: WorkerWar
 
 async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promise<void> {
   Atomics.store(waiting, 0, 0);
+  const peerReadsBefore = cache?.peerReads ?? 0;
   let reply: WorkerReply;
   let transfer: ArrayBuffer[] = [];
   try {
@@ -204,7 +231,7 @@ async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promis
     const body = await runTaskPaced(task, { views, cache }, () => nativeBytes !== null && nativeBytes() >= NATIVE_YIELD_BYTES);
     // A fan-out share's partial state is one ArrayBuffer (partial-codec.ts): moved, not copied.
     if (task.whole !== undefined || task.funnelSteps !== undefined) transfer = transferablesOf(body);
-    reply = { id, ok: true, body };
+    reply = { id, ok: true, body, peerReads: (cache?.peerReads ?? 0) - peerReadsBefore };
   } catch (error) {
     reply = isApiError(error)
       ? { id, ok: false, code: error.error_code, message: error.message }

@@ -33,7 +33,8 @@ export interface StoredField {
   readonly scale: number | null;
 }
 
-interface Members {
+/** What a SegmentColumn is made of (shared-chunk.ts copies them). */
+export interface Members {
   tags: Uint8Array;
   num: Float64Array | Uint8Array | null;
   scaled: ScaledNumbers | null;
@@ -134,6 +135,15 @@ export class SegmentColumn implements Column {
         return this.strings;
       },
     });
+  }
+
+  /** The column as read, without what was made from it since (numbers from `scaled`, strings, an unpadded dictionary). */
+  stored(): Members {
+    return {
+      tags: this.tags, num: this.scaled === null ? this.numbers : null, scaled: this.scaled, str: this.str,
+      utf8: this.padded === null ? this.offsetUtf8 : null, padded: this.padded,
+      lists: this.lists as (readonly Primitive[] | null)[] | null,
+    };
   }
 
   /** With `scaled`: whether `num` has made its Float64 values (chunk.ts storedNumbers). */

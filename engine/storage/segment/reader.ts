@@ -169,16 +169,27 @@ function stringsIn(field: FieldInfo): 'strings' | 'none' | 'unknown' {
 }
 
 /** Where a system field is in its file: the field's index, and its base when stored as deltas. */
-interface SystemField {
+export interface SystemField {
   readonly index: number;
   readonly base: number | null;
+}
+
+/** What a SegmentChunk is made of but its columns: the file, where its times are, and those decoded (shared-chunk.ts). */
+export interface SegmentChunkParts {
+  readonly file: string;
+  readonly rows: number;
+  readonly system: readonly (readonly [Role, SystemField])[];
+  readonly ts: Float64Array | null;
+  readonly tsMaxima: Float64Array | null;
+  readonly createdAt: Float64Array | null;
+  readonly seq: Float64Array | null;
 }
 
 /**
  * A segment's rows as read: property columns decoded, ts/createdAt/seq read from the file and
  * decoded on first access (each at most once). `withColumns` adds columns and shares the times.
  */
-class SegmentChunk implements ColumnChunk {
+export class SegmentChunk implements ColumnChunk {
   private tsValues: Float64Array | null = null;
   private tsMaxima: Float64Array | null = null;
   private createdAtValues: Float64Array | null = null;
@@ -217,6 +228,29 @@ class SegmentChunk implements ColumnChunk {
     chunk.tsMaxima = this.tsMaxima;
     chunk.createdAtValues = this.createdAtValues;
     chunk.seqValues = this.seqValues;
+    return chunk;
+  }
+
+  /** Its parts, the times decoded so far each passed through `keep` (shared-chunk.ts puts them in shared memory). */
+  parts(keep: (values: Float64Array) => Float64Array): SegmentChunkParts {
+    const kept = (values: Float64Array | null) => (values === null ? null : keep(values));
+    this.tsValues = kept(this.tsValues);
+    this.tsMaxima = kept(this.tsMaxima);
+    this.createdAtValues = kept(this.createdAtValues);
+    this.seqValues = kept(this.seqValues);
+    return {
+      file: this.file, rows: this.rows, system: [...this.system], ts: this.tsValues, tsMaxima: this.tsMaxima,
+      createdAt: this.createdAtValues, seq: this.seqValues,
+    };
+  }
+
+  /** The chunk of `parts` with `columns` (its times as decoded there, the rest read from the file when asked). */
+  static of(parts: SegmentChunkParts, columns: ReadonlyMap<string, Column>): SegmentChunk {
+    const chunk = new SegmentChunk(parts.file, parts.rows, new Map(parts.system), columns);
+    chunk.tsValues = parts.ts;
+    chunk.tsMaxima = parts.tsMaxima;
+    chunk.createdAtValues = parts.createdAt;
+    chunk.seqValues = parts.seq;
     return chunk;
   }
 

@@ -247,3 +247,28 @@ t.test('a task posted while a segment is being warmed runs before the rest of it
   await near('b', sumOf(1, refs.length, (i) => Math.sqrt(i + 2)));
   t.same(await service.run('p', 'count_unique', { ...lastDays, target_property: 'user', filters }), { result: (refs.length - 1) * (rows - 10_000) });
 });
+
+t.test("a funnel run whole on one worker reads the other worker's warmed segments from its shared memory, answering as one worker does", async (t) => {
+  const refs = segments(6);
+  const service = await warmedService(t, refs);
+  t.ok(service.segmentsShared >= refs.length, `each warmed segment shared (${service.segmentsShared})`);
+  const steps = [
+    { event_collection: 'e', actor_property: 'tag', timeframe: WEEK.timeframe, filters: [{ property_name: 'price', operator: 'lt', property_value: 100 }] },
+    { event_collection: 'e', actor_property: 'tag', timeframe: WEEK.timeframe, filters: [{ property_name: 'price', operator: 'gt', property_value: 1000 }] },
+  ];
+  const one = new QueryService({
+    source: () => ({ idKey: 0, memoryVersion: 0, segments: refs, memory: null, schema: {} }),
+    clock: () => Date.UTC(2024, 0, 8),
+    workers: 1,
+  });
+  t.teardown(() => one.close());
+  const want = await one.run('p', 'funnel', { steps });
+  t.same((want as { result: number[] }).result, [7, 7], 'every tag in both steps');
+  t.equal(one.segmentsReadFromPeers, 0, 'one worker: no peers');
+  for (let run = 0; run < 2; run++) {
+    const before = service.segmentsReadFromPeers;
+    t.same(await service.run('p', 'funnel', { steps }), want, `run ${run + 1}: as one worker answers`);
+    const read = service.segmentsReadFromPeers - before;
+    t.ok(read > 0, `run ${run + 1}: the other worker's segments from its memory (${read} loads)`);
+  }
+});
