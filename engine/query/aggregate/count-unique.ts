@@ -180,6 +180,21 @@ export class CountUniqueAggregator implements Aggregator {
     }
   }
 
+  /** Distinct keys of the single cell as of the set's last flush (a lower bound; ids marked since not counted). */
+  get storedSize(): number {
+    return this.single?.storedSize ?? 0;
+  }
+
+  /**
+   * The exact keys of the single cell (no group_by, no interval, never turned into sketches): the
+   * distinct values' 64-bit keys, as a funnel step's actors (funnel.ts). An empty set before any update.
+   */
+  exactKeys(): PartitionedPairSet {
+    this.drainIds();
+    assert(this.sketches === null && (this.set === null || this.set.size === 0), 'exact keys of the single cell');
+    return this.single ??= new PartitionedPairSet();
+  }
+
   /** Sets the bits of the ids of the strings of rows idx[0 .. n) (of every code when `everyCode`). */
   private markIds(ids: Int32Array, column: Column, input: UpdateInput, everyCode: boolean): void {
     const keyIds = this.views.keyIds!;

@@ -9,7 +9,7 @@ import {
   TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, dictLength, entryReader, type Column, type ColumnChunk, type Primitive,
 } from '../../storage/chunk.js';
 import type { ColumnViews } from './columns.js';
-import { NumberMap } from './hash-table.js';
+import { NumberMap } from './number-map.js';
 import { PartialStateError, type StateReader, type StateWriter } from './state-io.js';
 
 export type GroupValue = Primitive | readonly Primitive[];

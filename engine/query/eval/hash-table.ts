@@ -1,70 +1,19 @@
 /**
- * Open-addressing hash tables over typed arrays, for the scan's hot loops: NumberMap (float64
- * key → int32 id) for group ids of numbers and composite keys, and TripleSet (cell, hi, lo) for
- * exact distinct counting. Linear probing, power-of-two capacity, grown at half load. No JS
+ * Open-addressing hash tables over typed arrays, for the scan's hot loops: TripleSet (cell, hi,
+ * lo) and the pair sets of 64-bit keys for exact distinct counting (and a funnel's actors), and
+ * number-map.ts's NumberMap. Linear probing, power-of-two capacity, grown at half load. No JS
  * Map/Set and no per-entry objects.
  */
 import { PartialStateError, type StateReader, type StateWriter } from './state-io.js';
 
-const INITIAL_CAPACITY = 1024;
+export const INITIAL_CAPACITY = 1024;
 
-function mix32(h: number): number {
+export function mix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
   h = Math.imul(h, 0xc2b2ae35);
   return h ^ (h >>> 16);
-}
-
-/** float64 → int32 map; keys compare by value (-0 is normalized to 0 by callers' `+ 0`). */
-export class NumberMap {
-  private keys = new Float64Array(INITIAL_CAPACITY);
-  private values = new Int32Array(INITIAL_CAPACITY);
-  private used = new Uint8Array(INITIAL_CAPACITY);
-  private readonly bits = new Float64Array(1);
-  private readonly halves = new Int32Array(this.bits.buffer);
-  size = 0;
-
-  private slot(key: number): number {
-    this.bits[0] = key;
-    return mix32(this.halves[0] ^ Math.imul(this.halves[1], 0x9e3779b1)) & (this.keys.length - 1);
-  }
-
-  /** The value of `key`, or -1. */
-  get(key: number): number {
-    const mask = this.keys.length - 1;
-    for (let s = this.slot(key); ; s = (s + 1) & mask) {
-      if (this.used[s] === 0) return -1;
-      if (this.keys[s] === key) return this.values[s];
-    }
-  }
-
-  set(key: number, value: number): void {
-    if ((this.size + 1) * 2 > this.keys.length) this.grow();
-    const mask = this.keys.length - 1;
-    for (let s = this.slot(key); ; s = (s + 1) & mask) {
-      if (this.used[s] === 0) {
-        this.used[s] = 1;
-        this.keys[s] = key;
-        this.values[s] = value;
-        this.size++;
-        return;
-      }
-      if (this.keys[s] === key) {
-        this.values[s] = value;
-        return;
-      }
-    }
-  }
-
-  private grow(): void {
-    const { keys, values, used } = this;
-    this.keys = new Float64Array(keys.length * 2);
-    this.values = new Int32Array(keys.length * 2);
-    this.used = new Uint8Array(keys.length * 2);
-    this.size = 0;
-    for (let s = 0; s < keys.length; s++) if (used[s] === 1) this.set(keys[s], values[s]);
-  }
 }
 
 /**
@@ -215,6 +164,15 @@ class PairSet {
     for (let s = 0; s < this.his.length; s++) if (this.used[s] === 1) fn(this.his[s], this.los[s]);
   }
 
+  /** Whether the set holds (hi, lo), whose pairHash is `hash`. */
+  hasHashed(hi: number, lo: number, hash: number): boolean {
+    const mask = this.his.length - 1;
+    for (let s = hash & mask; ; s = (s + 1) & mask) {
+      if (this.used[s] === 0) return false;
+      if (this.his[s] === hi && this.los[s] === lo) return true;
+    }
+  }
+
   /** size: u32, then the slots as they are (his, los: i32[capacity], used: u8[capacity]); see TripleSet.encode. */
   encode(writer: StateWriter): void {
     writer.u32(this.size);
@@ -351,6 +309,14 @@ export class PartitionedPairSet {
     this.flush();
     if (this.small !== null) this.small.forEach(fn);
     else for (const part of this.parts!) part.forEach(fn);
+  }
+
+  /** Whether the set holds (hi, lo) (flushes the buffer). */
+  has(hi: number, lo: number): boolean {
+    this.flush();
+    const hash = pairHash(hi, lo);
+    return this.small !== null ? this.small.hasHashed(hi, lo, hash)
+      : this.parts![hash >>> (32 - PARTITION_BITS)].hasHashed(hi, lo, hash);
   }
 
   /** Adds every key of `other`, partition by partition when both are partitioned. */

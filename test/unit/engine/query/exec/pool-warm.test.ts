@@ -272,3 +272,18 @@ t.test("a funnel run whole on one worker reads the other worker's warmed segment
     t.ok(read > 0, `run ${run + 1}: the other worker's segments from its memory (${read} loads)`);
   }
 });
+
+t.test('a funnel on warmed ids (a bit per dense id) counts as one listing its actors does', async (t) => {
+  const refs = segmentsWithIds(6);
+  const service = await warmedService(t, refs);
+  await until(() => service.segmentsWarmedRest === 5);
+  const steps = [
+    { event_collection: 'e', actor_property: 'user', timeframe: WEEK.timeframe },
+    { event_collection: 'e', actor_property: 'user', timeframe: WEEK.timeframe, filters: [{ property_name: 'price', operator: 'gt', property_value: 1000 }] },
+  ];
+  const keyed = await service.run('p', 'funnel', { steps }) as { result: number[] };
+  const valued = await service.run('p', 'funnel', { steps: [steps[0], { ...steps[1], with_actors: true }] }) as { result: number[]; actors: unknown[] };
+  t.same(keyed.result, valued.result);
+  t.same(keyed.result, [12_000, 25], 'each row its own user; 25 rows priced over 1000');
+  t.equal((valued.actors[1] as unknown[]).length, 25);
+});
