@@ -17,6 +17,7 @@
 import { ApiError } from '../../base/errors.js';
 import { CountUniqueAggregator } from '../aggregate/count-unique.js';
 import { PartitionedPairSet } from '../eval/hash-table.js';
+import { PartialStateError, StateReader, StateWriter } from '../eval/state-io.js';
 import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Primitive, type ScanSource } from '../../storage/chunk.js';
 import type { FunnelPlan, FunnelStepPlan } from '../plan/plan.js';
 import { scanSource, type ExecEnv, type ScanBuffers } from './scan.js';
@@ -60,8 +61,7 @@ export function combineFunnelKeys(plan: FunnelPlan, keysOf: (index: number) => P
 export function stepActorKeys(step: FunnelStepPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers): PartitionedPairSet {
   const max = env.limits.funnelActorsMax;
   const actors = new CountUniqueAggregator(step.actorProperty, Infinity, true, env.views);
-  const tooMany = () => new ApiError('TooManyGroupsError',
-    `funnel step on "${step.collection}" has more than ${max} actors; narrow its timeframe or filters`);
+  const tooMany = () => tooManyActors(step, max);
   scanSource(source, { range: step.range, filters: step.filters, columns: [step.actorProperty] }, env, buffers,
     ({ chunk, idx, n, inRange }) => {
       const column = env.views.column(chunk, step.actorProperty);
@@ -114,12 +114,34 @@ export function stepActors(step: FunnelStepPlan, source: ScanSource, env: ExecEn
         else if (t === TAG_BOOL) actors.add(num![i] === 1);
         else if (t === TAG_LIST && lists![i] !== null) actors.add(LIST_MARK + JSON.stringify(lists![i]));
       }
-      if (actors.size > max) {
-        throw new ApiError('TooManyGroupsError',
-          `funnel step on "${step.collection}" has more than ${max} actors; narrow its timeframe or filters`);
-      }
+      if (actors.size > max) throw tooManyActors(step, max);
     });
   return actors;
+}
+
+export function tooManyActors(step: FunnelStepPlan, max: number): ApiError {
+  return new ApiError('TooManyGroupsError', `funnel step on "${step.collection}" has more than ${max} actors; narrow its timeframe or filters`);
+}
+
+/**
+ * A funnel share's actor keys, a set per step in order (stepActorKeys), and the events its scans
+ * read: what a query worker posts back (transferred) when a node's funnel is fanned out over its
+ * workers (service.ts). Not a format between nodes (those exchange partial-codec.ts states).
+ */
+export function encodeStepKeys(sets: readonly PartitionedPairSet[], eventsScanned: number): Uint8Array<ArrayBuffer> {
+  const writer = new StateWriter();
+  writer.u32(sets.length);
+  for (const set of sets) set.encode(writer);
+  writer.f64(eventsScanned);
+  return writer.finish();
+}
+
+export function decodeStepKeys(bytes: Uint8Array, steps: number): { sets: PartitionedPairSet[]; eventsScanned: number } {
+  const reader = new StateReader(bytes);
+  const count = reader.u32('step count');
+  if (count !== steps) throw new PartialStateError(`${count} step key sets for a ${steps}-step funnel`);
+  const sets = Array.from({ length: count }, () => PartitionedPairSet.decode(reader));
+  return { sets, eventsScanned: reader.f64('events scanned') };
 }
 
 /** Marks list actors (kept as JSON) apart from string actors. */

@@ -12,7 +12,8 @@ import type { Aggregator } from '../aggregate/index.js';
 import { FixedAggregator } from './execute.js';
 import type { AggregatePlan, FunnelPlan } from '../plan/plan.js';
 import type { AggregateOutcome } from './result.js';
-import { combineFunnel, type Actor } from './funnel.js';
+import { combineFunnel, combineFunnelKeys, decodeStepKeys, tooManyActors, type Actor } from './funnel.js';
+import type { PartitionedPairSet } from '../eval/hash-table.js';
 import { decodeFunnelSteps, PartialStateError } from './partial-codec.js';
 import { addMetadata } from './execute.js';
 
@@ -97,6 +98,30 @@ export function mergeOutcomes(plan: AggregatePlan, outcomes: readonly AggregateO
  * scanned its steps: every step in exactly one state, combined by the same step logic as on one
  * node (funnel.ts), each step's actors decoded when the logic reaches it.
  */
+/**
+ * The body of a funnel fanned out over a node's query workers, from their shares' step keys
+ * (funnel.ts encodeStepKeys): each step's keys united, then the step logic; TooManyGroupsError
+ * when a step's actors, united, pass `actorsMax`.
+ */
+export function finishFunnelKeys(plan: FunnelPlan, states: readonly Uint8Array[], startedMs: number, actorsMax: number): Record<string, unknown> {
+  let united: PartitionedPairSet[] | null = null;
+  let eventsScanned = 0;
+  for (const state of states) {
+    const { sets, eventsScanned: scanned } = decodeStepKeys(state, plan.steps.length);
+    eventsScanned += scanned;
+    if (united === null) united = sets;
+    else united.forEach((set, index) => set.addAll(sets[index]));
+  }
+  if (united === null) throw new PartialStateError('a funnel with no share');
+  const steps = united;
+  const body = combineFunnelKeys(plan, (index) => {
+    if (steps[index].size > actorsMax) throw tooManyActors(plan.steps[index], actorsMax);
+    return steps[index];
+  });
+  if (plan.includeMetadata) addMetadata(body, startedMs, eventsScanned, 1);
+  return body;
+}
+
 export function finishFunnel(plan: FunnelPlan, states: readonly Uint8Array[], startedMs: number): Record<string, unknown> {
   const byStep = new Map<number, () => Set<Actor>>();
   let eventsScanned = 0;

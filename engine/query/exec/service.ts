@@ -19,12 +19,12 @@ import { loadSegmentFiles } from './segment-reader.js';
 import { checkResponseBytes, runTask, type QueryTask } from './task.js';
 import { FixedAggregator, finishAggregate } from './execute.js';
 import { countFromFooters, isPlainCount } from './footer-count.js';
-import { finishFunnel, mergeOutcomes, splitSource, workerOfSegment, type PartialBody } from './partial.js';
+import { finishFunnel, finishFunnelKeys, mergeOutcomes, splitSource, workerOfSegment, type PartialBody } from './partial.js';
 import { decodePartial, encodeOutcome } from './partial-codec.js';
 import { mayCountFromSketches } from './footer-sketch.js';
 import { ApiError } from '../../base/errors.js';
 import type { QueryActivity } from '../../base/query-activity.js';
-import type { AggregatePlan } from '../plan/plan.js';
+import type { AggregatePlan, FunnelPlan } from '../plan/plan.js';
 import type { AggregateOutcome } from './result.js';
 
 export interface QueryLimits extends ExecLimits {
@@ -336,6 +336,7 @@ export class QueryService {
     // An extraction reads the newest segment first (the latest events, warmed whole in the cache
     // of the worker that owns it: pool.ts warm), so it goes to that worker when it is free.
     if (plan.kind === 'extraction') return pool.run(task, newestOwner(task.sources, fanOut));
+    if (plan.kind === 'funnel' && fanOut > 1 && !plan.steps.some((step) => step.withActors)) return this.funnelOnPool(task, plan, fanOut);
     if (plan.kind !== 'aggregate' || fanOut <= 1 || footerCount) return pool.run(task);
     const whole = task.sources[0];
     const shares = splitSource(whole, fanOut);
@@ -355,6 +356,23 @@ export class QueryService {
     return body;
   }
 
+  /**
+   * A funnel fanned out as aggregates are: each worker finds every step's actor keys among the
+   * days it owns (and their cache holds), the coordinator unites each step's and runs the step
+   * logic (partial.ts finishFunnelKeys). Whole on one worker when one owns everything it reads.
+   */
+  private async funnelOnPool(task: QueryTask, plan: FunnelPlan, fanOut: number): Promise<Record<string, unknown>> {
+    const pool = this.pool!;
+    const byStep = task.sources.map((source) => splitSource(source, fanOut));
+    const tasks = Array.from({ length: fanOut }, (_, w): QueryTask | null => (byStep.every((shares) => shares[w] === null) ? null
+      : { ...task, funnelKeys: true, sources: byStep.map((shares, index) => shares[w] ?? emptySource()) }));
+    if (tasks.filter((share) => share !== null).length <= 1) return pool.run(task);
+    const startedMs = Date.now();
+    const bodies = await pool.runAll(tasks, task.timeoutMs);
+    const states = (bodies.filter((body) => body !== null) as unknown as PartialBody[]).map((body) => body.state);
+    return finishFunnelKeys(plan, states, startedMs, task.limits.funnelActorsMax);
+  }
+
   /** The plan's sources; a funnel's steps not among `steps` (when given) read nothing. */
   private sourcesOf(projectId: string, plan: Plan, steps?: readonly number[]): ScanSource[] {
     const source = (collection: string, range: { startMs: number; endMs: number }) =>
@@ -362,7 +380,7 @@ export class QueryService {
     if (plan.kind === 'funnel') {
       if (steps !== undefined) checkSteps(steps, plan.steps.length);
       return plan.steps.map((step, index) => (steps === undefined || steps.includes(index) ? source(step.collection, step.range)
-        : { idKey: 0, segments: [], memory: null, memoryVersion: 0, schema: {} }));
+        : emptySource()));
     }
     return [source(plan.collection, plan.range)];
   }
@@ -394,6 +412,11 @@ function checkSteps(steps: readonly number[], count: number): void {
   const ok = steps.length > 0 && new Set(steps).size === steps.length
     && steps.every((index) => Number.isInteger(index) && index >= 0 && index < count);
   if (!ok) throw new ApiError('InvalidQueryError', `A funnel share names steps ${JSON.stringify(steps)} of a ${count}-step funnel.`);
+}
+
+/** A source that reads nothing (a funnel step another share or node scans). */
+function emptySource(): ScanSource {
+  return { idKey: 0, segments: [], memory: null, memoryVersion: 0, schema: {} };
 }
 
 /** The worker (of `workers`) that owns the newest of the sources' segments, if they have any. */

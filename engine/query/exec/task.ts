@@ -9,7 +9,7 @@ import { aggregateSteps, executeSteps } from './execute.js';
 import { extractToFile, type ExtractionOutput } from './extraction.js';
 import type { PartialBody } from './partial.js';
 import { encodeFunnelSteps, encodeOutcome } from './partial-codec.js';
-import { stepActors } from './funnel.js';
+import { encodeStepKeys, stepActorKeys, stepActors } from './funnel.js';
 import type { ExecLimits, Plan } from '../plan/plan.js';
 import { ScanBuffers, type ExecEnv } from './scan.js';
 import { runSteps, runStepsPaced, type Steps } from './steps.js';
@@ -57,6 +57,11 @@ export interface QueryTask {
    * encoded actor sets (partial-codec.ts, version 2) instead of a response body.
    */
   readonly funnelSteps?: readonly number[];
+  /**
+   * Set on a funnel's share of a node's fan-out (service.ts): sources[i] is step i's share; the
+   * task returns every step's actor keys, encoded (funnel.ts encodeStepKeys), in `state`.
+   */
+  readonly funnelKeys?: true;
   /** Set on an asynchronous extraction's task: the events go to this file, the body is {events}. */
   readonly output?: ExtractionOutput;
 }
@@ -93,6 +98,13 @@ function* taskSteps(task: QueryTask, env: TaskEnv): Steps<Record<string, unknown
     const state = encodeFunnelSteps(task.funnelSteps, (index) => stepActors(plan.steps[index], sources[index], execEnv, buffers),
       () => buffers.eventsScanned, limits.funnelStateBytesMax);
     return { state } satisfies PartialBody as unknown as Record<string, unknown>;
+  }
+  if (task.funnelKeys === true && task.plan.kind === 'funnel') {
+    const { plan, sources, limits } = task;
+    const buffers = new ScanBuffers();
+    const execEnv: ExecEnv = { ...env, limits, deadlineMs: task.deadlineMs, timeoutMs: task.timeoutMs };
+    const sets = plan.steps.map((step, index) => stepActorKeys(step, sources[index], execEnv, buffers));
+    return { state: encodeStepKeys(sets, buffers.eventsScanned) } satisfies PartialBody as unknown as Record<string, unknown>;
   }
   if (task.output !== undefined && task.plan.kind === 'extraction') {
     const events = extractToFile(task.plan, task.sources[0], {

@@ -230,7 +230,7 @@ async function handle({ id, task: posted, resetFooters }: WorkerRequest): Promis
     const nativeBytes = cache === null ? null : await (native ??= loadNativeBytes());
     const body = await runTaskPaced(task, { views, cache }, () => nativeBytes !== null && nativeBytes() >= NATIVE_YIELD_BYTES);
     // A fan-out share's partial state is one ArrayBuffer (partial-codec.ts): moved, not copied.
-    if (task.whole !== undefined || task.funnelSteps !== undefined) transfer = transferablesOf(body);
+    if (task.whole !== undefined || task.funnelSteps !== undefined || task.funnelKeys === true) transfer = transferablesOf(body);
     reply = { id, ok: true, body, peerReads: (cache?.peerReads ?? 0) - peerReadsBefore };
   } catch (error) {
     reply = isApiError(error)

@@ -144,6 +144,35 @@ t.test('2 workers answer like 1 worker for every analysis', async (t) => {
   ] as const) {
     t.same(await outcome(two.run('p', analysis, query)), await outcome(one.run('p', analysis, query)), analysis);
   }
+  // Funnels fan out too (each worker finds its days' actor keys, united by step): as one worker,
+  // for each kind of actor and of step, events scanned included.
+  for (const actor of ['user', 'country', 'price', 'tags', 'flag']) {
+    const query = { include_metadata: true, steps: [
+      { event_collection: 'e', actor_property: actor, timeframe },
+      { event_collection: 'e', actor_property: actor, timeframe, optional: true, filters },
+      { event_collection: 'e', actor_property: actor, timeframe, inverted: true, filters: [{ property_name: 'country', operator: 'eq', property_value: 'US' }] },
+      { event_collection: 'e', actor_property: actor, timeframe: { start: timeframe.start, end: '2024-03-02T00:00:00.000Z' } },
+    ] };
+    const noTime = (body: unknown) => {
+      const copy = body as { execution_metadata?: Record<string, unknown> };
+      if (copy.execution_metadata !== undefined) copy.execution_metadata.total_processing_time = 0;
+      return copy;
+    };
+    const want = noTime(await outcome(one.run('p', 'funnel', query)));
+    t.ok(Array.isArray((want as { result?: unknown }).result), `funnel on ${actor}: answered`);
+    t.same(noTime(await outcome(two.run('p', 'funnel', query))), want, `funnel on ${actor}, fanned out`);
+  }
+  // The actor limit holds over the united keys: each worker's share of the prices is under it.
+  const prices = [{ event_collection: 'e', actor_property: 'price', timeframe }];
+  const united = (await two.run('p', 'funnel', { steps: prices }) as { result: number[] }).result[0];
+  for (const share of splitSource(source, 2)) {
+    const alone = new QueryService({ source: () => share!, clock: options.clock, workers: 0 });
+    const count = (await alone.run('p', 'funnel', { steps: prices }) as { result: number[] }).result[0];
+    t.ok(count < united, `a share's prices (${count}) are fewer than all (${united})`);
+  }
+  const actorsMax = new QueryService({ ...options, workers: 2, fanOut: 2, limits: { funnelActorsMax: united - 1 } });
+  t.teardown(() => actorsMax.close());
+  t.match(await outcome(actorsMax.run('p', 'funnel', { steps: prices })), /^TooManyGroupsError/, 'the actor limit holds over the united keys');
 });
 
 t.test('segments are assigned to workers by file, evenly for numbered files', async (t) => {

@@ -248,13 +248,14 @@ t.test('a task posted while a segment is being warmed runs before the rest of it
   t.same(await service.run('p', 'count_unique', { ...lastDays, target_property: 'user', filters }), { result: (refs.length - 1) * (rows - 10_000) });
 });
 
-t.test("a funnel run whole on one worker reads the other worker's warmed segments from its shared memory, answering as one worker does", async (t) => {
+t.test("a funnel run whole on one worker (listing actors) reads the other worker's warmed segments from its shared memory, answering as one worker does", async (t) => {
   const refs = segments(6);
   const service = await warmedService(t, refs);
   t.ok(service.segmentsShared >= refs.length, `each warmed segment shared (${service.segmentsShared})`);
+  // Listing its actors, a funnel runs whole on one worker (without, it fans out: service.ts).
   const steps = [
     { event_collection: 'e', actor_property: 'tag', timeframe: WEEK.timeframe, filters: [{ property_name: 'price', operator: 'lt', property_value: 100 }] },
-    { event_collection: 'e', actor_property: 'tag', timeframe: WEEK.timeframe, filters: [{ property_name: 'price', operator: 'gt', property_value: 1000 }] },
+    { event_collection: 'e', actor_property: 'tag', timeframe: WEEK.timeframe, with_actors: true, filters: [{ property_name: 'price', operator: 'gt', property_value: 1000 }] },
   ];
   const one = new QueryService({
     source: () => ({ idKey: 0, memoryVersion: 0, segments: refs, memory: null, schema: {} }),
@@ -271,6 +272,11 @@ t.test("a funnel run whole on one worker reads the other worker's warmed segment
     const read = service.segmentsReadFromPeers - before;
     t.ok(read > 0, `run ${run + 1}: the other worker's segments from its memory (${read} loads)`);
   }
+  // Not listing actors, it fans out: each worker reads only the days it owns, none of the other's.
+  const before = service.segmentsReadFromPeers;
+  const keyed = await service.run('p', 'funnel', { steps: steps.map(({ with_actors: _, ...step }) => step) }) as { result: number[] };
+  t.same(keyed.result, (want as { result: number[] }).result);
+  t.equal(service.segmentsReadFromPeers - before, 0, 'fanned out: no worker read another\'s days');
 });
 
 t.test('a funnel on warmed ids (a bit per dense id) counts as one listing its actors does', async (t) => {
