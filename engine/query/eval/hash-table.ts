@@ -107,7 +107,7 @@ export function pairHash(hi: number, lo: number): number {
 }
 
 /** A set of 64-bit keys (hi, lo); `used` marks slots because (0, 0) is a valid key. */
-class PairSet {
+export class PairSet {
   his = new Int32Array(64);
   los = new Int32Array(64);
   used = new Uint8Array(64);
@@ -162,6 +162,10 @@ class PairSet {
 
   forEach(fn: (hi: number, lo: number) => void): void {
     for (let s = 0; s < this.his.length; s++) if (this.used[s] === 1) fn(this.his[s], this.los[s]);
+  }
+
+  has(hi: number, lo: number): boolean {
+    return this.hasHashed(hi, lo, pairHash(hi, lo));
   }
 
   /** Whether the set holds (hi, lo), whose pairHash is `hash`. */
@@ -309,14 +313,6 @@ export class PartitionedPairSet {
     this.flush();
     if (this.small !== null) this.small.forEach(fn);
     else for (const part of this.parts!) part.forEach(fn);
-  }
-
-  /** Whether the set holds (hi, lo) (flushes the buffer). */
-  has(hi: number, lo: number): boolean {
-    this.flush();
-    const hash = pairHash(hi, lo);
-    return this.small !== null ? this.small.hasHashed(hi, lo, hash)
-      : this.parts![hash >>> (32 - PARTITION_BITS)].hasHashed(hi, lo, hash);
   }
 
   /** Adds every key of `other`, partition by partition when both are partitioned. */

@@ -8,16 +8,10 @@
  * however they were found: scanned here (runFunnel) or, in a cluster, scanned by the nodes that
  * store the steps' collections and sent as partial states (partial-codec.ts, service.ts).
  *
- * A funnel that returns no actors (no step with_actors) keeps each step's actors as the 64-bit
- * keys a distinct count keeps (count-unique.ts: strings hashed from the stored dictionary bytes,
- * or a bit per dense id of a warmed id column; numbers by their bits), never as JS strings: at
- * 10M events, a funnel of two steps on user_id took ~8 s making ~10M strings and hashing them
- * into a Set.
+ * A funnel that lists no actors (no step with_actors) keeps them as keys (funnel-keys.ts).
  */
-import { ApiError } from '../../base/errors.js';
-import { CountUniqueAggregator } from '../aggregate/count-unique.js';
-import { PartitionedPairSet } from '../eval/hash-table.js';
-import { PartialStateError, StateReader, StateWriter } from '../eval/state-io.js';
+import { packKeys } from '../eval/packed-keys.js';
+import { countFunnel, stepActorKeys, tooManyActors } from './funnel-keys.js';
 import { TAG_BOOL, TAG_LIST, TAG_NUM, TAG_STR, type Primitive, type ScanSource } from '../../storage/chunk.js';
 import type { FunnelPlan, FunnelStepPlan } from '../plan/plan.js';
 import { scanSource, type ExecEnv, type ScanBuffers } from './scan.js';
@@ -31,48 +25,8 @@ export function runFunnel(
   if (plan.steps.some((step) => step.withActors)) {
     return combineFunnel(plan, (index) => stepActors(plan.steps[index], sources[index], env, buffers));
   }
-  return combineFunnelKeys(plan, (index) => stepActorKeys(plan.steps[index], sources[index], env, buffers));
-}
-
-/** combineFunnel over actor keys (stepActorKeys): the same counts, no actors listed. */
-export function combineFunnelKeys(plan: FunnelPlan, keysOf: (index: number) => PartitionedPairSet): Record<string, unknown> {
-  let current: PartitionedPairSet | null = null;
-  const result: number[] = [];
-  plan.steps.forEach((step, index) => {
-    const did = keysOf(index);
-    let counted = did;
-    if (current !== null || step.inverted) {
-      const base: PartitionedPairSet = current ?? did;
-      counted = new PartitionedPairSet();
-      base.forEach((hi, lo) => {
-        if (did.has(hi, lo) !== step.inverted) counted.add(hi, lo);
-      });
-    }
-    result.push(counted.size);
-    if (!step.optional) current = counted;
-  });
-  return { result, steps: plan.steps.map((s) => s.normalized) };
-}
-
-/**
- * stepActors as keys (a distinct count's exact keys of the actor property over the step's
- * rows); TooManyGroupsError past funnelActorsMax, as stepActors.
- */
-export function stepActorKeys(step: FunnelStepPlan, source: ScanSource, env: ExecEnv, buffers: ScanBuffers): PartitionedPairSet {
-  const max = env.limits.funnelActorsMax;
-  const actors = new CountUniqueAggregator(step.actorProperty, Infinity, true, env.views);
-  const tooMany = () => tooManyActors(step, max);
-  scanSource(source, { range: step.range, filters: step.filters, columns: [step.actorProperty] }, env, buffers,
-    ({ chunk, idx, n, inRange }) => {
-      const column = env.views.column(chunk, step.actorProperty);
-      if (column === undefined || n === 0) return;
-      const dense = idx === buffers.identity && n === chunk.rows && inRange === n;
-      actors.update({ column, idx, n, cells: null, cellCount: 1, dense, tagMask: env.views.tagMask(column) });
-      if (actors.storedSize > max) throw tooMany();
-    });
-  const keys = actors.exactKeys();
-  if (keys.size > max) throw tooMany();
-  return keys;
+  const keys = plan.steps.map((step, index) => [packKeys(stepActorKeys(step, sources[index], env, buffers))]);
+  return { result: countFunnel(plan, keys, env.limits.funnelActorsMax), steps: plan.steps.map((s) => s.normalized) };
 }
 
 /**
@@ -117,31 +71,6 @@ export function stepActors(step: FunnelStepPlan, source: ScanSource, env: ExecEn
       if (actors.size > max) throw tooManyActors(step, max);
     });
   return actors;
-}
-
-export function tooManyActors(step: FunnelStepPlan, max: number): ApiError {
-  return new ApiError('TooManyGroupsError', `funnel step on "${step.collection}" has more than ${max} actors; narrow its timeframe or filters`);
-}
-
-/**
- * A funnel share's actor keys, a set per step in order (stepActorKeys), and the events its scans
- * read: what a query worker posts back (transferred) when a node's funnel is fanned out over its
- * workers (service.ts). Not a format between nodes (those exchange partial-codec.ts states).
- */
-export function encodeStepKeys(sets: readonly PartitionedPairSet[], eventsScanned: number): Uint8Array<ArrayBuffer> {
-  const writer = new StateWriter();
-  writer.u32(sets.length);
-  for (const set of sets) set.encode(writer);
-  writer.f64(eventsScanned);
-  return writer.finish();
-}
-
-export function decodeStepKeys(bytes: Uint8Array, steps: number): { sets: PartitionedPairSet[]; eventsScanned: number } {
-  const reader = new StateReader(bytes);
-  const count = reader.u32('step count');
-  if (count !== steps) throw new PartialStateError(`${count} step key sets for a ${steps}-step funnel`);
-  const sets = Array.from({ length: count }, () => PartitionedPairSet.decode(reader));
-  return { sets, eventsScanned: reader.f64('events scanned') };
 }
 
 /** Marks list actors (kept as JSON) apart from string actors. */

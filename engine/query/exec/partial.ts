@@ -12,8 +12,9 @@ import type { Aggregator } from '../aggregate/index.js';
 import { FixedAggregator } from './execute.js';
 import type { AggregatePlan, FunnelPlan } from '../plan/plan.js';
 import type { AggregateOutcome } from './result.js';
-import { combineFunnel, combineFunnelKeys, decodeStepKeys, tooManyActors, type Actor } from './funnel.js';
-import type { PartitionedPairSet } from '../eval/hash-table.js';
+import { combineFunnel, type Actor } from './funnel.js';
+import { countFunnel, decodeStepKeys } from './funnel-keys.js';
+import type { PackedKeys } from '../eval/packed-keys.js';
 import { decodeFunnelSteps, PartialStateError } from './partial-codec.js';
 import { addMetadata } from './execute.js';
 
@@ -100,24 +101,18 @@ export function mergeOutcomes(plan: AggregatePlan, outcomes: readonly AggregateO
  */
 /**
  * The body of a funnel fanned out over a node's query workers, from their shares' step keys
- * (funnel.ts encodeStepKeys): each step's keys united, then the step logic; TooManyGroupsError
- * when a step's actors, united, pass `actorsMax`.
+ * (funnel-keys.ts encodeStepKeys): each step's keys united and intersected a partition at a
+ * time (countFunnel); TooManyGroupsError when a step's actors, united, pass `actorsMax`.
  */
 export function finishFunnelKeys(plan: FunnelPlan, states: readonly Uint8Array[], startedMs: number, actorsMax: number): Record<string, unknown> {
-  let united: PartitionedPairSet[] | null = null;
+  const keys: PackedKeys[][] = plan.steps.map(() => []);
   let eventsScanned = 0;
   for (const state of states) {
-    const { sets, eventsScanned: scanned } = decodeStepKeys(state, plan.steps.length);
-    eventsScanned += scanned;
-    if (united === null) united = sets;
-    else united.forEach((set, index) => set.addAll(sets[index]));
+    const decoded = decodeStepKeys(state, plan.steps.length);
+    eventsScanned += decoded.eventsScanned;
+    decoded.keys.forEach((packed, index) => keys[index].push(packed));
   }
-  if (united === null) throw new PartialStateError('a funnel with no share');
-  const steps = united;
-  const body = combineFunnelKeys(plan, (index) => {
-    if (steps[index].size > actorsMax) throw tooManyActors(plan.steps[index], actorsMax);
-    return steps[index];
-  });
+  const body = { result: countFunnel(plan, keys, actorsMax), steps: plan.steps.map((step) => step.normalized) };
   if (plan.includeMetadata) addMetadata(body, startedMs, eventsScanned, 1);
   return body;
 }
