@@ -168,6 +168,12 @@ export class PairSet {
     return this.hasHashed(hi, lo, pairHash(hi, lo));
   }
 
+  /** Empties the set, keeping its slots (a scratch set reused). */
+  clear(): void {
+    this.used.fill(0);
+    this.size = 0;
+  }
+
   /** Whether the set holds (hi, lo), whose pairHash is `hash`. */
   hasHashed(hi: number, lo: number, hash: number): boolean {
     const mask = this.his.length - 1;
@@ -302,6 +308,12 @@ export class PartitionedPairSet {
   get size(): number {
     this.flush();
     return this.stored;
+  }
+
+  /** The partitions in order, once the keys are in them (flushes the buffer); null while they are in one small set. */
+  get partitions(): readonly PairSet[] | null {
+    this.flush();
+    return this.parts;
   }
 
   /** Whether the keys are in partitions (else in one small set). */

@@ -17,6 +17,23 @@ export interface PackedKeys {
 }
 
 export function packKeys(set: PartitionedPairSet): PackedKeys {
+  const parts = set.partitions;
+  if (parts !== null) {
+    // Partitioned already: each partition's keys as they lie.
+    const starts = new Int32Array(PARTITIONS + 1);
+    for (let p = 0; p < PARTITIONS; p++) starts[p + 1] = starts[p] + parts[p].size;
+    const keys = new Int32Array(2 * starts[PARTITIONS]);
+    let at = 0;
+    for (const { his, los, used } of parts) {
+      for (let s = 0; s < used.length; s++) {
+        if (used[s] === 0) continue;
+        keys[at++] = his[s];
+        keys[at++] = los[s];
+      }
+    }
+    return { keys, starts };
+  }
+  // A few keys in one set: sorted by partition.
   const size = set.size;
   const partition = new Uint8Array(size);
   const flat = new Int32Array(2 * size);

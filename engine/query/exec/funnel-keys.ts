@@ -52,10 +52,20 @@ export function countFunnel(plan: FunnelPlan, keys: readonly (readonly PackedKey
   const steps = plan.steps;
   const result = steps.map(() => 0);
   const sizes = steps.map(() => 0);
+  // Scratch sets, reused from partition to partition (a partition's keys are a few thousand).
+  const spare: PairSet[] = [];
+  const taken: PairSet[] = [];
+  const take = (): PairSet => {
+    const set = spare.pop() ?? new PairSet();
+    set.clear();
+    taken.push(set);
+    return set;
+  };
   for (let p = 0; p < PARTITIONS; p++) {
     let current: PairSet | null = null;
+    spare.push(...taken.splice(0));
     steps.forEach((step, index) => {
-      const did = new PairSet();
+      const did = take();
       let total = 0;
       for (const part of keys[index]) total += part.starts[p + 1] - part.starts[p];
       did.reserve(total);
@@ -69,15 +79,15 @@ export function countFunnel(plan: FunnelPlan, keys: readonly (readonly PackedKey
         current = did;
         return;
       }
-      const base: PairSet = current;
+      const { his, los, used } = current;
       // The actors still in the funnel after this step matter only to a later step.
-      const kept = !step.optional && index < steps.length - 1 ? new PairSet() : null;
+      const kept = !step.optional && index < steps.length - 1 ? take() : null;
       let count = 0;
-      base.forEach((hi, lo) => {
-        if (did.has(hi, lo) === step.inverted) return;
+      for (let s = 0; s < used.length; s++) {
+        if (used[s] === 0 || did.has(his[s], los[s]) === step.inverted) continue;
         count++;
-        kept?.add(hi, lo);
-      });
+        kept?.add(his[s], los[s]);
+      }
       result[index] += count;
       if (kept !== null) current = kept;
     });

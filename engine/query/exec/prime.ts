@@ -59,6 +59,10 @@ export const PRIMED_REQUESTS: readonly (readonly [string, Params])[] = [
   ['maximum', { target_property: 'price', ...eq('is_member', true) }],
   ['median', { target_property: 'price' }],
   ['percentile', { target_property: 'price', percentile: 90 }],
+  ['funnel', { steps: [
+    { event_collection: 'primed', actor_property: 'user_id', ...eq('device', 'tablet') },
+    { event_collection: 'primed', actor_property: 'user_id', ...eq('is_member', true) },
+  ] }],
   ['extraction', { latest: 100 }],
 ];
 
@@ -155,11 +159,13 @@ export class Primer {
     }
     const [analysis, params] = PRIMED_REQUESTS[index];
     const plan = parseRequest(analysis, { event_collection: 'primed', timeframe: this.timeframe, ...params }, { nowMs: START + DAYS * DAY });
-    const task: QueryTask = { plan, sources: [source], limits: LIMITS, deadlineMs: Date.now() + L.QUERY_TIMEOUT_MS, timeoutMs: L.QUERY_TIMEOUT_MS };
+    const sources = plan.kind === 'funnel' ? plan.steps.map(() => source) : [source];
+    const task: QueryTask = { plan, sources, limits: LIMITS, deadlineMs: Date.now() + L.QUERY_TIMEOUT_MS, timeoutMs: L.QUERY_TIMEOUT_MS };
     const env = { views: this.views, cache: this.cache };
     this.answers.push(runTask(task, env));
-    // A fan-out share, as the pool runs most aggregates (partial.ts).
+    // A fan-out share, as the pool runs most aggregates and funnels (partial.ts, service.ts).
     if (plan.kind === 'aggregate') runTask({ ...task, whole: source }, env);
+    if (plan.kind === 'funnel') runTask({ ...task, funnelKeys: true }, env);
     if (++this.next < total) return true;
     this.close();
     return false;

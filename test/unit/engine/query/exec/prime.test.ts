@@ -66,7 +66,8 @@ t.test('the primed requests over segments answer as the same rows in memory, a r
   t.equal(primer.answers.length, PRIMED_REQUESTS.length);
   PRIMED_REQUESTS.forEach(([analysis, params], index) => {
     const plan = parseRequest(analysis, { event_collection: 'primed', timeframe, ...params }, { nowMs: START + 4 * DAY });
-    const inMemory = runTask({ plan, sources: [source], limits: DEFAULT_QUERY_LIMITS, deadlineMs: Date.now() + 60_000, timeoutMs: 60_000 },
+    const sources = plan.kind === 'funnel' ? plan.steps.map(() => source) : [source];
+    const inMemory = runTask({ plan, sources, limits: DEFAULT_QUERY_LIMITS, deadlineMs: Date.now() + 60_000, timeoutMs: 60_000 },
       { views: new ColumnViews(), cache: new ChunkCache(files) });
     t.same(rounded(primer.answers[index]), rounded(inMemory), `${analysis} ${JSON.stringify(params)}`);
   });
