@@ -8,6 +8,7 @@ import type { SegmentRef } from '../../../../../engine/storage/chunk.js';
 import { columnsBytes, dictStringBytes, systemBytes } from '../../../../../engine/storage/chunk-bytes.js';
 import { compactColumns, readFooter, readSegment } from '../../../../../engine/storage/segment/reader.js';
 import { ChunkCache } from '../../../../../engine/query/exec/chunk-cache.js';
+import { countingFiles } from '../../../../helpers/query/counting-files.js';
 import { writeDaySegments } from '../../../../helpers/query/segments.js';
 
 /** Segments of 1,000 rows: a number and a 7-value string. */
@@ -17,18 +18,10 @@ function segments(count: number): SegmentRef[] {
 
 /** A cache whose reads are counted; `fit` segments' price columns fit its budget. */
 function countingCache(refs: readonly SegmentRef[], fit: number): { cache: ChunkCache; reads: () => number } {
-  let reads = 0;
   const probe = readSegment(refs[0].file, ['price']);
   const one = columnsBytes(probe) + systemBytes(probe);
-  const files = {
-    readSegment: (file: string, columns?: readonly string[]) => {
-      reads++;
-      return readSegment(file, columns);
-    },
-    readFooter,
-    compactColumns,
-  };
-  return { cache: new ChunkCache(files, Math.floor((fit + 0.5) * one)), reads: () => reads };
+  const { files, reads } = countingFiles();
+  return { cache: new ChunkCache(files, Math.floor((fit + 0.5) * one)), reads };
 }
 
 t.test('a query that reads more than fits keeps the share that fits, run after run', async (t) => {

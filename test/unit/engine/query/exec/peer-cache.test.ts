@@ -7,7 +7,8 @@
 import t from 'tap';
 import type { SegmentRef } from '../../../../../engine/storage/chunk.js';
 import { columnsBytes } from '../../../../../engine/storage/chunk-bytes.js';
-import { compactColumns, readFooter, readSegment } from '../../../../../engine/storage/segment/reader.js';
+import { readSegment } from '../../../../../engine/storage/segment/reader.js';
+import { countingFiles } from '../../../../helpers/query/counting-files.js';
 import type { SegmentColumn } from '../../../../../engine/storage/segment/decode-column.js';
 import { ChunkCache } from '../../../../../engine/query/exec/chunk-cache.js';
 import { writeDaySegments } from '../../../../helpers/query/segments.js';
@@ -23,16 +24,8 @@ function segments(count: number): SegmentRef[] {
 
 /** A cache whose file reads are counted; `sharing` as a pool of two or more workers makes it. */
 function countingCache(budget: number, sharing: boolean): { cache: ChunkCache; reads: () => number } {
-  let reads = 0;
-  const files = {
-    readSegment: (file: string, columns?: readonly string[]) => {
-      reads++;
-      return readSegment(file, columns);
-    },
-    readFooter,
-    compactColumns,
-  };
-  return { cache: new ChunkCache(files, budget, 8 << 20, undefined, sharing), reads: () => reads };
+  const { files, reads } = countingFiles();
+  return { cache: new ChunkCache(files, budget, 8 << 20, undefined, sharing), reads };
 }
 
 t.test('a segment one cache warmed, another reads from its memory: no file read, no bytes counted twice', async (t) => {
